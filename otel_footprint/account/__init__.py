@@ -1,0 +1,1 @@
+"""The account: checks over one run (check 1 decided-delivered first), the "It understood" row, pointers."""

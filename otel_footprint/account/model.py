@@ -1,0 +1,125 @@
+"""The account's results as frozen data: pointers, lines, checks, signals and the summary.
+
+This is the contract between ``account/`` (which computes it), ``annotate/`` (which writes it onto
+spans) and ``explain`` (which prints it). Vocabulary follows the reference (§4.2) verbatim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+CheckId: TypeAlias = Literal["decided-delivered", "existence", "empty-results"]
+CheckState: TypeAlias = Literal["reachable", "unreachable", "not-applicable"]
+Tone: TypeAlias = Literal["plain", "ok", "warn", "bad", "unknown"]
+FactStatus: TypeAlias = Literal["recorded", "not-recorded", "not-applicable"]
+RowId: TypeAlias = Literal[
+    "asked", "understood", "checked", "not-checked", "found", "how-sure", "anything-wrong"
+]
+SignalId: TypeAlias = Literal[
+    "decided-not-delivered",
+    "existence-not-checked",
+    "undeclared-empty-used",
+    "undeclared-empty-in-view",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    """Evidence in OpenTelemetry terms: a span, an event on it, and the attribute (+ JSON path).
+
+    ``event_name``/``event_index`` are None when the evidence is a span attribute itself; ``state``
+    pointers (a resumed leg's held verdict) name the attribute holding the state JSON.
+    """
+
+    trace_id: str
+    span_id: str
+    event_name: str | None = None
+    event_index: int | None = None
+    attribute: str | None = None
+    json_path: str | None = None
+    """RFC 6901 pointer inside a JSON attribute, e.g. ``/to``."""
+
+    def render(self) -> str:
+        """``<trace>/<span>#<event>[<i>]@<attribute><json path>`` — short enough to index."""
+        text = f"{self.trace_id}/{self.span_id}"
+        if self.event_name is not None:
+            text += f"#{self.event_name}[{self.event_index if self.event_index is not None else 0}]"
+        if self.attribute is not None:
+            text += f"@{self.attribute}{self.json_path or ''}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """A short mark beside a line (``decided = delivered``, ``not recorded``, ...)."""
+
+    mark: str
+    text: str
+    tone: Tone = "plain"
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One sentence of a row, with the template it came from and the evidence behind it."""
+
+    row: RowId
+    template_id: str
+    text: str
+    status: FactStatus
+    source: str
+    """The voucher: person / library / tool:<name> / model / app."""
+    pointers: tuple[Pointer, ...] = ()
+    chips: tuple[Chip, ...] = ()
+    missing: str | None = None
+    item: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check's single state; ``outcome`` only for a reachable check 1."""
+
+    check_id: CheckId
+    state: CheckState
+    outcome: Literal["delivered", "not-delivered"] | None = None
+    sentence: str | None = None
+    """The explanation written with the ``gen_ai.evaluation.result`` event."""
+    pointers: tuple[Pointer, ...] = ()
+    label: Literal["pass", "fail", "unknown"] = "unknown"
+    """``gen_ai.evaluation.score.label``: pass / fail when reachable (fail = the check raised a
+    signal), unknown otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """Something the account found wrong, in priority order."""
+
+    signal_id: SignalId
+    check_id: CheckId
+    tone: Tone
+    sentence: str
+    pointers: tuple[Pointer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The one-line verdict and its tone."""
+
+    template_id: str
+    sentence: str
+    tone: Tone
+
+
+@dataclass(frozen=True, slots=True)
+class AccountResult:
+    """What the account says about one run (or leg): rows of lines, checks, signals, summary."""
+
+    lines: tuple[Line, ...]
+    checks: tuple[CheckResult, ...]
+    """Always three, in CheckId order."""
+    signals: tuple[Signal, ...]
+    summary: Summary
+
+    def check(self, check_id: CheckId) -> CheckResult:
+        """The result of one check."""
+        return next(c for c in self.checks if c.check_id == check_id)

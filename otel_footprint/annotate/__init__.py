@@ -1,0 +1,1 @@
+"""Decisions -> one neutral annotation form -> writers for OTLP protobuf spans and SDK spans."""

@@ -1,0 +1,1 @@
+"""Importers from other agent frameworks' records into our OTLP input schema."""

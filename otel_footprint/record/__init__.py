@@ -1,0 +1,1 @@
+"""The agent-side recorder: emits footprint events on the current span (or as log records)."""

@@ -1,0 +1,72 @@
+"""Which role a span plays in an agent run: run (agent), pass (model call), tool call, or other.
+
+One rule, first match wins: OTel GenAI ``gen_ai.operation.name``, then OpenInference
+``openinference.span.kind``, then OpenLLMetry (``traceloop.span.kind``, ``llm.request.type``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from otel_footprint import semconv
+
+
+class SpanRole(Enum):
+    """The part a span plays in a run."""
+
+    RUN = "run"
+    PASS = "pass"
+    TOOL = "tool"
+    OTHER = "other"
+
+
+def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
+    """Classify a span from its attributes (``attribute(key)`` returns the value or None)."""
+    operation = attribute(semconv.GEN_AI_OPERATION_NAME)
+    if operation is not None:
+        if operation == semconv.OP_INVOKE_AGENT:
+            return SpanRole.RUN
+        if operation in semconv.MODEL_CALL_OPERATIONS:
+            return SpanRole.PASS
+        if operation == semconv.OP_EXECUTE_TOOL:
+            return SpanRole.TOOL
+        return SpanRole.OTHER
+    oi_kind = attribute(semconv.OPENINFERENCE_SPAN_KIND)
+    if oi_kind is not None:
+        # CHAIN is a container, not an agent run: folding it into invoke_agent is too coarse.
+        return {
+            semconv.OI_KIND_AGENT: SpanRole.RUN,
+            semconv.OI_KIND_LLM: SpanRole.PASS,
+            semconv.OI_KIND_TOOL: SpanRole.TOOL,
+        }.get(str(oi_kind).upper(), SpanRole.OTHER)
+    tl_kind = attribute(semconv.TRACELOOP_SPAN_KIND)
+    if tl_kind == semconv.TL_KIND_AGENT:
+        return SpanRole.RUN
+    if tl_kind == semconv.TL_KIND_TOOL:
+        return SpanRole.TOOL
+    if attribute(semconv.LLM_REQUEST_TYPE) in semconv.LLM_REQUEST_TYPE_MODEL_CALLS:
+        return SpanRole.PASS
+    if attribute(semconv.RUN_ID) is not None:
+        # A span that names a run but no GenAI operation is still that run's root.
+        return SpanRole.RUN
+    return SpanRole.OTHER
+
+
+def tool_name_of(attribute: Callable[[str], Any | None]) -> str | None:
+    """The tool a tool span called, from GenAI, OpenInference or OpenLLMetry names."""
+    for key in (semconv.GEN_AI_TOOL_NAME, semconv.OI_TOOL_NAME, semconv.TRACELOOP_ENTITY_NAME):
+        value = attribute(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def tool_call_id_of(attribute: Callable[[str], Any | None]) -> str | None:
+    """The tool call id of a tool span, from GenAI or OpenInference names."""
+    for key in (semconv.GEN_AI_TOOL_CALL_ID, semconv.OI_TOOL_CALL_ID):
+        value = attribute(key)
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -1,0 +1,179 @@
+"""A read-only span view over SDK ``ReadableSpan``s and OTLP protobuf spans, without converting them.
+
+Reconstruction, the account and the annotators read spans only through :class:`SpanView`, so the
+in-process processor and the protobuf-native hop share every rule. The OTLP view reads attributes
+lazily: a span that is not a run, model-call or tool span costs one attribute lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+    from opentelemetry.sdk.trace import ReadableSpan
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEventView:
+    """One span event (or a log record joined to its span) as name, time and attributes."""
+
+    name: str
+    time_unix_nano: int
+    attributes: Sequence[tuple[str, Any]]
+    via: str = "span-event"
+
+
+class SpanView(Protocol):
+    """What every rule may read of a span. Ids are lowercase hex; absent parent is None."""
+
+    @property
+    def trace_id(self) -> str: ...
+    @property
+    def span_id(self) -> str: ...
+    @property
+    def parent_span_id(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def start_time_unix_nano(self) -> int: ...
+    @property
+    def end_time_unix_nano(self) -> int: ...
+    def attribute(self, key: str) -> Any | None: ...
+    def events(self) -> Sequence[SpanEventView]: ...
+
+
+def any_value_to_python(value: AnyValue) -> Any:
+    """An OTLP ``AnyValue`` as plain Python (arrays as tuples, kvlists as dicts)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return tuple(any_value_to_python(v) for v in value.array_value.values)
+    if kind == "kvlist_value":
+        return {kv.key: any_value_to_python(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return bytes(value.bytes_value)
+    return getattr(value, kind)
+
+
+def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:
+    """OTLP ``KeyValue`` list as (key, python value) pairs, in order."""
+    return [(kv.key, any_value_to_python(kv.value)) for kv in items]
+
+
+class OtlpSpanView:
+    """A :class:`SpanView` over an OTLP protobuf ``Span`` (the collector path; no copies)."""
+
+    __slots__ = ("_attrs", "pb")
+
+    def __init__(self, pb: PbSpan) -> None:
+        self.pb = pb
+        self._attrs: dict[str, Any] | None = None
+
+    @property
+    def trace_id(self) -> str:
+        return self.pb.trace_id.hex()
+
+    @property
+    def span_id(self) -> str:
+        return self.pb.span_id.hex()
+
+    @property
+    def parent_span_id(self) -> str | None:
+        return self.pb.parent_span_id.hex() or None
+
+    @property
+    def name(self) -> str:
+        return self.pb.name
+
+    @property
+    def start_time_unix_nano(self) -> int:
+        return int(self.pb.start_time_unix_nano)
+
+    @property
+    def end_time_unix_nano(self) -> int:
+        return int(self.pb.end_time_unix_nano)
+
+    def attribute(self, key: str) -> Any | None:
+        if self._attrs is None:
+            # One pass builds the index; most spans are asked one or two keys and then dropped.
+            self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
+        raw = self._attrs.get(key)
+        return None if raw is None else any_value_to_python(raw)
+
+    def events(self) -> Sequence[SpanEventView]:
+        return [
+            SpanEventView(ev.name, int(ev.time_unix_nano), key_values_to_pairs(ev.attributes))
+            for ev in self.pb.events
+        ]
+
+
+class SdkSpanView:
+    """A :class:`SpanView` over an SDK ``ReadableSpan`` (the in-process path)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: ReadableSpan) -> None:
+        self.span = span
+
+    @property
+    def trace_id(self) -> str:
+        ctx = self.span.context
+        return format(ctx.trace_id, "032x") if ctx is not None else ""
+
+    @property
+    def span_id(self) -> str:
+        ctx = self.span.context
+        return format(ctx.span_id, "016x") if ctx is not None else ""
+
+    @property
+    def parent_span_id(self) -> str | None:
+        parent = self.span.parent
+        return format(parent.span_id, "016x") if parent is not None else None
+
+    @property
+    def name(self) -> str:
+        return self.span.name
+
+    @property
+    def start_time_unix_nano(self) -> int:
+        return self.span.start_time or 0
+
+    @property
+    def end_time_unix_nano(self) -> int:
+        return self.span.end_time or 0
+
+    def attribute(self, key: str) -> Any | None:
+        attrs = self.span.attributes
+        return None if attrs is None else attrs.get(key)
+
+    def events(self) -> Sequence[SpanEventView]:
+        return [
+            SpanEventView(ev.name, ev.timestamp, list((ev.attributes or {}).items()))
+            for ev in self.span.events
+        ]
+
+
+def log_record_event(record: LogRecord, event_name_attr: str = "event.name") -> SpanEventView | None:
+    """A log record that carries an event (``event_name``, or the older ``event.name`` attribute)."""
+    pairs = key_values_to_pairs(record.attributes)
+    name = record.event_name
+    if not name:
+        name = next((str(v) for k, v in pairs if k == event_name_attr), "")
+    if not name:
+        return None
+    time = int(record.time_unix_nano or record.observed_time_unix_nano)
+    return SpanEventView(name, time, pairs, via="log-record")
+
+
+def iter_attribute_keys(view: SpanView, keys: Sequence[str]) -> Iterator[tuple[str, Any]]:
+    """The (key, value) pairs of ``keys`` that are present on ``view``."""
+    for key in keys:
+        value = view.attribute(key)
+        if value is not None:
+            yield key, value

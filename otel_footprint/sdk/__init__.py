@@ -1,0 +1,1 @@
+"""In-process integration: the FootprintSpanProcessor, its setup helper and the annotating exporter."""

@@ -1,0 +1,319 @@
+"""Every name otel_footprint reads or writes on OpenTelemetry data, in one place.
+
+Input: the ``footprint.*`` events agents emit (span events or log records) and the GenAI /
+OpenInference / OpenLLMetry span attributes used to recognise runs, passes and tool calls.
+Output: the ``footprint.*`` annotations written back onto spans. ``docs/schema.md`` documents each
+name; ``python -m otel_footprint.semconv --json`` prints them for clients in other languages.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Final
+
+# ---------------------------------------------------------------------------------------------
+# Prefixes and the event-name rule
+# ---------------------------------------------------------------------------------------------
+
+PREFIX: Final = "footprint."
+"""Our namespace for attributes and event names (an application prefix, never under gen_ai.*)."""
+
+UPSTREAM_PREFIX: Final = "agentfootprint."
+"""Accepted as an alias of ``footprint.`` on event names (the upstream's own event types)."""
+
+# ---------------------------------------------------------------------------------------------
+# Input events (agent side). Name = "footprint." + the upstream type without "agentfootprint.".
+# Payload field ``fooBar`` travels as attribute ``footprint.foo_bar``; objects and lists of
+# objects travel as JSON strings (see runs/events.py for the one codec).
+# ---------------------------------------------------------------------------------------------
+
+EV_MAPS_MOUNTED: Final = "footprint.maps.mounted"
+EV_RUN_CONFIGURED: Final = "footprint.agent.run_configured"
+EV_GRAPH_DECLARED: Final = "footprint.skill.graph_declared"
+EV_TURN_START: Final = "footprint.agent.turn_start"
+EV_TURN_END: Final = "footprint.agent.turn_end"
+EV_CONTEXT_EVALUATED: Final = "footprint.context.evaluated"
+EV_CONTEXT_INJECTED: Final = "footprint.context.injected"
+EV_SLOT_COMPOSED: Final = "footprint.context.slot_composed"
+EV_TURN_ROUTED: Final = "footprint.skill.turn_routed"
+EV_SKILL_REJECTED: Final = "footprint.skill.rejected"
+EV_SKILL_PICKED: Final = "footprint.skill.picked"
+EV_PERMISSION_CHECK: Final = "footprint.permission.check"
+EV_MAP_ENGAGED: Final = "footprint.map.engaged"
+EV_MAP_PARKED: Final = "footprint.map.parked"
+EV_PAUSE_REQUEST: Final = "footprint.pause.request"
+EV_PAUSE_RESUME: Final = "footprint.pause.resume"
+EV_TOOLS_ABSENT: Final = "footprint.tools.absent"
+EV_TOOLS_COVERAGE: Final = "footprint.tools.coverage_declared"
+
+INPUT_EVENTS: Final = frozenset(
+    {
+        EV_MAPS_MOUNTED,
+        EV_RUN_CONFIGURED,
+        EV_GRAPH_DECLARED,
+        EV_TURN_START,
+        EV_TURN_END,
+        EV_CONTEXT_EVALUATED,
+        EV_CONTEXT_INJECTED,
+        EV_SLOT_COMPOSED,
+        EV_TURN_ROUTED,
+        EV_SKILL_REJECTED,
+        EV_SKILL_PICKED,
+        EV_PERMISSION_CHECK,
+        EV_MAP_ENGAGED,
+        EV_MAP_PARKED,
+        EV_PAUSE_REQUEST,
+        EV_PAUSE_RESUME,
+        EV_TOOLS_ABSENT,
+        EV_TOOLS_COVERAGE,
+    }
+)
+"""The events reconstruction reads. Other ``footprint.*`` input events are carried, not read."""
+
+# Input attributes: run and pass identity ------------------------------------------------------
+
+RUN_ID: Final = "footprint.run.id"
+"""On the run span: the agent's run id. A resumed leg keeps it and starts a new trace."""
+PASS_ITERATION: Final = "footprint.pass.iteration"
+"""On a model-call span: the pass number (ReAct iteration). Also written on output."""
+COMPOSITION_ID: Final = "footprint.composition_id"
+"""On context.injected / slot_composed: rows of one slot composition share it (upstream
+``meta.runtimeStageId``)."""
+SESSION_ID_ALIASES: Final = ("gen_ai.conversation.id", "session.id")
+
+# Payload field attributes of the events the engine reads (footprint.<snake_case payload field>).
+F_MAPS: Final = "footprint.maps"
+"""JSON list of ``{id, memberIds, toolNames, nonParkable?}``: the mounted plan."""
+F_RENEWAL_GRACE: Final = "footprint.renewal_grace"
+F_ENFORCED: Final = "footprint.enforced"
+"""On maps.mounted: true when the agent applies the kernel itself (verify mode), false for shadow."""
+F_CHARS: Final = "footprint.chars"
+"""On context.injected: the characters this row put into the slot (what riding costs)."""
+F_STATE: Final = "footprint.state"
+F_PAUSED_WITH: Final = "footprint.paused_with"
+F_ITERATION: Final = "footprint.iteration"
+F_ACTIVE_IDS: Final = "footprint.active_ids"
+F_SKIPPED_DETAILS: Final = "footprint.skipped_details"
+F_CURSOR_MOVE: Final = "footprint.cursor_move"
+"""JSON ``{from?, to?, by, witness?{text, keyword?}, ...}``: the pass's cursor move."""
+F_ROUTING: Final = "footprint.routing"
+F_SLOT: Final = "footprint.slot"
+F_SOURCE: Final = "footprint.source"
+F_SOURCE_ID: Final = "footprint.source_id"
+F_CONTENT_HASH: Final = "footprint.content_hash"
+F_SOURCE_BREAKDOWN: Final = "footprint.source_breakdown"
+F_BY: Final = "footprint.by"
+F_TO: Final = "footprint.to"
+F_SKILL_ID: Final = "footprint.skill_id"
+F_HOP: Final = "footprint.hop"
+F_REQUESTED_ID: Final = "footprint.requested_id"
+F_CAPABILITY: Final = "footprint.capability"
+F_TARGET: Final = "footprint.target"
+F_RESULT: Final = "footprint.result"
+
+JSON_FIELDS: Final = frozenset(
+    {
+        # payload fields (snake_case) that are objects or lists of objects upstream
+        "maps",
+        "cursor_move",
+        "skipped_details",
+        "routing",
+        "skill_catalog",
+        "trigger_kind_counts",
+        "source_breakdown",
+        "budget",
+        "dropped_summaries",
+        "scores",
+        "runner_up",
+        "witness",
+        "policy",
+        "window",
+        "dropped_resume",
+        "decider",
+        "offered",
+        "llm",
+        "memories",
+        "skill_graph",
+        "evidence_gate",
+        "artifacts",
+        "recipes",
+        "nodes",
+        "edges",
+        "stopped_early",
+        "question_payload",
+        "resume_input",
+        "checked",
+        "not_checked",
+        "cannot_cover",
+        "state",
+        "paused_with",
+        "rows",
+        "usage",
+        "args",
+    }
+)
+"""Payload fields whose attribute value is a JSON string and is decoded on read."""
+
+# ---------------------------------------------------------------------------------------------
+# Span recognition (read): GenAI, OpenInference, OpenLLMetry
+# ---------------------------------------------------------------------------------------------
+
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+OP_CHAT: Final = "chat"
+MODEL_CALL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OI_KIND_LLM: Final = "LLM"
+OI_KIND_TOOL: Final = "TOOL"
+OI_KIND_AGENT: Final = "AGENT"
+OI_TOOL_NAME: Final = "tool.name"
+OI_TOOL_CALL_ID: Final = "tool_call.id"
+OI_SESSION_ID: Final = "session.id"
+OI_PROJECT_NAME: Final = "openinference.project.name"
+
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TL_KIND_AGENT: Final = "agent"
+TL_KIND_TOOL: Final = "tool"
+LLM_REQUEST_TYPE: Final = "llm.request.type"
+LLM_REQUEST_TYPE_MODEL_CALLS: Final = frozenset({"chat", "completion"})
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+
+READ_SKILL_TOOL: Final = "read_skill"
+"""The upstream's skill-pick tool: its ``id`` argument is a pick when no refusal follows."""
+
+# Log records carrying events (OpenTelemetry is moving span events to logs).
+LOG_EVENT_NAME_ATTR: Final = "event.name"
+"""Older log bridges put the event name in this attribute instead of ``LogRecord.event_name``."""
+
+# ---------------------------------------------------------------------------------------------
+# Output annotations (processor side) — contract of design/architecture.md
+# ---------------------------------------------------------------------------------------------
+
+# On each pass span
+ENG_ENGAGED_MAPS: Final = "footprint.engagement.engaged_maps"
+ENG_PARKED_MAPS: Final = "footprint.engagement.parked_maps"
+ENG_PARKED_INJECTION_IDS: Final = "footprint.engagement.parked_injection_ids"
+ENG_PARKED_TOOL_NAMES: Final = "footprint.engagement.parked_tool_names"
+ENG_SERVED_WHILE_PARKED: Final = "footprint.engagement.served_while_parked"
+ENG_MISMATCH: Final = "footprint.engagement.mismatch"
+
+EV_ENGAGEMENT_ENGAGED: Final = "footprint.engagement.engaged"
+EV_ENGAGEMENT_PARKED: Final = "footprint.engagement.parked"
+EV_ENGAGEMENT_MISMATCH: Final = "footprint.engagement.mismatch"
+
+CH_MAP_ID: Final = "footprint.map.id"
+CH_BY: Final = "footprint.engagement.by"
+CH_IDLE_CALLS: Final = "footprint.engagement.idle_calls"
+CH_WITNESS: Final = "footprint.engagement.witness"
+CH_REENGAGED: Final = "footprint.engagement.reengaged"
+CH_UPGRADED: Final = "footprint.engagement.upgraded"
+CH_TENANT_CHANGED: Final = "footprint.engagement.tenant_changed"
+CH_AT: Final = "footprint.engagement.at"
+CH_FOUNDED_BY: Final = "footprint.engagement.founded_by"
+CH_ITERATION: Final = "footprint.engagement.iteration"
+
+MISMATCH_REPORTED: Final = "footprint.mismatch.reported"
+MISMATCH_DERIVED: Final = "footprint.mismatch.derived"
+
+# On the run span
+RUN_PASSES: Final = "footprint.run.passes"
+RUN_PARKED_MAPS: Final = "footprint.run.parked_maps"
+RUN_COMPLETE: Final = "footprint.run.complete"
+RUN_MODE: Final = "footprint.run.mode"
+RUN_REASONS: Final = "footprint.run.reasons"
+"""Why a run could not be (fully) annotated: short reason codes, e.g. ``no-plan``, ``overflow``."""
+RUN_DECISION_LATENCY_MS: Final = "footprint.run.decision_latency_ms"
+RUN_LEG: Final = "footprint.run.leg"
+RUN_RESUMED: Final = "footprint.run.resumed"
+
+MODE_VERIFY: Final = "verify"
+MODE_SHADOW: Final = "shadow"
+
+CHECK_DECIDED_DELIVERED: Final = "footprint.check.decided_delivered"
+CHECK_DECIDED_DELIVERED_OUTCOME: Final = "footprint.check.decided_delivered.outcome"
+CHECK_EXISTENCE: Final = "footprint.check.existence"
+CHECK_EMPTY_RESULTS: Final = "footprint.check.empty_results"
+SIGNALS: Final = "footprint.signals"
+SUMMARY: Final = "footprint.summary"
+SUMMARY_TONE: Final = "footprint.summary.tone"
+
+EV_ACCOUNT_LINE: Final = "footprint.account.line"
+LINE_ROW: Final = "footprint.line.row"
+LINE_TEMPLATE: Final = "footprint.line.template"
+LINE_TEXT: Final = "footprint.line.text"
+LINE_STATUS: Final = "footprint.line.status"
+LINE_POINTERS: Final = "footprint.line.pointers"
+LINE_CHIPS: Final = "footprint.line.chips"
+LINK_EVIDENCE: Final = "footprint.evidence"
+"""Attribute on a span link: which claim (check id or line template) the linked span backs."""
+
+# Standard evaluation event (GenAI semconv >= 1.38)
+EV_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+EVAL_NAME: Final = "gen_ai.evaluation.name"
+EVAL_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+EVAL_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+EVAL_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+
+# Check ids (the account's vocabulary) and how they appear as attributes.
+CHECK_IDS: Final = ("decided-delivered", "existence", "empty-results")
+CHECK_ATTRIBUTE: Final = {
+    "decided-delivered": CHECK_DECIDED_DELIVERED,
+    "existence": CHECK_EXISTENCE,
+    "empty-results": CHECK_EMPTY_RESULTS,
+}
+
+
+def evaluation_name(check_id: str) -> str:
+    """``gen_ai.evaluation.name`` of a check: ``footprint.<check id>``."""
+    return PREFIX + check_id
+
+
+def event_type_of(name: str) -> str | None:
+    """The upstream event type (``context.evaluated``) of an event name, or None if not ours.
+
+    Accepts ``footprint.`` and the upstream ``agentfootprint.`` prefix as aliases.
+    """
+    if name.startswith(UPSTREAM_PREFIX):
+        return name[len(UPSTREAM_PREFIX) :]
+    if name.startswith(PREFIX):
+        return name[len(PREFIX) :]
+    return None
+
+
+def event_name_of(event_type: str) -> str:
+    """Our event name for an upstream type (``context.evaluated`` -> ``footprint.context.evaluated``)."""
+    return PREFIX + event_type
+
+
+def all_names() -> dict[str, str]:
+    """Every public name constant in this module, by constant name (for docs and other languages)."""
+    return {
+        key: value
+        for key, value in globals().items()
+        if key.isupper() and isinstance(value, str) and not key.startswith("_")
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover - a tiny export for non-Python clients
+    if sys.argv[1:] == ["--json"]:
+        json.dump(all_names(), sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        for key, value in sorted(all_names().items()):
+            print(f"{key}\t{value}")

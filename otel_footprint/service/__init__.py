@@ -1,0 +1,1 @@
+"""The OTLP hop (`otel-footprint serve`): receivers, run buffer, annotation, forwarder, operations."""
