@@ -280,6 +280,16 @@ def run_conformance_engagement(path: str, out: TextIO) -> int:
     return 0 if report.ok else 1
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``otel-footprint conformance engagement``."""
+    parser.add_argument("file", metavar="VECTORS.jsonl", help="the vectors file, or - for stdin")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """``otel-footprint conformance engagement FILE``: replay, report, exit non-zero on failure."""
+    return run_conformance_engagement(str(args.file), out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m otel_footprint.conformance VECTORS.jsonl``: the CLI command without the CLI."""
     parser = argparse.ArgumentParser(

@@ -3,7 +3,8 @@
 Absent optional keys stay absent and ``null`` is never written; a present ``""`` stays present.
 Decoding checks every value's JSON type and names the offending path, and unknown keys are refused
 (a misspelt optional key would otherwise be read silently as absent). For any value this module
-writes, ``x_from_json(x_to_json(v)) == v``, and for any valid JSON ``x_to_json(x_from_json(j)) == j``.
+writes, ``x_from_json(x_to_json(v)) == v``, and for valid JSON ``x_to_json(x_from_json(j)) == j``
+(extra keys inside ``toolResults`` entries, which the kernel never reads, are the one thing dropped).
 """
 
 from __future__ import annotations
@@ -58,11 +59,15 @@ def _object(value: object, path: str, allowed: frozenset[str]) -> dict[str, obje
     if not isinstance(value, dict):
         raise JsonShapeError(f"{path}: expected an object, got {_describe(value)}")
     obj = cast(dict[str, object], value)
-    unknown = [key for key in obj if key not in allowed]
-    if unknown:
-        raise JsonShapeError(
-            f"{path}: unknown key {unknown[0]!r} (expected keys: {', '.join(sorted(allowed))})"
-        )
+    # Other keys are ignored, as the upstream reducer ignores them (a newer build may add fields);
+    # a key that matches a known one but for case is a misspelling that would silently read as
+    # absent, so it is refused.
+    folded = {key.lower(): key for key in allowed}
+    for key in obj:
+        if key not in allowed and key.lower() in folded:
+            raise JsonShapeError(
+                f"{path}: unknown key {key!r} (did you mean {folded[key.lower()]!r}?)"
+            )
     return obj
 
 

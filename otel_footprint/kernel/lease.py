@@ -98,34 +98,23 @@ def _found(
         return None
     by = strongest if strongest is not None else _move_strength(pass_)
     iteration = pass_.iteration
-    if cursor_in_map:
-        # Position is recorded apart from engagement from the first pass, so neither can later be
-        # read off the other.
-        record = MapEngagementRecord(
-            map_id=mounted.id,
-            standing="engaged",
-            by=by,
-            since=iteration,
-            founded_by=by,
-            founded_at=iteration,
-            idle=0,
-            founded_on=node,
-            at=node,
-            at_by=_move_strength(pass_),
-            at_since=iteration,
-            witness=pass_.witness,
-        )
-    else:
-        record = MapEngagementRecord(
-            map_id=mounted.id,
-            standing="engaged",
-            by=by,
-            since=iteration,
-            founded_by=by,
-            founded_at=iteration,
-            idle=0,
-            witness=pass_.witness,
-        )
+    # Position is recorded apart from engagement from the first pass, so neither can later be read
+    # off the other. A map founded while the cursor is outside it has no position at all.
+    at = node if cursor_in_map else None
+    record = MapEngagementRecord(
+        map_id=mounted.id,
+        standing="engaged",
+        by=by,
+        since=iteration,
+        founded_by=by,
+        founded_at=iteration,
+        idle=0,
+        founded_on=at,
+        at=at,
+        at_by=None if at is None else _move_strength(pass_),
+        at_since=None if at is None else iteration,
+        witness=pass_.witness,
+    )
     changes.append(
         EngagedChange(map_id=mounted.id, iteration=iteration, by=by, witness=pass_.witness)
     )

@@ -1,0 +1,275 @@
+"""Conformance: the reducer replays every upstream reference pass, and the replayer reports well.
+
+Needs the shared reference vectors (``OTEL_FOOTPRINT_SHARED`` or ``../shared`` beside the repo).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from otel_footprint.conformance import json_diff, replay_engagement, run_conformance_engagement
+from otel_footprint.kernel import advance_engagement, parked_member_ids
+from otel_footprint.kernel.jsoncodec import (
+    advance_to_json,
+    change_from_json,
+    change_to_json,
+    engagement_from_json,
+    pass_from_json,
+    pass_to_json,
+    plan_from_json,
+    plan_to_json,
+    record_from_json,
+    record_to_json,
+)
+from otel_footprint.kernel.types import MapEngagementRecord
+
+PUBLIC_PASSES = 3053
+PUBLIC_SCENARIOS = 228
+
+
+def _shared_dir() -> Path:
+    configured = os.environ.get("OTEL_FOOTPRINT_SHARED")
+    return Path(configured) if configured else Path(__file__).parents[1].parent / "shared"
+
+
+VECTORS = _shared_dir() / "conformance" / "engagement-public.jsonl"
+needs_vectors = pytest.mark.skipif(
+    not VECTORS.is_file(),
+    reason=f"reference vectors not found at {VECTORS} (set OTEL_FOOTPRINT_SHARED to the shared dir)",
+)
+
+
+def _lines() -> list[str]:
+    return VECTORS.read_text(encoding="utf-8").splitlines()
+
+
+def _scenario(name: str) -> dict[str, object]:
+    for line in _lines():
+        scenario = json.loads(line)
+        if scenario["name"] == name:
+            return dict(scenario)
+    raise AssertionError(f"scenario {name} not in the vectors")
+
+
+def _run(path: Path) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    code = run_conformance_engagement(str(path), out)
+    return code, out.getvalue().splitlines()
+
+
+@needs_vectors
+def test_every_public_pass_replays() -> None:
+    report = replay_engagement(_lines())
+    assert report.findings == ()
+    assert (report.passed, report.failed, report.scenarios) == (PUBLIC_PASSES, 0, PUBLIC_SCENARIOS)
+    assert report.ok
+
+
+@needs_vectors
+def test_cli_entry_prints_the_summary_and_exits_zero() -> None:
+    code, lines = _run(VECTORS)
+    assert code == 0
+    assert lines == [f"{PUBLIC_PASSES} passed, 0 failed"]
+
+
+@needs_vectors
+def test_the_chain_replays_from_our_own_output() -> None:
+    # Feeding our own ``next`` forward (except at a stored turn boundary) reproduces every stored
+    # prior and every expected output: one mistake would otherwise spread, and show here.
+    for line in _lines():
+        scenario = json.loads(line)
+        plan = plan_from_json(scenario["plan"])
+        state: tuple[MapEngagementRecord, ...] | None = None
+        for index, step in enumerate(scenario["steps"]):
+            if index == 0 or step["prior"] is None:
+                state = engagement_from_json(step["prior"])
+            else:
+                assert [record_to_json(r) for r in state or ()] == step["prior"], scenario["name"]
+            advance = advance_engagement(plan, state, pass_from_json(step["pass"]))
+            got = advance_to_json(advance)
+            for key in ("next", "parkedInjectionIds", "parkedToolNames", "changes"):
+                assert got[key] == step[key], (scenario["name"], index, key)
+            assert list(parked_member_ids(plan, advance.next)) == step["parkedMemberIds"]
+            state = advance.next
+
+
+@needs_vectors
+def test_every_public_value_round_trips_through_the_codec() -> None:
+    counts = {"plan": 0, "pass": 0, "record": 0, "change": 0}
+    for line in _lines():
+        scenario = json.loads(line)
+        assert plan_to_json(plan_from_json(scenario["plan"])) == scenario["plan"]
+        counts["plan"] += 1
+        for step in scenario["steps"]:
+            assert pass_to_json(pass_from_json(step["pass"])) == step["pass"]
+            counts["pass"] += 1
+            for record in [*step["next"], *(step["prior"] or [])]:
+                assert record_to_json(record_from_json(record)) == record
+                counts["record"] += 1
+            for change in step["changes"]:
+                assert change_to_json(change_from_json(change)) == change
+                counts["change"] += 1
+    assert counts["pass"] == PUBLIC_PASSES
+    assert min(counts.values()) > 0
+
+
+@needs_vectors
+def test_a_corrupted_expected_value_fails_with_a_readable_diff(tmp_path: Path) -> None:
+    scenario = _scenario("found-by-move-entry")
+    steps = scenario["steps"]
+    assert isinstance(steps, list)
+    steps[2]["next"][0]["idle"] = 7
+    del steps[3]["changes"][0]["witness"]
+    path = tmp_path / "corrupt.jsonl"
+    path.write_text(json.dumps(scenario) + "\n", encoding="utf-8")
+    code, lines = _run(path)
+    assert code == 1
+    assert lines == [
+        "MISMATCH found-by-move-entry step 2 (line 1)",
+        "  next[0].idle: expected 7, got 2",
+        "MISMATCH found-by-move-entry step 3 (line 1)",
+        '  changes[0].witness: expected <absent>, got "zone"',
+        f"{len(steps) - 2} passed, 2 failed",
+    ]
+
+
+@needs_vectors
+def test_a_missing_change_and_a_type_change_are_both_mismatches(tmp_path: Path) -> None:
+    scenario = _scenario("found-by-move-entry")
+    steps = scenario["steps"]
+    assert isinstance(steps, list)
+    steps[0]["changes"] = []
+    steps[1]["next"][0]["idle"] = True  # JSON true is not 1
+    path = tmp_path / "corrupt.jsonl"
+    path.write_text(json.dumps(scenario) + "\n", encoding="utf-8")
+    report = replay_engagement(path.read_text(encoding="utf-8").splitlines())
+    assert report.failed == 2
+    first, second = report.findings
+    assert (first.scenario, first.step, first.kind) == ("found-by-move-entry", 0, "mismatch")
+    assert first.details[0] == "changes: expected 0 item(s), got 1"
+    assert first.details[1].startswith('changes[0]: expected <absent>, got {"kind":"engaged"')
+    assert second.details == ("next[0].idle: expected true, got 1",)
+
+
+@needs_vectors
+def test_an_unreadable_line_is_reported_with_its_number(tmp_path: Path) -> None:
+    good = _lines()[0]
+    good_steps = len(json.loads(good)["steps"])
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(
+        (good + "\n{not json\n\n").encode() + b'{"name": "\xff"}\n' + (good + "\n").encode()
+    )
+    code, lines = _run(path)
+    assert code == 1
+    assert lines[0].startswith("UNREADABLE line 2")
+    assert "not valid JSON" in lines[1]
+    assert lines[2:4] == ["UNREADABLE line 4", "  not valid UTF-8"]
+    assert lines[-1] == f"{2 * good_steps} passed, 2 failed"
+
+
+def test_a_malformed_step_names_scenario_step_and_path() -> None:
+    scenario = {
+        "name": "bad-step",
+        "plan": {"maps": [{"id": "m", "memberIds": ["a"], "toolNames": []}], "renewalGrace": 3},
+        "steps": [
+            {
+                "pass": {
+                    "iteration": "1",
+                    "toolResults": [],
+                    "acceptedSkillPicks": [],
+                    "servedLastPass": [],
+                },
+                "prior": None,
+                "next": [],
+                "parkedInjectionIds": [],
+                "parkedToolNames": [],
+                "changes": [],
+            },
+            {"pass": {}, "prior": None},
+        ],
+    }
+    report = replay_engagement([json.dumps(scenario)])
+    assert report.failed == 2
+    assert [f.render() for f in report.findings] == [
+        "UNREADABLE bad-step step 0 (line 1)\n"
+        "  steps[0]: pass.iteration: expected an integer, got '1'",
+        "UNREADABLE bad-step step 1 (line 1)\n  steps[1]: missing required key 'next'",
+    ]
+
+
+def test_a_bad_plan_fails_every_step_of_its_scenario() -> None:
+    scenario = {"name": "bad-plan", "plan": {"maps": [], "renewalGrace": 3}, "steps": [{}, {}, {}]}
+    report = replay_engagement([json.dumps(scenario)])
+    assert (report.passed, report.failed) == (0, 3)
+    assert report.findings[0].details == (
+        "plan: nothing is mounted that the kernel could manage: the plan has no maps",
+    )
+
+
+def test_stdin_is_read_for_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = {
+        "name": "stdin",
+        "plan": {"maps": [{"id": "m", "memberIds": ["a"], "toolNames": []}], "renewalGrace": 3},
+        "steps": [
+            {
+                "pass": {
+                    "iteration": 1,
+                    "currentNode": "a",
+                    "moveBy": "entry",
+                    "toolResults": [],
+                    "acceptedSkillPicks": [],
+                    "servedLastPass": [],
+                },
+                "prior": [],
+                "next": [
+                    {
+                        "mapId": "m",
+                        "standing": "engaged",
+                        "by": "lexical",
+                        "since": 1,
+                        "foundedBy": "lexical",
+                        "foundedAt": 1,
+                        "foundedOn": "a",
+                        "at": "a",
+                        "atBy": "lexical",
+                        "atSince": 1,
+                        "idle": 0,
+                    }
+                ],
+                "parkedInjectionIds": [],
+                "parkedToolNames": [],
+                "changes": [{"kind": "engaged", "mapId": "m", "iteration": 1, "by": "lexical"}],
+                "parkedMemberIds": [],
+            }
+        ],
+    }
+    data = (json.dumps(scenario) + "\n").encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    out = io.StringIO()
+    assert run_conformance_engagement("-", out) == 0
+    assert out.getvalue() == "1 passed, 0 failed\n"
+
+
+def test_missing_and_empty_files(tmp_path: Path) -> None:
+    code, lines = _run(tmp_path / "absent.jsonl")
+    assert code == 2
+    assert lines[0].startswith(f"cannot read {tmp_path / 'absent.jsonl'}")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    code, lines = _run(empty)
+    assert code == 1
+    assert lines == [f"no scenarios in {empty}", "0 passed, 0 failed"]
+
+
+def test_json_diff_key_presence_order_and_types() -> None:
+    assert json_diff({"a": 1, "b": [1, 2]}, {"b": [1, 2], "a": 1}, "x") == []
+    assert json_diff({"a": ""}, {}, "x") == ['x.a: expected "", got <absent>']
+    assert json_diff([1, 2], [2, 1], "x") == ["x[0]: expected 1, got 2", "x[1]: expected 2, got 1"]
+    assert json_diff({"a": 1}, {"a": True}, "x") == ["x.a: expected 1, got true"]
+    assert json_diff({"a": None}, {"a": []}, "x") == ["x.a: expected null, got []"]
