@@ -108,6 +108,57 @@ class Summary:
     template_id: str
     sentence: str
     tone: Tone
+    appended: tuple[str, ...] = ()
+    """Template ids of sentences appended to the base one (a resumed leg's pause note)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictFact:
+    """The routing verdict the account read (reference §4.4 ``facts.routing.verdict``)."""
+
+    by: str
+    origin: Literal["event", "held", "carried"]
+    """This leg's ``skill.turn_routed``, the state a resumed leg holds, or an earlier leg."""
+    from_: str | None = None
+    to: str | None = None
+    decisive: bool | None = None
+    scorer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoresFact:
+    """The app's scores behind a verdict, when the pick is their top (source: app)."""
+
+    top: float
+    next: float
+    next_id: str
+    all_others_equal: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A refusal to open a skill: ``skill.rejected`` (by ``skill-graph``) or a refusing check."""
+
+    requested_id: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingFacts:
+    """What the "It understood" row read, as data (ids and names cut at 200 characters)."""
+
+    configured: Literal["graph", "none"] | None
+    """``graph``: a skill graph is mounted; ``none``: run_configured says none; None: no
+    run_configured in the record."""
+    verdict: VerdictFact | None
+    scores: ScoresFact | None
+    delivered: tuple[str, ...]
+    """Skills delivered in the system prompt, first-delivered order, at most 12."""
+    refusals: tuple[Refusal, ...]
+    """At most 12; the rest are counted in ``refusals_omitted``."""
+    refusals_omitted: int = 0
+    before_pause: Literal["lost", "held", "carried"] | None = None
+    """Resumed legs: the verdict was lost, read from held state, or carried from an earlier leg."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +170,14 @@ class AccountResult:
     """Always three, in CheckId order."""
     signals: tuple[Signal, ...]
     summary: Summary
+    routing: RoutingFacts | None = None
+    unread: int = 0
+    """Events (or lines) the account could not read and skipped, counted (reference §4.3)."""
 
     def check(self, check_id: CheckId) -> CheckResult:
         """The result of one check."""
         return next(c for c in self.checks if c.check_id == check_id)
+
+    def row(self, row: RowId) -> tuple[Line, ...]:
+        """The lines of one row, in order."""
+        return tuple(line for line in self.lines if line.row == row)

@@ -46,6 +46,10 @@ class PassVerdict:
     reported: tuple[EngagementChange, ...] = ()
     """Verify mode: the agent's own ``footprint.map.*`` decisions for this pass."""
     mismatch: bool = False
+    served: tuple[str, ...] = ()
+    """What rode this pass: its active injection ids, plus the park card when it rode."""
+    records: tuple[MapEngagementRecord, ...] = ()
+    """The kernel's state after this pass (standing, by, idle per map)."""
 
 
 @dataclass(frozen=True, slots=True)

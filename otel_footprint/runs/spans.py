@@ -159,7 +159,9 @@ class SdkSpanView:
         ]
 
 
-def log_record_event(record: LogRecord, event_name_attr: str = "event.name") -> SpanEventView | None:
+def log_record_event(
+    record: LogRecord, event_name_attr: str = "event.name"
+) -> SpanEventView | None:
     """A log record that carries an event (``event_name``, or the older ``event.name`` attribute)."""
     pairs = key_values_to_pairs(record.attributes)
     name = record.event_name

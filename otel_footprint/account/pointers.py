@@ -1,0 +1,57 @@
+"""Evidence pointers in OpenTelemetry terms: an event's attribute (+ RFC 6901 path) or a span attribute."""
+
+from __future__ import annotations
+
+from otel_footprint import semconv
+from otel_footprint.account.model import Pointer
+from otel_footprint.runs.events import EventPointer, FootprintEvent
+
+MAX_POINTERS: int = 12
+"""Pointers per sentence (reference §4.9)."""
+
+
+def json_path(*parts: str | int) -> str | None:
+    """An RFC 6901 pointer (``/scores/0/score``); None for the whole value."""
+    if not parts:
+        return None
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def at_event(event: FootprintEvent, field: str | None = None, *path: str | int) -> Pointer:
+    """The payload ``field`` of ``event`` (its ``footprint.<snake>`` attribute), or the event itself."""
+    where = event.pointer
+    return Pointer(
+        trace_id=where.trace_id,
+        span_id=where.span_id,
+        event_name=where.event_name,
+        event_index=where.event_index,
+        attribute=event.attribute_of(field) if field is not None else None,
+        json_path=json_path(*path) if field is not None else None,
+    )
+
+
+def at_state(resume: EventPointer, key: str, *path: str | int) -> Pointer:
+    """A value in the state a resumed leg holds: ``footprint.state`` on its ``pause.resume`` event."""
+    return Pointer(
+        trace_id=resume.trace_id,
+        span_id=resume.span_id,
+        event_name=resume.event_name,
+        event_index=resume.event_index,
+        attribute=semconv.F_STATE,
+        json_path=json_path(key, *path),
+    )
+
+
+def at_span(trace_id: str, span_id: str, attribute: str) -> Pointer:
+    """An attribute of a span itself (a tool span's result): no event."""
+    return Pointer(trace_id=trace_id, span_id=span_id, attribute=attribute)
+
+
+def bounded(pointers: tuple[Pointer, ...] | list[Pointer]) -> tuple[Pointer, ...]:
+    """Distinct pointers in first-seen order, at most :data:`MAX_POINTERS`."""
+    seen: dict[Pointer, None] = {}
+    for pointer in pointers:
+        seen.setdefault(pointer, None)
+        if len(seen) == MAX_POINTERS:
+            break
+    return tuple(seen)

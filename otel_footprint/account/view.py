@@ -1,0 +1,93 @@
+"""One leg's events indexed once by type, and the small typed readers every fold shares."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from otel_footprint.runs.events import FootprintEvent
+
+
+class LegView:
+    """The leg's events by type, in order (built once; folds read it, never mutate it)."""
+
+    __slots__ = ("_by_type", "events")
+
+    def __init__(self, events: Sequence[FootprintEvent]) -> None:
+        self.events = tuple(events)
+        by_type: dict[str, list[FootprintEvent]] = {}
+        for event in self.events:
+            by_type.setdefault(event.type, []).append(event)
+        self._by_type = {k: tuple(v) for k, v in by_type.items()}
+
+    def of(self, event_type: str) -> tuple[FootprintEvent, ...]:
+        """Every event of one type (upstream type without prefix), in order."""
+        return self._by_type.get(event_type, ())
+
+    def first(self, event_type: str) -> FootprintEvent | None:
+        """The first event of one type."""
+        found = self._by_type.get(event_type)
+        return found[0] if found else None
+
+
+def as_str(value: object) -> str | None:
+    """A string value, else None."""
+    return value if isinstance(value, str) else None
+
+
+def as_num(value: object) -> float | None:
+    """A finite number (never a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def as_int(value: object) -> int | None:
+    """An integral number (``2`` or ``2.0``; never a bool), else None."""
+    number = as_num(value)
+    if number is None or not float(number).is_integer():
+        return None
+    return int(number)
+
+
+def as_obj(value: object) -> Mapping[str, Any] | None:
+    """A JSON object, else None."""
+    return cast(Mapping[str, Any], value) if isinstance(value, Mapping) else None
+
+
+def as_list(value: object) -> list[Any] | None:
+    """A JSON list, else None."""
+    return cast(list[Any], value) if isinstance(value, list | tuple) else None
+
+
+def same_json(a: object, b: object) -> bool:
+    """The upstream's ``JSON.stringify(a) === JSON.stringify(b)`` (key order matters)."""
+    try:
+        return _json_text(a) == _json_text(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _json_text(value: object) -> str:
+    return json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in cast(Mapping[object, object], value).items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in cast(Sequence[object], value)]
+    return value
+
+
+def strict_equal(a: object, b: object) -> bool:
+    """JavaScript ``===`` on JSON scalars: numbers by value, never a bool as a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return a is None and b is None

@@ -1,0 +1,114 @@
+"""Writes lines from templates with the account's shared budgets (reference §4.9).
+
+A :class:`Writer` lives for one ``account_for`` call: it counts unreadable lines and holds the
+item budget (12 items / 3,000 characters, shared by every row) and the long-text budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from otel_footprint.account.model import Chip, FactStatus, Line, Pointer, RowId
+from otel_footprint.account.pointers import bounded
+from otel_footprint.account.templates import TEMPLATES, VAR_CHARS, FillError, fill, weakest
+
+ITEM_LIMIT = 12
+ITEM_CHARS = 3_000
+LONG_TEXT_FREE = 300
+"""Characters every quoted value may use before it draws on the shared long-text budget."""
+LONG_TEXT_BUDGET = 3_000
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A filled placeholder: its text, who vouches for it, and where it was read."""
+
+    text: str
+    source: str | None = None
+    """None for presentation-only values (labels), which do not weaken a sentence's voucher."""
+    pointer: Pointer | None = None
+
+
+class Writer:
+    """The per-account state of one fold. Pure from the outside: one is made per account."""
+
+    __slots__ = ("_item_chars", "_items", "_long_text", "unread")
+
+    def __init__(self) -> None:
+        self.unread = 0
+        self._items = ITEM_LIMIT
+        self._item_chars = ITEM_CHARS
+        self._long_text = LONG_TEXT_BUDGET
+
+    def take_item(self, chars: int) -> bool:
+        """Spend one bullet of the shared item budget; False when it is spent."""
+        if self._items < 1 or chars > self._item_chars:
+            return False
+        self._items -= 1
+        self._item_chars -= chars
+        return True
+
+    def quote(self, text: str, source: str | None, pointer: Pointer | None = None) -> Var:
+        """A long value as a variable: 300 characters free, more from the shared budget, never
+        more than 2,000; a cut value ends with an ellipsis."""
+        limit = LONG_TEXT_FREE
+        if len(text) > LONG_TEXT_FREE:
+            extra = min(len(text), VAR_CHARS) - LONG_TEXT_FREE
+            spent = min(extra, self._long_text)
+            self._long_text -= spent
+            limit += spent
+        shown = text if len(text) <= limit else text[: limit - 1] + "…"
+        return Var(shown, source, pointer)
+
+    def text(self, template_id: str, values: Mapping[str, Var] | None = None) -> str:
+        """The sentence alone (signals, unreachable explanations, summaries)."""
+        try:
+            return fill(template_id, {k: v.text for k, v in (values or {}).items()})
+        except FillError:
+            self.unread += 1
+            return TEMPLATES["unreadable.line"].text
+
+    def say(
+        self,
+        row: RowId,
+        template_id: str,
+        values: Mapping[str, Var] | None = None,
+        *,
+        status: FactStatus = "recorded",
+        pointers: Iterable[Pointer] = (),
+        chips: Iterable[Chip] = (),
+        missing: str | None = None,
+        item: bool = False,
+        basis: Iterable[str] = (),
+    ) -> Line:
+        """One line: the filled template, its voucher (the weakest of the template's, every
+        truth-deciding variable's and ``basis``), and its pointers (given, then the variables')."""
+        values = values or {}
+        try:
+            text = fill(template_id, {k: v.text for k, v in values.items()})
+        except FillError:
+            self.unread += 1
+            return Line(
+                row=row,
+                template_id="unreadable.line",
+                text=TEMPLATES["unreadable.line"].text,
+                status="not-recorded",
+                source="library",
+                missing="unreadable",
+                item=item,
+            )
+        sources = [TEMPLATES[template_id].voucher, *basis]
+        sources += [v.source for v in values.values() if v.source is not None]
+        every = [*pointers, *(v.pointer for v in values.values() if v.pointer is not None)]
+        return Line(
+            row=row,
+            template_id=template_id,
+            text=text,
+            status=status,
+            source=weakest(sources),
+            pointers=bounded(every),
+            chips=tuple(chips),
+            missing=missing,
+            item=item,
+        )

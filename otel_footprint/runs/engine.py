@@ -1,0 +1,433 @@
+"""The engine: replay the engagement kernel over a run leg's passes and say what it decides.
+
+Verify mode (the agent ran the kernel itself) compares the agent's reported changes with the ones the
+evidence gives; shadow mode (no kernel in the agent) says what the kernel would have parked and what
+kept riding anyway. Resumed legs continue the earlier leg's engagement through the run store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from otel_footprint.kernel.jsoncodec import change_to_json
+from otel_footprint.kernel.ladder import is_tentative
+from otel_footprint.kernel.lease import advance_engagement
+from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
+from otel_footprint.runs.group import RunSpans
+from otel_footprint.runs.model import Mode, PassVerdict, Reason, RunStore, RunVerdict
+from otel_footprint.runs.passes import (
+    T_TURN_ROUTED,
+    Carry,
+    RunFacts,
+    batches_of,
+    build_pass,
+    gap_reason,
+    latest_batch,
+    read_run,
+)
+from otel_footprint.runs.store import LegState, SessionState, StateError, session_key
+
+_log = logging.getLogger(__name__)
+
+# Reasons that mean spans (or the state they depend on) are missing: the run is not complete.
+INCOMPLETE_CODES = frozenset(
+    {"missing-spans", "no-prior-leg", "no-model-call-span", "unattributed-tool", "timeout"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How :func:`decide_run` decides."""
+
+    mode: Literal["auto", "verify", "shadow"] = "auto"
+    """``auto``: verify when ``maps.mounted.enforced`` is true (or absent and the run has
+    ``footprint.map.*`` events), else shadow."""
+    account: bool = True
+    """Compute the account (check 1 …) when the account module is available."""
+    findings: bool = True
+    """Look for cross-turn findings through the store (needs a store and a session id)."""
+
+
+def decide_run(
+    run: RunSpans, store: RunStore | None = None, options: EngineOptions = EngineOptions()
+) -> RunVerdict:
+    """Everything decided about one run leg. Never raises: an internal failure is a reason."""
+    try:
+        return _decide(run, store, options)
+    except Exception as error:  # the pipeline must forward spans whatever happens here
+        _log.exception("deciding run %s failed", run.run_id)
+        return RunVerdict(
+            run_id=run.run_id,
+            trace_id=run.trace_id,
+            run_span_id=run.run_span_id,
+            mode=None,
+            complete=False,
+            passes=(),
+            engagement=(),
+            reasons=(Reason("internal-error", f"{type(error).__name__}: {error}"),),
+        )
+
+
+def _load_leg(store: RunStore | None, run_id: str, reasons: list[Reason]) -> LegState | None:
+    if store is None:
+        return None
+    data = store.get(run_id)
+    if data is None:
+        return None
+    try:
+        return LegState.from_bytes(data)
+    except StateError as error:
+        reasons.append(Reason("bad-state", f"the run store's state for {run_id}: {error}"))
+        return None
+
+
+def _mode_of(facts: RunFacts, enforced: bool | None, options: EngineOptions) -> Mode:
+    if options.mode != "auto":
+        return options.mode
+    if enforced is not None:
+        return "verify" if enforced else "shadow"
+    return "verify" if facts.has_map_events else "shadow"
+
+
+def _changes_json(changes: Sequence[Any]) -> list[dict[str, Any]]:
+    return [change_to_json(c) for c in changes]
+
+
+def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> RunVerdict:
+    if run.run_span is None:
+        return RunVerdict(
+            run_id=run.run_id,
+            trace_id=run.trace_id,
+            run_span_id=None,
+            mode=None,
+            complete=False,
+            passes=(),
+            engagement=(),
+            reasons=(run.reason,) if run.reason else (),
+        )
+    facts = read_run(run)
+    reasons: list[Reason] = []
+    leg = _load_leg(store, run.run_id, reasons) if facts.resumed else None
+    continuable = leg is None or leg.decided
+    if not continuable:
+        reasons.append(
+            Reason(
+                "no-prior-leg",
+                f"the earlier leg of run {run.run_id} (trace {leg.trace_id if leg else '?'}) "
+                "could not be decided to its end, so this leg's engagement cannot be continued",
+            )
+        )
+    carry: Carry | None = leg.carry() if leg is not None and continuable else None
+    if carry is not None:
+        # Pass spans without an iteration continue the earlier leg's numbering.
+        facts = read_run(run, first_iteration=carry.last_iteration + 1)
+    reasons[:0] = facts.reasons
+
+    plan: EngagementPlan | None = facts.plan
+    enforced = facts.enforced
+    if plan is None and facts.plan_event is None and leg is not None and leg.plan is not None:
+        plan, enforced = leg.plan, leg.enforced if enforced is None else enforced
+    mode: Mode | None = None
+    passes: list[PassVerdict] = []
+    engagement: tuple[MapEngagementRecord, ...] = ()
+    decided_all = True
+    if plan is None:
+        reasons.append(
+            Reason(
+                "no-plan",
+                "no footprint.maps.mounted event gives a usable plan"
+                if facts.plan_event is None and "maps.mounted" not in facts.undecodable_types
+                else "the footprint.maps.mounted event of this run cannot be read (see the "
+                "bad-attribute reason)",
+                run.run_span_id,
+            )
+        )
+    else:
+        mode = _mode_of(facts, enforced, options)
+        if continuable:
+            passes, engagement, decided_all = _replay(facts, plan, mode, carry, reasons)
+        else:
+            decided_all = False
+
+    verdict_reasons = tuple(_dedupe(reasons))
+    complete = decided_all and not any(r.code in INCOMPLETE_CODES for r in verdict_reasons)
+    findings: tuple[str, ...] = ()
+    if options.findings and store is not None:
+        findings = _cross_turn_findings(run, facts, passes, store)
+    verdict = RunVerdict(
+        run_id=run.run_id,
+        trace_id=run.trace_id,
+        run_span_id=run.run_span_id,
+        mode=mode,
+        complete=complete,
+        passes=tuple(passes),
+        engagement=engagement,
+        reasons=verdict_reasons,
+        resumed=facts.resumed,
+        findings=findings,
+    )
+    carried = leg.carried_verdict if leg is not None else None
+    if options.account:
+        verdict, carried = _with_account(verdict, facts, leg)
+    if store is not None:
+        _remember(store, run, facts, plan, enforced, carry, verdict, carried, decided_all)
+    return verdict
+
+
+def _dedupe(reasons: Sequence[Reason]) -> list[Reason]:
+    seen: set[Reason] = set()
+    out: list[Reason] = []
+    for reason in reasons:
+        if reason not in seen:
+            seen.add(reason)
+            out.append(reason)
+    return out
+
+
+def _replay(
+    facts: RunFacts,
+    plan: EngagementPlan,
+    mode: Mode,
+    carry: Carry | None,
+    reasons: list[Reason],
+) -> tuple[list[PassVerdict], tuple[MapEngagementRecord, ...], bool]:
+    """Advance the kernel pass by pass; stop (with a reason) at the first pass it cannot build."""
+    prior: tuple[MapEngagementRecord, ...] | None = carry.engagement if carry else None
+    batches = batches_of(facts, carry)
+    verdicts: list[PassVerdict] = []
+    map_ids = [m.id for m in plan.maps]
+    for index, pass_facts in enumerate(facts.passes):
+        gap = gap_reason(facts, index, carry)
+        if gap is not None:
+            reasons.append(gap)
+            return verdicts, prior or (), False
+        pass_, problem = build_pass(facts, index, batches, carry)
+        if pass_ is None:
+            if problem is not None and problem not in reasons:
+                reasons.append(problem)
+            return verdicts, prior or (), False
+        advance = advance_engagement(plan, prior, pass_)
+        standing = {r.map_id: r.standing for r in advance.next}
+        parked_ids = set(advance.parked_injection_ids)
+        served_parked: tuple[str, ...] = ()
+        if mode == "shadow":
+            served_parked = tuple(i for i in pass_facts.active_ids if i in parked_ids)
+        reported = pass_facts.reported if mode == "verify" else ()
+        mismatch = mode == "verify" and _changes_json(advance.changes) != _changes_json(reported)
+        verdicts.append(
+            PassVerdict(
+                iteration=pass_facts.iteration,
+                trace_id=facts.run.trace_id,
+                span_id=pass_facts.span_id,
+                engaged_maps=tuple(m for m in map_ids if standing.get(m) == "engaged"),
+                parked_maps=tuple(m for m in map_ids if standing.get(m) == "parked"),
+                parked_injection_ids=advance.parked_injection_ids,
+                parked_tool_names=advance.parked_tool_names,
+                served_while_parked=served_parked,
+                served_chars_while_parked=pass_facts.chars_of(served_parked),
+                changes=advance.changes,
+                reported=reported,
+                mismatch=mismatch,
+                served=pass_facts.served,
+                records=advance.next,
+            )
+        )
+        prior = advance.next
+    return verdicts, prior or (), True
+
+
+def _remember(
+    store: RunStore,
+    run: RunSpans,
+    facts: RunFacts,
+    plan: EngagementPlan | None,
+    enforced: bool | None,
+    carry: Carry | None,
+    verdict: RunVerdict,
+    carried: Mapping[str, Any] | None,
+    decided: bool,
+) -> None:
+    """Write what the next leg (same run id) and the next turn (same session) need."""
+    last = facts.passes[-1] if facts.passes else None
+    last_iteration = last.iteration if last else (carry.last_iteration if carry else 0)
+    batches = batches_of(facts, carry)
+    batch = latest_batch(batches, last_iteration + 1)
+    served = last.served if last else (carry.served if carry else ())
+    engagement = verdict.engagement if verdict.passes or carry is None else carry.engagement
+    state = LegState(
+        run_id=run.run_id,
+        trace_id=run.trace_id,
+        last_iteration=last_iteration,
+        paused=facts.paused,
+        decided=decided,
+        plan=plan,
+        enforced=enforced,
+        engagement=engagement if verdict.mode is not None else None,
+        served=served,
+        batch_iteration=batch.iteration if batch else None,
+        batch=batch.tool_names if batch else (),
+        batch_picks=batch.picks if batch else (),
+        batch_cursor=batch.cursor if batch else None,
+        carried_verdict=carried,
+    )
+    store.put(run.run_id, state.to_bytes())
+    session = run.session_id
+    if session is not None and verdict.mode is not None:
+        final_cursor = next(
+            (p.current_node for p in reversed(facts.passes) if p.current_node is not None), None
+        )
+        store.put(
+            session_key(session),
+            SessionState(run.run_id, run.trace_id, engagement, final_cursor).to_bytes(),
+        )
+
+
+def _cross_turn_findings(
+    run: RunSpans, facts: RunFacts, passes: Sequence[PassVerdict], store: RunStore
+) -> tuple[str, ...]:
+    """A continuity founding that launders the previous turn's uncorroborated guess."""
+    session = run.session_id
+    if session is None or facts.resumed:
+        return ()
+    data = store.get(session_key(session))
+    if data is None:
+        return ()
+    try:
+        previous = SessionState.from_bytes(data)
+    except StateError:
+        return ()
+    if previous.run_id == run.run_id or not previous.engagement:
+        return ()
+    earlier = {r.map_id: r for r in previous.engagement}
+    move_by = {p.iteration: p.move_by for p in facts.passes}
+    routed_continuity = any(
+        e.type == T_TURN_ROUTED and e.payload.get("by") == "continuity" for e in facts.events
+    )
+    findings: list[str] = []
+    for verdict in passes:
+        for change in verdict.changes:
+            if not isinstance(change, EngagedChange):
+                continue
+            if change.reengaged or change.upgraded or change.tenant_changed:
+                continue
+            by_continuity = move_by.get(change.iteration) == "continuity" or (
+                routed_continuity and change.iteration == 1
+            )
+            before = earlier.get(change.map_id)
+            if not by_continuity or before is None or not is_tentative(before.by):
+                continue
+            if is_tentative(change.by):
+                continue
+            findings.append(_continuity_sentence(change, before, previous, passes))
+    return tuple(findings)
+
+
+def _continuity_sentence(
+    change: EngagedChange,
+    before: MapEngagementRecord,
+    previous: SessionState,
+    passes: Sequence[PassVerdict],
+) -> str:
+    witness = f" (matched words “{before.witness}”)" if before.witness else ""
+    guess = {
+        "lexical": "a keyword guess",
+        "semantic": "a scorer's guess",
+        "assumed": "no stated reason",
+    }
+    standing = "parked" if before.standing == "parked" else f"idle for {before.idle} call(s)"
+    later = [p for p in passes if p.iteration > change.iteration]
+    rode = sum(1 for p in later if change.map_id in p.engaged_maps)
+    tail = (
+        f" It then rode {rode} more call(s) of this turn; a {change.by} engagement never parks."
+        if rode
+        else ""
+    )
+    return (
+        f"Continuity laundered a guess: {change.map_id} was founded {change.by} on iteration "
+        f"{change.iteration} because the cursor carried over from the previous turn "
+        f"(run {previous.run_id}), but that turn had engaged it only on "
+        f"{guess.get(before.by, before.by)}{witness} that nothing corroborated "
+        f"({before.by}, {standing}).{tail}"
+    )
+
+
+def _account_tool_calls(facts: RunFacts) -> list[Any]:
+    from otel_footprint.account.input import ToolCall as AccountToolCall
+
+    calls = []
+    for call in facts.tool_calls:
+        raw = call.arguments_text
+        calls.append(
+            AccountToolCall(
+                name=call.name,
+                call_id=call.call_id,
+                arguments=raw,
+                result=call.result,
+                error=call.failed,
+                status=call.status,
+                trace_id=call.trace_id,
+                span_id=call.span_id,
+                iteration=call.iteration,
+            )
+        )
+    return calls
+
+
+def _with_account(
+    verdict: RunVerdict, facts: RunFacts, leg: LegState | None
+) -> tuple[RunVerdict, Mapping[str, Any] | None]:
+    """Fill ``verdict.account`` through the account module, when it is installed; also return the
+    carried routing verdict the next leg of this run should see."""
+    carried_json = leg.carried_verdict if leg is not None else None
+    try:
+        from otel_footprint.account import input as account_input
+        from otel_footprint.account.account import account_for
+    except ImportError:  # the account is optional: the engagement verdict stands alone
+        return verdict, carried_json
+    try:
+        carried = (
+            account_input.CarriedVerdict.from_dict(carried_json)
+            if carried_json is not None
+            else None
+        )
+    except account_input.CarriedVerdictError as error:
+        carried = None
+        verdict = dataclasses.replace(
+            verdict,
+            reasons=(
+                *verdict.reasons,
+                Reason("bad-state", f"the carried routing verdict: {error}"),
+            ),
+        )
+    last_pass = max((p.iteration for p in facts.passes), default=None)
+    try:
+        inp = account_input.leg_input(
+            facts.events,
+            _account_tool_calls(facts),
+            answering_iteration=last_pass,
+            carried=carried,
+        )
+        result = account_for(inp)
+        next_carried = _next_carried(inp, carried_json)
+    except Exception as error:  # an account bug must not take the engagement verdict down
+        _log.exception("the account of run %s failed", verdict.run_id)
+        reason = Reason("account-failed", f"the account could not be computed: {error}")
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, reason)), carried_json
+    return dataclasses.replace(verdict, account=result), next_carried
+
+
+def _next_carried(inp: Any, previous: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The routing verdict (as carried-verdict JSON) the next leg of this run inherits."""
+    try:
+        from otel_footprint.account.understood import verdict_to_carry
+    except ImportError:
+        return previous
+    carried = verdict_to_carry(inp)
+    if carried is None:
+        return previous
+    out: dict[str, Any] = carried.to_dict()
+    return out

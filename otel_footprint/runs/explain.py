@@ -1,0 +1,441 @@
+"""``otel-footprint explain``: every run's engagement timeline and account, from files.
+
+Inputs are OTLP JSON files (one export request per line, as the Collector ``file`` exporter writes
+them, hex or base64 ids) or agentfootprint NDJSON recordings (detected, converted by the importer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import string
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_footprint.kernel.jsoncodec import change_to_json, record_to_json
+from otel_footprint.kernel.park_card import PARK_CARD_ID
+from otel_footprint.kernel.types import MapEngagementRecord, ParkedChange
+from otel_footprint.runs.engine import EngineOptions, decide_run
+from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.model import PassVerdict, RunVerdict
+from otel_footprint.runs.spans import OtlpSpanView, SpanEventView, log_record_event
+from otel_footprint.runs.store import MemoryRunStore
+
+FORMATS = ("text", "json", "html")
+_HEX = frozenset(string.hexdigits)
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+class InputError(ValueError):
+    """An input file that cannot be read; the message names the file and the line."""
+
+
+@dataclass(slots=True)
+class Loaded:
+    """Everything read from the inputs: trace requests and log requests."""
+
+    traces: list[ExportTraceServiceRequest] = field(default_factory=list)
+    logs: list[ExportLogsServiceRequest] = field(default_factory=list)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``otel-footprint explain``."""
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="OTLP JSON file (one ExportTraceServiceRequest per line) or agentfootprint NDJSON",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Explain every run of the inputs; 0 on success, 2 on unreadable input."""
+    try:
+        loaded = load_inputs(Path(p) for p in args.inputs)
+    except InputError as error:
+        print(f"otel-footprint explain: {error}", file=sys.stderr)
+        return 2
+    verdicts = explain_requests(loaded)
+    document = {"runs": [verdict_to_json(v) for v in verdicts]}
+    if args.format == "json":
+        json.dump(document, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    elif args.format == "html":
+        out.write(render_html(verdicts))
+    else:
+        out.write(render_text(verdicts))
+    return 0
+
+
+# ── reading inputs ───────────────────────────────────────────────────────────────────────────
+
+
+def _hex_to_base64(value: Any, size: int) -> Any:
+    # The Collector file exporter writes ids as hex; the protobuf JSON mapping wants base64.
+    # A hex id has exactly 2*size hex digits; a base64 id of that size never has that length.
+    if isinstance(value, str) and len(value) == 2 * size and set(value) <= _HEX:
+        return base64.b64encode(bytes.fromhex(value)).decode()
+    return value
+
+
+def _fix_ids(node: Any) -> None:
+    """Rewrite hex trace/span ids in place, anywhere in an OTLP JSON document."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "traceId":
+                node[key] = _hex_to_base64(value, 16)
+            elif key in ("spanId", "parentSpanId"):
+                node[key] = _hex_to_base64(value, 8)
+            else:
+                _fix_ids(value)
+    elif isinstance(node, list):
+        for item in node:
+            _fix_ids(item)
+
+
+def _is_recording(first: Any) -> bool:
+    kind = first.get("type") if isinstance(first, dict) else None
+    return isinstance(kind, str) and kind.startswith("agentfootprint.")
+
+
+def _parse_otlp(document: Any, where: str, loaded: Loaded) -> None:
+    if not isinstance(document, dict):
+        raise InputError(f"{where}: expected an OTLP JSON object")
+    _fix_ids(document)
+    try:
+        if "resourceSpans" in document or "resource_spans" in document:
+            loaded.traces.append(json_format.ParseDict(document, ExportTraceServiceRequest()))
+        elif "resourceLogs" in document or "resource_logs" in document:
+            loaded.logs.append(json_format.ParseDict(document, ExportLogsServiceRequest()))
+        # Metrics and unknown documents are not ours to read; they are skipped quietly.
+    except json_format.ParseError as error:
+        raise InputError(f"{where}: not an OTLP export request ({error})") from None
+
+
+def load_inputs(paths: Iterable[Path]) -> Loaded:
+    """Read every input file into export requests (recordings through the importer)."""
+    loaded = Loaded()
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"{path}: cannot read ({error})") from None
+        lines = text.splitlines()
+        numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
+        if not numbered:
+            continue
+        try:
+            first = json.loads(numbered[0][1])
+        except json.JSONDecodeError:
+            first = None
+        if _is_recording(first):
+            loaded.traces.extend(_import_recording(path, lines))
+            continue
+        if first is None:
+            # Not line-delimited: one pretty-printed export request.
+            try:
+                document = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise InputError(
+                    f"{path}: line {numbered[0][0]} is not JSON ({error.msg})"
+                ) from None
+            _parse_otlp(document, str(path), loaded)
+            continue
+        for number, line in numbered:
+            try:
+                document = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{path}: line {number} is not JSON ({error.msg})") from None
+            _parse_otlp(document, f"{path}: line {number}", loaded)
+    return loaded
+
+
+def _import_recording(path: Path, lines: Sequence[str]) -> list[ExportTraceServiceRequest]:
+    from otel_footprint.bridges.agentfootprint import RecordingError, recording_to_requests
+
+    try:
+        return recording_to_requests(lines)
+    except RecordingError as error:
+        raise InputError(f"{path}: {error}") from None
+
+
+def explain_requests(loaded: Loaded, options: EngineOptions | None = None) -> list[RunVerdict]:
+    """Group every span into run legs and decide them in start order, sharing one run store."""
+    views = [
+        OtlpSpanView(span)
+        for request in loaded.traces
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
+    logs: dict[str, list[SpanEventView]] = {}
+    for request in loaded.logs:
+        for resource in request.resource_logs:
+            for scope in resource.scope_logs:
+                for record in scope.log_records:
+                    event = log_record_event(record)
+                    if event is not None and record.span_id:
+                        logs.setdefault(record.span_id.hex(), []).append(event)
+    store = MemoryRunStore()
+    chosen = options or EngineOptions()
+    return [decide_run(leg, store, chosen) for leg in group_runs(views, logs)]
+
+
+# ── JSON ─────────────────────────────────────────────────────────────────────────────────────
+
+
+def _pass_json(verdict: PassVerdict, mode: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "iteration": verdict.iteration,
+        "spanId": verdict.span_id,
+        "engagedMaps": list(verdict.engaged_maps),
+        "parkedMaps": list(verdict.parked_maps),
+        "servedWhileParked": list(verdict.served_while_parked),
+        "changes": [change_to_json(c) for c in verdict.changes],
+        "parkedInjectionIds": list(verdict.parked_injection_ids),
+        "parkedToolNames": list(verdict.parked_tool_names),
+        "servedCharsWhileParked": verdict.served_chars_while_parked,
+        "rode": list(verdict.served),
+        "records": [record_to_json(r) for r in verdict.records],
+    }
+    if mode == "verify":
+        body["reported"] = [change_to_json(c) for c in verdict.reported]
+        body["mismatch"] = verdict.mismatch
+    return body
+
+
+def verdict_to_json(verdict: RunVerdict) -> dict[str, Any]:
+    """One run as the ``explain --format json`` contract shapes it (plus a few extra keys)."""
+    body: dict[str, Any] = {
+        "runId": verdict.run_id,
+        "traceId": verdict.trace_id,
+        "runSpanId": verdict.run_span_id,
+        "mode": verdict.mode,
+        "complete": verdict.complete,
+        "resumed": verdict.resumed,
+        "passes": [_pass_json(p, verdict.mode) for p in verdict.passes],
+        "engagement": [record_to_json(r) for r in verdict.engagement],
+        "reasons": [
+            {"code": r.code, "message": r.message, **({"spanId": r.span_id} if r.span_id else {})}
+            for r in verdict.reasons
+        ],
+        "findings": list(verdict.findings),
+    }
+    account = verdict.account
+    if account is None:
+        body["checks"] = {}
+        body["signals"] = []
+        body["summary"] = {
+            "sentence": "The account was not computed for this run.",
+            "tone": "unknown",
+        }
+        return body
+    checks: dict[str, Any] = {}
+    for check in account.checks:
+        entry: dict[str, Any] = {"status": check.state}
+        if check.outcome is not None:
+            entry["outcome"] = check.outcome
+        entry["pointers"] = [p.render() for p in check.pointers]
+        if check.sentence is not None:
+            entry["sentence"] = check.sentence
+        entry["label"] = check.label
+        checks[check.check_id] = entry
+    body["checks"] = checks
+    body["signals"] = [s.signal_id for s in account.signals]
+    body["signalDetails"] = [
+        {"id": s.signal_id, "check": s.check_id, "tone": s.tone, "sentence": s.sentence}
+        for s in account.signals
+    ]
+    body["summary"] = {"sentence": account.summary.sentence, "tone": account.summary.tone}
+    body["lines"] = [
+        {
+            "row": line.row,
+            "template": line.template_id,
+            "text": line.text,
+            "status": line.status,
+            "source": line.source,
+            "chips": [chip.text for chip in line.chips],
+            "pointers": [p.render() for p in line.pointers],
+            **({"item": True} if line.item else {}),
+        }
+        for line in account.lines
+    ]
+    return body
+
+
+# ── text ─────────────────────────────────────────────────────────────────────────────────────
+
+_ROW_TITLES = {
+    "asked": "You asked",
+    "understood": "It understood",
+    "checked": "It checked",
+    "not-checked": "It did not check",
+    "found": "It found",
+    "how-sure": "How sure",
+    "anything-wrong": "Anything wrong",
+}
+
+
+def describe_change(change: Any) -> str:
+    """A change in words: ``engaged by lexical (witness "zone")``."""
+    if isinstance(change, ParkedChange):
+        text = f"{change.map_id} PARKED (rested on {change.by}, {change.idle_calls} idle calls)"
+    else:
+        how = (
+            "re-engaged"
+            if change.reengaged
+            else "upgraded"
+            if change.upgraded
+            else "changed tenant"
+            if change.tenant_changed
+            else "engaged"
+        )
+        text = f"{change.map_id} {how} by {change.by}"
+        if change.at is not None:
+            text += f" at {change.at}"
+        if change.founded_by is not None:
+            text += f" (founded {change.founded_by})"
+    if change.witness is not None:
+        text += f' witness "{change.witness}"'
+    return text
+
+
+def _standing(records: Sequence[MapEngagementRecord]) -> str:
+    if not records:
+        return "-"
+    return ", ".join(
+        f"{r.map_id}: {'PARKED' if r.standing == 'parked' else 'engaged'} {r.by} idle {r.idle}"
+        for r in records
+    )
+
+
+def _rode(verdict: PassVerdict) -> str:
+    names = ["park card" if i == PARK_CARD_ID else i for i in verdict.served]
+    return ", ".join(names) if names else "-"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        for row in rows
+    ]
+
+
+def render_run_text(verdict: RunVerdict) -> str:
+    """One run as readable text: pass table, final records, account lines, reasons, findings."""
+    mode = verdict.mode or "no engagement"
+    state = "complete" if verdict.complete else "incomplete"
+    resumed = ", resumed leg" if verdict.resumed else ""
+    out = [f"Run {verdict.run_id}  (trace {verdict.trace_id}, {mode} mode, {state}{resumed})"]
+    if verdict.passes:
+        rows: list[list[str]] = [["pass", "span", "rode", "standing", "changes"]]
+        for p in verdict.passes:
+            changes = "; ".join(describe_change(c) for c in p.changes) or "-"
+            if p.served_while_parked:
+                changes += (
+                    f"; still rode while parked: {', '.join(p.served_while_parked)} "
+                    f"({p.served_chars_while_parked} chars)"
+                )
+            if p.mismatch:
+                reported = "; ".join(describe_change(c) for c in p.reported) or "nothing"
+                changes += f"; MISMATCH: the agent reported {reported}"
+            rows.append(
+                [
+                    str(p.iteration),
+                    p.span_id or "(no span)",
+                    _rode(p),
+                    _standing(p.records),
+                    changes,
+                ]
+            )
+        out.extend(_table(rows))
+    for record in verdict.engagement:
+        out.append(
+            f"  final: {record.map_id} {record.standing} by {record.by} since {record.since}"
+            f" (founded {record.founded_by} at {record.founded_at}"
+            + (f" on {record.founded_on}" if record.founded_on else "")
+            + f"; idle {record.idle})"
+        )
+    if verdict.account is not None:
+        current = None
+        for line in verdict.account.lines:
+            if line.row != current:
+                current = line.row
+                out.append(f"  {_ROW_TITLES.get(line.row, line.row)}:")
+            chips = "".join(f" [{chip.text}]" for chip in line.chips)
+            bullet = "      - " if line.item else "    "
+            out.append(f"{bullet}{line.text}{chips}")
+        summary = verdict.account.summary
+        out.append(f"  Summary ({summary.tone}): {summary.sentence}")
+    for finding in verdict.findings:
+        out.append(f"  Finding: {finding}")
+    for reason in verdict.reasons:
+        out.append(f"  Reason {reason.code}: {reason.message}")
+    return "\n".join(out) + "\n"
+
+
+def render_text(verdicts: Sequence[RunVerdict]) -> str:
+    """Every run, separated by blank lines."""
+    if not verdicts:
+        return "No agent runs found in the input.\n"
+    return "\n".join(render_run_text(v) for v in verdicts)
+
+
+# ── html ─────────────────────────────────────────────────────────────────────────────────────
+
+
+def render_html(verdicts: Sequence[RunVerdict]) -> str:
+    """A small static page: one table per run (no scripts, no external resources)."""
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>otel-footprint explain</title>",
+        "<style>body{font-family:sans-serif}table{border-collapse:collapse;margin:.5em 0}"
+        "td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top}"
+        ".parked{background:#fde8e8}</style></head><body>",
+    ]
+    for verdict in verdicts:
+        parts.append(
+            f"<h2>Run {e(verdict.run_id)}</h2><p>trace {e(verdict.trace_id)} · "
+            f"{e(verdict.mode or 'no engagement')} mode · "
+            f"{'complete' if verdict.complete else 'incomplete'}</p>"
+        )
+        if verdict.passes:
+            parts.append(
+                "<table><tr><th>pass</th><th>span</th><th>rode</th><th>standing</th>"
+                "<th>changes</th></tr>"
+            )
+            for p in verdict.passes:
+                css = " class='parked'" if p.parked_maps else ""
+                changes = "; ".join(describe_change(c) for c in p.changes) or "-"
+                parts.append(
+                    f"<tr{css}><td>{p.iteration}</td><td>{e(p.span_id or '')}</td>"
+                    f"<td>{e(_rode(p))}</td><td>{e(_standing(p.records))}</td>"
+                    f"<td>{e(changes)}</td></tr>"
+                )
+            parts.append("</table>")
+        if verdict.account is not None:
+            parts.append("<ul>")
+            for line in verdict.account.lines:
+                chips = "".join(f" <b>[{e(c.text)}]</b>" for c in line.chips)
+                parts.append(
+                    f"<li>{e(_ROW_TITLES.get(line.row, line.row))}: {e(line.text)}{chips}</li>"
+                )
+            parts.append("</ul>")
+            parts.append(f"<p><i>{e(verdict.account.summary.sentence)}</i></p>")
+        for finding in verdict.findings:
+            parts.append(f"<p>Finding: {e(finding)}</p>")
+        for reason in verdict.reasons:
+            parts.append(f"<p>Reason {e(reason.code)}: {e(reason.message)}</p>")
+    parts.append("</body></html>\n")
+    return "".join(parts)

@@ -1,0 +1,288 @@
+"""Grouping spans into runs: each run span with the model-call, tool and event-carrying spans under it.
+
+A span belongs to the run of its nearest run-span ancestor (by parent chain within its trace). Spans
+that play no role and carry no footprint event are dropped after one role lookup and one scan of
+event names, which keeps the protobuf-native hop cheap on traces full of unrelated spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from otel_footprint import semconv
+from otel_footprint.runs.model import Reason
+from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
+
+# Our own output events ride spans that may come back through the hop (a second pass, a replay of an
+# annotated file); they are not agent input and must not make a plain span "carry footprint events".
+_OUTPUT_EVENT_TYPES = ("engagement.", "account.", "mismatch.")
+
+
+def is_footprint_input_event(name: str) -> bool:
+    """True for ``footprint.*`` / ``agentfootprint.*`` event names that agents emit (not our output)."""
+    event_type = semconv.event_type_of(name)
+    return event_type is not None and not event_type.startswith(_OUTPUT_EVENT_TYPES)
+
+
+def _event_names(view: SpanView) -> Iterable[str]:
+    # Reading names straight off the protobuf / SDK objects avoids converting every attribute of
+    # every event of spans that turn out not to matter.
+    if isinstance(view, OtlpSpanView):
+        return (event.name for event in view.pb.events)
+    if isinstance(view, SdkSpanView):
+        return (event.name for event in view.span.events)
+    return (event.name for event in view.events())
+
+
+def carries_footprint_events(view: SpanView) -> bool:
+    """Whether a span has at least one footprint input event among its own span events."""
+    return any(is_footprint_input_event(name) for name in _event_names(view))
+
+
+def _int_attribute(view: SpanView, key: str) -> int | None:
+    value = view.attribute(key)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def pass_iteration_of(view: SpanView) -> int | None:
+    """``footprint.pass.iteration`` of a model-call or tool span, when present and an integer."""
+    return _int_attribute(view, semconv.PASS_ITERATION)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpans:
+    """The spans of one run leg, by role, plus the log-record events joined to them.
+
+    ``run_span`` is None for a trace that carries footprint events but has no run span; ``reason``
+    then says so and the engine decides nothing (the spans still flow on unannotated).
+    """
+
+    trace_id: str
+    run_span: SpanView | None
+    passes: tuple[SpanView, ...]
+    """Model-call spans, by ``footprint.pass.iteration`` when present, else by start time."""
+    tools: tuple[SpanView, ...]
+    """Tool spans, by start time."""
+    others: tuple[SpanView, ...] = ()
+    """Spans of no recognised role that carry footprint events."""
+    log_events: Mapping[str, tuple[SpanEventView, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Events that arrived as log records, by the span id (hex) they name."""
+    reason: Reason | None = None
+
+    @property
+    def run_id(self) -> str:
+        """``footprint.run.id`` of the run span; without it, the run span's id; without a run span,
+        the trace id (a leg of a resumed run keeps the run id across traces)."""
+        if self.run_span is not None:
+            value = self.run_span.attribute(semconv.RUN_ID)
+            if isinstance(value, str) and value:
+                return value
+            return self.run_span.span_id
+        return self.trace_id
+
+    @property
+    def session_id(self) -> str | None:
+        """The conversation the run belongs to (``gen_ai.conversation.id`` or ``session.id``)."""
+        if self.run_span is None:
+            return None
+        for key in semconv.SESSION_ID_ALIASES:
+            value = self.run_span.attribute(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @property
+    def run_span_id(self) -> str | None:
+        """The run span's id (hex), or None."""
+        return None if self.run_span is None else self.run_span.span_id
+
+    @property
+    def start_time_unix_nano(self) -> int:
+        """When the leg began: the run span's start, else the earliest span's."""
+        if self.run_span is not None:
+            return self.run_span.start_time_unix_nano
+        starts = [s.start_time_unix_nano for s in (*self.passes, *self.tools, *self.others)]
+        return min(starts, default=0)
+
+    def spans(self) -> tuple[SpanView, ...]:
+        """Every span of the run: the run span first, then the others by start time."""
+        rest = sorted(
+            (*self.passes, *self.tools, *self.others),
+            key=lambda s: (s.start_time_unix_nano, s.span_id),
+        )
+        return ((self.run_span,) if self.run_span is not None else ()) + tuple(rest)
+
+    def events_of(self, view: SpanView) -> tuple[SpanEventView, ...]:
+        """A span's own events followed by the log-record events joined to it."""
+        return (*view.events(), *self.log_events.get(view.span_id, ()))
+
+
+@dataclass(slots=True)
+class _Node:
+    view: SpanView
+    role: SpanRole
+    carries: bool
+    """Set for spans of no role only: they belong to a run only when they carry events."""
+
+
+def _nearest_run(
+    span_id: str, nodes: Mapping[str, _Node], memo: dict[str, str | None]
+) -> str | bool | None:
+    """The span id of the nearest run-span ancestor (the span itself excluded), None when the chain
+    ends at a root without one, or False when the chain is broken (a parent that is not here)."""
+    path: list[str] = []
+    current: str | None = nodes[span_id].view.parent_span_id
+    result: str | bool | None
+    while True:
+        if current is None:
+            result = None
+            break
+        if current in memo:
+            result = memo[current]
+            break
+        node = nodes.get(current)
+        if node is None:
+            result = False
+            break
+        if node.role is SpanRole.RUN:
+            result = current
+            break
+        if current in path:  # a parent cycle in corrupt input: treat as broken
+            result = False
+            break
+        path.append(current)
+        current = node.view.parent_span_id
+    if result is not False:
+        for visited in path:
+            memo[visited] = result if isinstance(result, str) else None
+    return result
+
+
+def _pass_sort_key(view: SpanView) -> tuple[int, int, int, str]:
+    iteration = pass_iteration_of(view)
+    # Spans with an iteration order by it; spans without one follow them by start time.
+    return (
+        0 if iteration is not None else 1,
+        iteration if iteration is not None else 0,
+        view.start_time_unix_nano,
+        view.span_id,
+    )
+
+
+def _start_key(view: SpanView) -> tuple[int, str]:
+    return (view.start_time_unix_nano, view.span_id)
+
+
+def group_runs(
+    spans: Iterable[SpanView],
+    log_events: Mapping[str, Sequence[SpanEventView]] | None = None,
+) -> list[RunSpans]:
+    """Group spans into run legs, in the order the legs started.
+
+    A span joins the run of its nearest run-span ancestor; when its parent chain is broken and its
+    trace has exactly one run span, it joins that one. Spans of a trace that has no run span (or an
+    ambiguous broken chain) and that carry footprint events form a leg with ``run_span=None`` and a
+    reason. ``log_events`` maps a span id (hex) to the events that arrived as log records for it.
+    """
+    logs: Mapping[str, Sequence[SpanEventView]] = log_events or {}
+    traces: dict[str, dict[str, _Node]] = {}
+    for view in spans:
+        role = role_of(view.attribute)
+        # Only a span of no role needs its events looked at now: it matters only if it carries some.
+        carries = role is SpanRole.OTHER and (
+            view.span_id in logs or carries_footprint_events(view)
+        )
+        trace = traces.setdefault(view.trace_id, {})
+        # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
+        trace.setdefault(view.span_id, _Node(view, role, carries))
+
+    legs: list[RunSpans] = []
+    for trace_id, nodes in traces.items():
+        legs.extend(_group_trace(trace_id, nodes, logs))
+    legs.sort(key=lambda leg: (leg.start_time_unix_nano, leg.trace_id, leg.run_span_id or ""))
+    return legs
+
+
+def _group_trace(
+    trace_id: str, nodes: Mapping[str, _Node], logs: Mapping[str, Sequence[SpanEventView]]
+) -> list[RunSpans]:
+    run_ids = [span_id for span_id, node in nodes.items() if node.role is SpanRole.RUN]
+    only_run = run_ids[0] if len(run_ids) == 1 else None
+    members: dict[str | None, list[_Node]] = {run_id: [] for run_id in run_ids}
+    orphans: list[_Node] = []
+    memo: dict[str, str | None] = {}
+    for span_id, node in nodes.items():
+        if node.role is SpanRole.RUN:
+            continue
+        if node.role is SpanRole.OTHER and not node.carries:
+            continue
+        owner = _nearest_run(span_id, nodes, memo)
+        if owner is False:
+            owner = only_run
+        if isinstance(owner, str):
+            members[owner].append(node)
+        else:
+            orphans.append(node)
+
+    legs: list[RunSpans] = []
+    for run_id in run_ids:
+        run_node = nodes[run_id]
+        legs.append(_leg(trace_id, run_node.view, members[run_id], logs, None))
+    if any(
+        node.carries or node.view.span_id in logs or carries_footprint_events(node.view)
+        for node in orphans
+    ):
+        if run_ids:
+            reason = Reason(
+                "no-run-span",
+                f"{len(orphans)} span(s) of trace {trace_id} carry footprint events but have no "
+                "run span (invoke_agent) among their ancestors, and the trace has "
+                f"{len(run_ids)} run spans to choose from",
+            )
+        else:
+            reason = Reason(
+                "no-run-span",
+                f"trace {trace_id} carries footprint events but has no run span "
+                "(gen_ai.operation.name=invoke_agent, or an agent span of OpenInference/OpenLLMetry)",
+            )
+        legs.append(_leg(trace_id, None, orphans, logs, reason))
+    return legs
+
+
+def _leg(
+    trace_id: str,
+    run_span: SpanView | None,
+    nodes: Sequence[_Node],
+    logs: Mapping[str, Sequence[SpanEventView]],
+    reason: Reason | None,
+) -> RunSpans:
+    passes = sorted((n.view for n in nodes if n.role is SpanRole.PASS), key=_pass_sort_key)
+    tools = sorted((n.view for n in nodes if n.role is SpanRole.TOOL), key=_start_key)
+    others = sorted((n.view for n in nodes if n.role is SpanRole.OTHER), key=_start_key)
+    wanted = [run_span.span_id] if run_span is not None else []
+    wanted.extend(n.view.span_id for n in nodes)
+    joined: dict[str, tuple[SpanEventView, ...]] = {
+        span_id: tuple(logs[span_id]) for span_id in wanted if span_id in logs
+    }
+    return RunSpans(
+        trace_id=trace_id,
+        run_span=run_span,
+        passes=tuple(passes),
+        tools=tuple(tools),
+        others=tuple(others),
+        log_events=MappingProxyType(joined),
+        reason=reason,
+    )

@@ -1,0 +1,865 @@
+"""Reading a run's footprint events and building one kernel ``EngagementPass`` per model call.
+
+Each Pass field comes from the events exactly as the reference's §2.2 says; anything missing or
+contradictory becomes a :class:`Reason` and stops the build at that pass (never a guess, never a
+crash). The upstream's re-ask quirk is kept: a pass whose previous pass dispatched no tools sees
+the most recent dispatched batch again, because the upstream clears the batch, the pending pick and
+the accepted picks only at the top of an iteration that dispatches tools.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from otel_footprint import semconv
+from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
+from otel_footprint.kernel.park_card import PARK_CARD_ID
+from otel_footprint.kernel.plan import DEFAULT_RENEWAL_GRACE
+from otel_footprint.kernel.types import (
+    EngagementChange,
+    EngagementPass,
+    EngagementPlan,
+    MapEngagementRecord,
+    ToolResult,
+)
+from otel_footprint.runs.events import EventDecodeError, EventPointer, FootprintEvent, decode_event
+from otel_footprint.runs.group import RunSpans, pass_iteration_of
+from otel_footprint.runs.model import Reason
+from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
+from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
+
+# Event types (upstream names without prefix) read here.
+T_MAPS_MOUNTED = "maps.mounted"
+T_GRAPH_DECLARED = "skill.graph_declared"
+T_EVALUATED = "context.evaluated"
+T_INJECTED = "context.injected"
+T_SLOT_COMPOSED = "context.slot_composed"
+T_MAP_ENGAGED = "map.engaged"
+T_MAP_PARKED = "map.parked"
+T_SKILL_PICKED = "skill.picked"
+T_SKILL_REJECTED = "skill.rejected"
+T_PERMISSION_CHECK = "permission.check"
+T_PAUSE_REQUEST = "pause.request"
+T_PAUSE_RESUME = "pause.resume"
+T_TURN_ROUTED = "skill.turn_routed"
+
+_REFUSING_RESULTS = frozenset({"deny", "halt"})
+_CHANGE_KEYS = {
+    "engaged": (
+        "mapId",
+        "iteration",
+        "by",
+        "witness",
+        "reengaged",
+        "upgraded",
+        "tenantChanged",
+        "at",
+        "foundedBy",
+    ),
+    "parked": ("mapId", "iteration", "by", "idleCalls", "witness"),
+}
+# Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
+_MISSING = Reason("missing-evaluated", "")
+# Sources of context rows that are conversation, not a map's contribution.
+_CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedRow:
+    """One ``context.injected`` row: what one piece put into one slot, attributed to a pass."""
+
+    iteration: int | None
+    slot: str | None
+    source: str | None
+    source_id: str | None
+    chars: int
+    """``footprint.chars``; when absent, the length of ``contentSummary`` (a lower bound)."""
+    event: FootprintEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A ``read_skill`` pick the gate accepted; ``hop`` None when the event did not say."""
+
+    skill_id: str
+    hop: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool span as the kernel and the account read it."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    call_id: str | None
+    iteration: int | None
+    """The pass whose model output asked for this call (None: could not be told)."""
+    start_time_unix_nano: int
+    failed: bool
+    arguments: Any | None
+    """Decoded JSON arguments (None when absent or unreadable)."""
+    arguments_text: str | None
+    """``gen_ai.tool.call.arguments`` as recorded."""
+    result: str | None
+    picks: tuple[Pick, ...]
+    """Accepted ``read_skill`` picks made by this call, in order."""
+    picks_stated: bool
+    """The picks come from ``footprint.skill.picked`` events (not read from the arguments)."""
+    events: tuple[FootprintEvent, ...]
+    unreadable: Reason | None = None
+    """Why the call's picks cannot be told (e.g. read_skill arguments that are not JSON)."""
+    status: str | None = None
+    """The tool's own declared status, when the agent recorded one (not in the schema yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassFacts:
+    """What the events say about one pass (one model call)."""
+
+    iteration: int
+    span_id: str | None
+    evaluated: FootprintEvent | None
+    current_node: str | None = None
+    move_by: str | None = None
+    witness: str | None = None
+    active_ids: tuple[str, ...] = ()
+    injected: tuple[InjectedRow, ...] = ()
+    card_rode: bool = False
+    reported: tuple[EngagementChange, ...] = ()
+    problem: Reason | None = None
+    """Set when this pass cannot be built; the kernel replay stops before it."""
+
+    @property
+    def served(self) -> tuple[str, ...]:
+        """What rode this pass, as the next pass's ``servedLastPass``: active ids + the park card."""
+        if self.card_rode and PARK_CARD_ID not in self.active_ids:
+            return (*self.active_ids, PARK_CARD_ID)
+        return self.active_ids
+
+    def chars_of(self, ids: Sequence[str]) -> int:
+        """Characters this pass's rows put into the prompt on behalf of ``ids``."""
+        wanted = set(ids)
+        return sum(
+            row.chars
+            for row in self.injected
+            if row.source_id in wanted and row.source not in _CONVERSATION_SOURCES
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Carry:
+    """What an earlier leg of the same run hands to a resumed leg (kept in the run store)."""
+
+    last_iteration: int
+    engagement: tuple[MapEngagementRecord, ...] | None = None
+    served: tuple[str, ...] = ()
+    batch_iteration: int | None = None
+    batch: tuple[str, ...] = ()
+    """Tool names of the most recent dispatched batch, in call order."""
+    batch_picks: tuple[Pick, ...] = ()
+    batch_cursor: str | None = None
+    """Where the cursor stood while that batch was dispatched (for the hop test)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """A run leg read from its spans: ordered events, the plan, passes and tool calls."""
+
+    run: RunSpans
+    events: tuple[FootprintEvent, ...]
+    plan: EngagementPlan | None
+    enforced: bool | None
+    has_map_events: bool
+    resumed: bool
+    paused: bool
+    passes: tuple[PassFacts, ...]
+    tool_calls: tuple[ToolCall, ...]
+    edges: frozenset[tuple[str, str]] | None
+    """Declared (from, to) edges of the skill graph; None when no graph was declared."""
+    reasons: tuple[Reason, ...] = ()
+    plan_event: FootprintEvent | None = None
+    undecodable_types: frozenset[str] = frozenset()
+    """Types of the events left out because an attribute could not be decoded."""
+
+    def of_type(self, event_type: str) -> tuple[FootprintEvent, ...]:
+        """The run's events of one type, in order."""
+        return tuple(e for e in self.events if e.type == event_type)
+
+
+@dataclass(slots=True)
+class _Reader:
+    """Accumulates reasons while reading; one per run."""
+
+    reasons: list[Reason] = field(default_factory=list)
+    undecodable: dict[tuple[str, str | None], Reason] = field(default_factory=dict)
+    """(span id, event type) of events whose attributes could not be decoded -> the reason."""
+
+    def add(self, code: str, message: str, span_id: str | None = None) -> Reason:
+        reason = Reason(code, message, span_id)
+        self.reasons.append(reason)
+        return reason
+
+
+def _status_failed(view: SpanView) -> bool:
+    # SpanView has no status (kept minimal); read it from the two concrete views we know.
+    if isinstance(view, OtlpSpanView):
+        return int(view.pb.status.code) == 2  # STATUS_CODE_ERROR
+    if isinstance(view, SdkSpanView):
+        status = view.span.status
+        return status is not None and status.status_code.name == "ERROR"
+    failed = getattr(view, "failed", None)
+    return bool(failed)
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _str_tuple(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[FootprintEvent, ...]:
+    """Every footprint event of the run, decoded and ordered by time, then span order, then index.
+
+    An attribute that cannot be decoded becomes a ``bad-attribute`` reason and the event is left
+    out (the span still flows on).
+    """
+    rd = reader or _Reader()
+    keyed: list[tuple[tuple[int, int, int, int], FootprintEvent]] = []
+    for rank, view in enumerate(run.spans()):
+        sources = (
+            ("span-event", view.events()),
+            ("log-record", run.log_events.get(view.span_id, ())),
+        )
+        for via_rank, (via, items) in enumerate(sources):
+            for index, raw in enumerate(items):
+                pointer = EventPointer(
+                    trace_id=view.trace_id,
+                    span_id=view.span_id,
+                    event_name=raw.name,
+                    event_index=index,
+                    via="span-event" if via == "span-event" else "log-record",
+                )
+                try:
+                    event = decode_event(raw.name, raw.attributes, pointer, raw.time_unix_nano)
+                except EventDecodeError as error:
+                    reason = rd.add("bad-attribute", str(error), view.span_id)
+                    rd.undecodable.setdefault(
+                        (view.span_id, semconv.event_type_of(raw.name)), reason
+                    )
+                    continue
+                if event is None:
+                    continue
+                keyed.append(((raw.time_unix_nano, rank, via_rank, index), event))
+    keyed.sort(key=lambda item: item[0])
+    return tuple(event for _, event in keyed)
+
+
+def _plan_of(
+    events: Sequence[FootprintEvent], rd: _Reader
+) -> tuple[EngagementPlan | None, bool | None, FootprintEvent | None]:
+    mounted = [e for e in events if e.type == T_MAPS_MOUNTED]
+    if not mounted:
+        return None, None, None
+    event = mounted[-1]
+    if len(mounted) > 1 and any(dict(m.payload) != dict(event.payload) for m in mounted[:-1]):
+        rd.add(
+            "conflicting-plan",
+            f"{len(mounted)} footprint.maps.mounted events disagree; the last one is used",
+            event.pointer.span_id,
+        )
+    payload = event.payload
+    enforced_raw = payload.get("enforced")
+    enforced = enforced_raw if isinstance(enforced_raw, bool) else None
+    if enforced_raw is not None and enforced is None:
+        rd.add(
+            "bad-attribute",
+            f"footprint.maps.mounted: {semconv.F_ENFORCED} must be a bool, got {enforced_raw!r}",
+            event.pointer.span_id,
+        )
+    maps = payload.get("maps")
+    if isinstance(maps, str):
+        # decode_event leaves a JSON-looking string that is not JSON as text; say so precisely.
+        rd.add(
+            "bad-attribute",
+            f"footprint.maps.mounted: attribute {semconv.F_MAPS} is not a JSON list of maps",
+            event.pointer.span_id,
+        )
+        return None, enforced, event
+    grace = payload.get("renewalGrace", DEFAULT_RENEWAL_GRACE)
+    try:
+        plan = plan_from_json({"maps": maps, "renewalGrace": grace}, path="footprint.maps.mounted")
+    except JsonShapeError as error:
+        rd.add("bad-attribute", str(error), event.pointer.span_id)
+        return None, enforced, event
+    return plan, enforced, event
+
+
+def _edges_of(events: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] | None:
+    declared = [e for e in events if e.type == T_GRAPH_DECLARED]
+    if not declared:
+        return None
+    edges: set[tuple[str, str]] = set()
+    raw = declared[-1].payload.get("edges")
+    if isinstance(raw, list):
+        for edge in raw:
+            if isinstance(edge, dict):
+                src, dst = edge.get("from"), edge.get("to")
+                if isinstance(src, str) and isinstance(dst, str):
+                    edges.add((src, dst))
+    return frozenset(edges)
+
+
+def _witness_text(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return _as_str(value.get("text"))
+    return _as_str(value)
+
+
+def _reported_change(event: FootprintEvent, fallback_iteration: int | None) -> EngagementChange:
+    kind = "engaged" if event.type == T_MAP_ENGAGED else "parked"
+    body: dict[str, object] = {"kind": kind}
+    for key in _CHANGE_KEYS[kind]:
+        if key in event.payload:
+            body[key] = event.payload[key]
+    if "iteration" not in body and fallback_iteration is not None:
+        body["iteration"] = fallback_iteration
+    return change_from_json(body, path=semconv.event_name_of(event.type))
+
+
+def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
+    """Read a run leg's events into facts. ``first_iteration`` numbers pass spans that carry no
+    iteration at all (a resumed leg continues its run's numbering)."""
+    rd = _Reader()
+    if run.reason is not None:
+        rd.reasons.append(run.reason)
+    events = decode_run_events(run, rd)
+    plan, enforced, plan_event = _plan_of(events, rd)
+    by_span: dict[str, list[FootprintEvent]] = {}
+    for event in events:
+        by_span.setdefault(event.pointer.span_id, []).append(event)
+
+    # ── pass spans and their iterations ──
+    span_iteration: dict[str, int] = {}
+    for ordinal, view in enumerate(run.passes):
+        iteration = pass_iteration_of(view)
+        if iteration is None:
+            own = [e for e in by_span.get(view.span_id, ()) if e.type == T_EVALUATED]
+            iteration = _as_int(own[0].payload.get("iteration")) if own else None
+        if iteration is None:
+            iteration = first_iteration + ordinal
+        span_iteration[view.span_id] = iteration
+    spans_by_iteration: dict[int, list[str]] = {}
+    for span_id, iteration in span_iteration.items():
+        spans_by_iteration.setdefault(iteration, []).append(span_id)
+
+    # ── events keyed by iteration ──
+    evaluated: dict[int, list[FootprintEvent]] = {}
+    reported: dict[int, list[FootprintEvent]] = {}
+    conflicts: dict[int, Reason] = {}
+    composed_iteration: dict[str, int] = {}
+    for event in events:
+        if event.type == T_SLOT_COMPOSED and event.composition_id is not None:
+            it = _as_int(event.payload.get("iteration"))
+            if it is not None:
+                composed_iteration[event.composition_id] = it
+    for event in events:
+        if event.type not in (T_EVALUATED, T_MAP_ENGAGED, T_MAP_PARKED):
+            continue
+        it = _as_int(event.payload.get("iteration"))
+        if it is None:
+            it = span_iteration.get(event.pointer.span_id)
+        if it is None:
+            rd.add(
+                "bad-attribute",
+                f"{semconv.event_name_of(event.type)} has no integer {semconv.F_ITERATION} and is "
+                "not on a model-call span",
+                event.pointer.span_id,
+            )
+            continue
+        on_span = span_iteration.get(event.pointer.span_id)
+        if on_span is not None and on_span != it:
+            conflicts.setdefault(
+                on_span,
+                rd.add(
+                    "conflicting-iteration",
+                    f"model-call span {event.pointer.span_id} is iteration {on_span} but its "
+                    f"{semconv.event_name_of(event.type)} says iteration {it}; passes from here on "
+                    "are not decided",
+                    event.pointer.span_id,
+                ),
+            )
+            continue
+        target = evaluated if event.type == T_EVALUATED else reported
+        target.setdefault(it, []).append(event)
+    injected: dict[int, list[InjectedRow]] = {}
+    for event in events:
+        if event.type != T_INJECTED:
+            continue
+        it = span_iteration.get(event.pointer.span_id)
+        if it is None and event.composition_id is not None:
+            it = composed_iteration.get(event.composition_id)
+        chars = _as_int(event.payload.get("chars"))
+        if chars is None:
+            summary = event.payload.get("contentSummary")
+            chars = len(summary) if isinstance(summary, str) else 0
+        row = InjectedRow(
+            iteration=it,
+            slot=_as_str(event.payload.get("slot")),
+            source=_as_str(event.payload.get("source")),
+            source_id=_as_str(event.payload.get("sourceId")),
+            chars=chars,
+            event=event,
+        )
+        if it is not None:
+            injected.setdefault(it, []).append(row)
+
+    # ── one PassFacts per iteration seen on a span or in an evaluation ──
+    passes: list[PassFacts] = []
+    for iteration in sorted(set(spans_by_iteration) | set(evaluated)):
+        passes.append(
+            _pass_facts(
+                iteration,
+                spans_by_iteration.get(iteration, []),
+                evaluated.get(iteration, []),
+                reported.get(iteration, []),
+                injected.get(iteration, []),
+                plan is not None,
+                rd,
+                conflicts.get(iteration),
+            )
+        )
+    missing = [p for p in passes if p.problem is _MISSING]
+    if missing:
+        listed = ", ".join(str(p.iteration) for p in missing)
+        reason = rd.add(
+            "missing-evaluated",
+            f"no footprint.context.evaluated event for iteration(s) {listed}: the cursor move and "
+            "what rode cannot be told, so passes from there on are not decided",
+            missing[0].span_id,
+        )
+        passes = [replace(p, problem=reason) if p.problem is _MISSING else p for p in passes]
+    for iteration in sorted(set(reported) - {p.iteration for p in passes}):
+        rd.add(
+            "no-model-call-span",
+            f"the agent reported engagement changes for iteration {iteration}, which has neither a "
+            "model-call span nor a footprint.context.evaluated event",
+            reported[iteration][0].pointer.span_id,
+        )
+
+    tool_calls = tuple(
+        _tool_call(view, by_span.get(view.span_id, []), run, span_iteration, first_iteration, rd)
+        for view in run.tools
+    )
+    refusals = _refusals_by_iteration(
+        events, frozenset(v.span_id for v in run.tools), span_iteration
+    )
+    if refusals:
+        tool_calls = tuple(
+            replace(
+                call,
+                picks=tuple(
+                    p
+                    for p in call.picks
+                    if not _refused(p.skill_id, refusals.get(call.iteration, ()), on_call=False)
+                ),
+            )
+            if call.picks and not call.picks_stated and call.iteration in refusals
+            else call
+            for call in tool_calls
+        )
+    return RunFacts(
+        run=run,
+        events=events,
+        plan=plan,
+        enforced=enforced,
+        has_map_events=any(e.type in (T_MAP_ENGAGED, T_MAP_PARKED) for e in events),
+        resumed=any(e.type == T_PAUSE_RESUME for e in events),
+        paused=any(e.type == T_PAUSE_REQUEST for e in events),
+        passes=tuple(passes),
+        tool_calls=tool_calls,
+        edges=_edges_of(events),
+        reasons=tuple(rd.reasons),
+        plan_event=plan_event,
+        undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),
+    )
+
+
+def _pass_facts(
+    iteration: int,
+    span_ids: Sequence[str],
+    evaluations: Sequence[FootprintEvent],
+    reported_events: Sequence[FootprintEvent],
+    rows: Sequence[InjectedRow],
+    needs_evaluation: bool,
+    rd: _Reader,
+    conflict: Reason | None = None,
+) -> PassFacts:
+    span_id = span_ids[0] if span_ids else None
+    problem: Reason | None = conflict
+    if problem is None and len(span_ids) > 1:
+        problem = rd.add(
+            "duplicate-iteration",
+            f"{len(span_ids)} model-call spans claim iteration {iteration} "
+            f"({', '.join(span_ids)}); passes from here on are not decided",
+            span_ids[1],
+        )
+    elif problem is None and len(evaluations) > 1:
+        problem = rd.add(
+            "duplicate-iteration",
+            f"{len(evaluations)} footprint.context.evaluated events claim iteration {iteration}; "
+            "passes from here on are not decided",
+            evaluations[1].pointer.span_id,
+        )
+    if span_id is None:
+        rd.add(
+            "no-model-call-span",
+            f"iteration {iteration} has a footprint.context.evaluated event but no model-call span "
+            "(chat); its decision is made but cannot be written on a pass span",
+            evaluations[0].pointer.span_id if evaluations else None,
+        )
+    reported: list[EngagementChange] = []
+    for event in reported_events:
+        try:
+            reported.append(_reported_change(event, iteration))
+        except JsonShapeError as error:
+            problem = problem or rd.add("bad-attribute", str(error), event.pointer.span_id)
+    card = any(row.source_id == PARK_CARD_ID for row in rows)
+    if not evaluations:
+        unreadable = next(
+            (
+                rd.undecodable[(sid, T_EVALUATED)]
+                for sid in span_ids
+                if (sid, T_EVALUATED) in rd.undecodable
+            ),
+            None,
+        )
+        if unreadable is not None and problem is None:
+            problem = unreadable
+        if needs_evaluation and problem is None:
+            problem = _MISSING  # one reason for all such passes, written by read_run
+        return PassFacts(
+            iteration,
+            span_id,
+            None,
+            injected=tuple(rows),
+            card_rode=card,
+            reported=tuple(reported),
+            problem=problem,
+        )
+    evaluation = evaluations[0]
+    payload = evaluation.payload
+    move = payload.get("cursorMove")
+    current_node = move_by = witness = None
+    if isinstance(move, dict):
+        current_node = _as_str(move.get("to"))
+        move_by = _as_str(move.get("by"))
+        witness = _witness_text(move.get("witness"))
+    elif move is not None:
+        problem = problem or rd.add(
+            "bad-attribute",
+            f"footprint.context.evaluated (iteration {iteration}): {semconv.F_CURSOR_MOVE} is not "
+            "a JSON object",
+            evaluation.pointer.span_id,
+        )
+    active = payload.get("activeIds", ())
+    active_ids = _str_tuple(active)
+    if active_ids is None:
+        problem = problem or rd.add(
+            "bad-attribute",
+            f"footprint.context.evaluated (iteration {iteration}): {semconv.F_ACTIVE_IDS} is not a "
+            "list of strings",
+            evaluation.pointer.span_id,
+        )
+        active_ids = ()
+    return PassFacts(
+        iteration=iteration,
+        span_id=span_id,
+        evaluated=evaluation,
+        current_node=current_node,
+        move_by=move_by,
+        witness=witness,
+        active_ids=active_ids,
+        injected=tuple(rows),
+        card_rode=card,
+        reported=tuple(reported),
+        problem=problem,
+    )
+
+
+def _tool_iteration(
+    view: SpanView, run: RunSpans, span_iteration: Mapping[str, int], first_iteration: int
+) -> int | None:
+    stated = pass_iteration_of(view)
+    if stated is not None:
+        return stated
+    # Design rule: the latest pass span that started before the tool span.
+    best: tuple[int, int] | None = None
+    for pass_view in run.passes:
+        if pass_view.start_time_unix_nano <= view.start_time_unix_nano:
+            key = (pass_view.start_time_unix_nano, span_iteration[pass_view.span_id])
+            if best is None or key > best:
+                best = key
+    if best is not None:
+        return best[1]
+    if first_iteration > 1:
+        # A resumed leg opens with the paused call's result: it belongs to the paused pass.
+        return first_iteration - 1
+    return None
+
+
+def _tool_call(
+    view: SpanView,
+    events: Sequence[FootprintEvent],
+    run: RunSpans,
+    span_iteration: Mapping[str, int],
+    first_iteration: int,
+    rd: _Reader,
+) -> ToolCall:
+    name = tool_name_of(view.attribute)
+    if name is None:
+        prefix = semconv.OP_EXECUTE_TOOL + " "
+        name = view.name[len(prefix) :] if view.name.startswith(prefix) else view.name
+    iteration = _tool_iteration(view, run, span_iteration, first_iteration)
+    if iteration is None:
+        rd.add(
+            "unattributed-tool",
+            f"tool span {view.span_id} ({name}) has no {semconv.PASS_ITERATION} and no model-call "
+            "span started before it: the pass that asked for it cannot be told",
+            view.span_id,
+        )
+    failed = _status_failed(view)
+    raw_args = view.attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+    arguments: Any | None = None
+    unreadable: Reason | None = None
+    if isinstance(raw_args, str) and raw_args.strip():
+        try:
+            arguments = json.loads(raw_args)
+        except json.JSONDecodeError as error:
+            if name == semconv.READ_SKILL_TOOL:
+                unreadable = rd.add(
+                    "bad-attribute",
+                    f"tool span {view.span_id} (read_skill): {semconv.GEN_AI_TOOL_CALL_ARGUMENTS} "
+                    f"is not JSON ({error.msg} at {error.pos}), so its pick cannot be told",
+                    view.span_id,
+                )
+    result = view.attribute(semconv.GEN_AI_TOOL_CALL_RESULT)
+    picks = _picks_of(name, arguments, failed, events, unreadable is not None)
+    return ToolCall(
+        trace_id=view.trace_id,
+        span_id=view.span_id,
+        name=name,
+        call_id=tool_call_id_of(view.attribute),
+        iteration=iteration,
+        start_time_unix_nano=view.start_time_unix_nano,
+        failed=failed,
+        arguments=arguments,
+        arguments_text=raw_args if isinstance(raw_args, str) else None,
+        result=result if isinstance(result, str) else None,
+        picks=picks,
+        picks_stated=any(e.type == T_SKILL_PICKED for e in events),
+        events=tuple(events),
+        unreadable=unreadable,
+    )
+
+
+def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool = True) -> bool:
+    """Whether ``events`` refuse a pick of ``skill_id``. On the call's own span a rejection without
+    an id and a ``tool_call`` refusal of read_skill count too; elsewhere the event must name it."""
+    for event in events:
+        payload = event.payload
+        requested = payload.get("requestedId")
+        if event.type == T_SKILL_REJECTED and (
+            requested == skill_id or (on_call and requested is None)
+        ):
+            return True
+        if event.type == T_PERMISSION_CHECK and payload.get("result") in _REFUSING_RESULTS:
+            capability, target = payload.get("capability"), payload.get("target")
+            if capability == "skill_read" and target in (f"skill:{skill_id}", skill_id):
+                return True
+            if on_call and capability == "tool_call" and target == semconv.READ_SKILL_TOOL:
+                return True
+    return False
+
+
+def _refusals_by_iteration(
+    events: Sequence[FootprintEvent],
+    tool_span_ids: frozenset[str],
+    span_iteration: Mapping[str, int],
+) -> dict[int, list[FootprintEvent]]:
+    """Refusal events carried on a pass or run span instead of the call's own span, by iteration
+    (their payload ``iteration``, else the pass span they are on)."""
+    found: dict[int, list[FootprintEvent]] = {}
+    for event in events:
+        if event.type not in (T_SKILL_REJECTED, T_PERMISSION_CHECK):
+            continue
+        if event.pointer.span_id in tool_span_ids:
+            continue
+        iteration = _as_int(event.payload.get("iteration"))
+        if iteration is None:
+            iteration = span_iteration.get(event.pointer.span_id)
+        if iteration is not None:
+            found.setdefault(iteration, []).append(event)
+    return found
+
+
+def _picks_of(
+    name: str,
+    arguments: Any | None,
+    failed: bool,
+    events: Sequence[FootprintEvent],
+    unreadable: bool,
+) -> tuple[Pick, ...]:
+    stated = [e for e in events if e.type == T_SKILL_PICKED]
+    if stated:
+        picks: list[Pick] = []
+        for event in stated:
+            skill_id = _as_str(event.payload.get("skillId"))
+            if skill_id is not None:
+                hop = event.payload.get("hop")
+                picks.append(Pick(skill_id, hop if isinstance(hop, bool) else None))
+        return tuple(picks)
+    if name != semconv.READ_SKILL_TOOL or failed or unreadable or not isinstance(arguments, dict):
+        return ()
+    skill_id = _as_str(arguments.get("id"))
+    if skill_id is None or _refused(skill_id, events):
+        return ()
+    return (Pick(skill_id),)
+
+
+# ── building the kernel's passes ─────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One dispatched tool batch: the pass that asked for it, names in call order, accepted picks."""
+
+    iteration: int
+    tool_names: tuple[str, ...]
+    picks: tuple[Pick, ...]
+    cursor: str | None
+    unreadable: Reason | None = None
+
+
+def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
+    """Every dispatched batch of the leg by iteration, the carried (pre-pause) batch included."""
+    cursor_of = {p.iteration: p.current_node for p in facts.passes}
+    calls: dict[int, list[ToolCall]] = {}
+    for call in facts.tool_calls:
+        if call.iteration is not None:
+            calls.setdefault(call.iteration, []).append(call)
+    result: dict[int, Batch] = {}
+    if carry is not None and carry.batch_iteration is not None:
+        result[carry.batch_iteration] = Batch(
+            carry.batch_iteration, carry.batch, carry.batch_picks, carry.batch_cursor
+        )
+    for iteration, group in calls.items():
+        group.sort(key=lambda c: (c.start_time_unix_nano, c.span_id))
+        earlier = result.get(iteration)
+        # A resume appends the answered call to the batch the paused leg started.
+        names = (*(earlier.tool_names if earlier else ()), *(c.name for c in group))
+        picks = (*(earlier.picks if earlier else ()), *(p for c in group for p in c.picks))
+        cursor = (
+            earlier.cursor if earlier and iteration not in cursor_of else cursor_of.get(iteration)
+        )
+        unreadable = next((c.unreadable for c in group if c.unreadable), None)
+        result[iteration] = Batch(iteration, names, picks, cursor, unreadable)
+    return result
+
+
+def latest_batch(batches: Mapping[int, Batch], before: int) -> Batch | None:
+    """The most recent dispatched batch asked for before pass ``before`` (the re-ask quirk)."""
+    candidates = [it for it, batch in batches.items() if it < before and batch.tool_names]
+    return batches[max(candidates)] if candidates else None
+
+
+def _pending_pick(batch: Batch, edges: frozenset[tuple[str, str]] | None) -> str | None:
+    pending: str | None = None
+    for pick in batch.picks:
+        hop = pick.hop
+        if hop is None:
+            hop = (
+                edges is not None
+                and batch.cursor is not None
+                and (batch.cursor, pick.skill_id) in edges
+            )
+        if hop:
+            pending = pick.skill_id
+    return pending
+
+
+def build_pass(
+    facts: RunFacts, index: int, batches: Mapping[int, Batch], carry: Carry | None
+) -> tuple[EngagementPass | None, Reason | None]:
+    """The kernel Pass for ``facts.passes[index]`` (spec §2.2), or a reason it cannot be built."""
+    pass_facts = facts.passes[index]
+    if pass_facts.problem is not None:
+        return None, pass_facts.problem
+    iteration = pass_facts.iteration
+    batch = latest_batch(batches, iteration)
+    if batch is not None and batch.unreadable is not None:
+        return None, batch.unreadable
+    if index > 0:
+        served = facts.passes[index - 1].served
+    elif carry is not None:
+        served = carry.served
+    else:
+        served = ()
+    picks: dict[str, None] = dict.fromkeys(p.skill_id for p in batch.picks) if batch else {}
+    return (
+        EngagementPass(
+            iteration=iteration,
+            current_node=pass_facts.current_node,
+            move_by=pass_facts.move_by,
+            witness=pass_facts.witness,
+            tool_results=tuple(ToolResult(n) for n in batch.tool_names) if batch else (),
+            pending_skill_pick=_pending_pick(batch, facts.edges) if batch else None,
+            accepted_skill_picks=tuple(picks),
+            served_last_pass=served,
+        ),
+        None,
+    )
+
+
+def expected_first_iteration(carry: Carry | None) -> int:
+    """The iteration a leg's first pass must have: 1, or one past the earlier leg's last pass."""
+    return 1 if carry is None else carry.last_iteration + 1
+
+
+def gap_reason(facts: RunFacts, index: int, carry: Carry | None) -> Reason | None:
+    """A reason when ``facts.passes[index]`` does not follow the pass before it (spans missing)."""
+    iteration = facts.passes[index].iteration
+    expected = (
+        expected_first_iteration(carry) if index == 0 else facts.passes[index - 1].iteration + 1
+    )
+    if iteration == expected:
+        return None
+    if index == 0 and carry is None and facts.resumed:
+        return Reason(
+            "no-prior-leg",
+            f"this resumed leg starts at iteration {iteration}, and the earlier leg of run "
+            f"{facts.run.run_id} is not in the run store: its engagement cannot be continued",
+        )
+    return Reason(
+        "missing-spans",
+        f"iteration {iteration} follows iteration {expected - 1}: the passes in between are "
+        "missing, so passes from here on are not decided",
+        facts.passes[index].span_id,
+    )
