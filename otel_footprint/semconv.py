@@ -310,6 +310,93 @@ def all_names() -> dict[str, str]:
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# Added by helper-6 (annotate/ + sdk/): annotation bookkeeping and in-process processor metrics
+# ---------------------------------------------------------------------------------------------
+
+ENG_SERVED_CHARS_WHILE_PARKED: Final = "footprint.engagement.served_chars_while_parked"
+"""On a pass span (shadow mode): characters of the parked injections that still rode this pass."""
+RUN_SERVED_CHARS_WHILE_PARKED: Final = "footprint.run.served_chars_while_parked"
+"""On the run span (shadow mode): what riding while parked cost over the whole run, in characters."""
+ANNOTATION_DROPPED_EVENTS: Final = "footprint.annotation.dropped_events"
+"""On a span whose annotation events were cut by the per-span event cap: how many were left off."""
+ANNOTATION_DROPPED_LINKS: Final = "footprint.annotation.dropped_links"
+"""On the run span when evidence links were cut by the link cap: how many were left off."""
+
+METRIC_PROCESSOR_SPANS: Final = "footprint.processor.spans"
+"""Counter: spans seen by the in-process processor, by ``footprint.outcome``."""
+METRIC_PROCESSOR_RUNS: Final = "footprint.processor.runs"
+"""Counter: runs released by the in-process processor, by ``footprint.outcome``."""
+METRIC_PROCESSOR_HELD_RUNS: Final = "footprint.processor.held_runs"
+"""Gauge: runs held in memory waiting for their run span (plus grace)."""
+METRIC_PROCESSOR_HELD_SPANS: Final = "footprint.processor.held_spans"
+"""Gauge: spans held in memory across all held runs."""
+METRIC_ATTR_OUTCOME: Final = "footprint.outcome"
+"""Metric attribute: what happened to a span or run (``passed``, ``annotated``, ``overflow``, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Added by helper-4 (record/ + bridges/): payload-field attributes the recorder and the
+# agentfootprint importer write, and the upstream events the importer carries by name
+# ---------------------------------------------------------------------------------------------
+
+EV_ROUTE_DECIDED: Final = "footprint.agent.route_decided"
+"""Carried on the pass span by the importer: the loop's tool-calls / final decision."""
+EV_TOOLS_REPEATED_CALL: Final = "footprint.tools.repeated_call"
+"""Carried on the tool span by the importer: the same call (name + args) was made again."""
+EV_INTEGRITY_DISPOSITION: Final = "footprint.integrity.disposition"
+"""Carried on the run span by the importer: the upstream's integrity summary at the run boundary."""
+
+# Run-level payload fields
+F_AGENT_ID: Final = "footprint.agent_id"
+F_NODES: Final = "footprint.nodes"
+F_EDGES: Final = "footprint.edges"
+F_TURN_INDEX: Final = "footprint.turn_index"
+F_USER_PROMPT: Final = "footprint.user_prompt"
+F_FINAL_CONTENT: Final = "footprint.final_content"
+F_ITERATION_COUNT: Final = "footprint.iteration_count"
+F_REASON: Final = "footprint.reason"
+F_QUESTION_PAYLOAD: Final = "footprint.question_payload"
+F_RESUME_INPUT: Final = "footprint.resume_input"
+F_PAUSED_DURATION_MS: Final = "footprint.paused_duration_ms"
+# skill.turn_routed payload fields
+F_FROM: Final = "footprint.from"
+F_SCORER: Final = "footprint.scorer"
+F_SCORES: Final = "footprint.scores"
+F_DECISIVE: Final = "footprint.decisive"
+F_WITNESS: Final = "footprint.witness"
+"""JSON ``{text, keyword?}`` on turn_routed; plain text (the matched words) on map.* events."""
+F_OFFERED: Final = "footprint.offered"
+F_RUNNER_UP: Final = "footprint.runner_up"
+F_POLICY: Final = "footprint.policy"
+F_DECIDER: Final = "footprint.decider"
+# context.injected payload fields beyond the ones the engine reads
+F_CONTENT_SUMMARY: Final = "footprint.content_summary"
+F_RAW_CONTENT: Final = "footprint.raw_content"
+# map.engaged / map.parked payload fields (the agent's own kernel, verify mode)
+F_MAP_ID: Final = "footprint.map_id"
+F_IDLE_CALLS: Final = "footprint.idle_calls"
+F_REENGAGED: Final = "footprint.reengaged"
+F_UPGRADED: Final = "footprint.upgraded"
+F_TENANT_CHANGED: Final = "footprint.tenant_changed"
+F_AT: Final = "footprint.at"
+F_FOUNDED_BY: Final = "footprint.founded_by"
+# skill.rejected / permission.check / tools.* payload fields
+F_CURRENT_SKILL_ID: Final = "footprint.current_skill_id"
+F_ALLOWED: Final = "footprint.allowed"
+F_ACTOR: Final = "footprint.actor"
+F_RATIONALE: Final = "footprint.rationale"
+F_POLICY_RULE_ID: Final = "footprint.policy_rule_id"
+F_TOOL_NAME: Final = "footprint.tool_name"
+F_TOOL_CALL_ID: Final = "footprint.tool_call_id"
+F_CHECKED: Final = "footprint.checked"
+F_NOT_CHECKED: Final = "footprint.not_checked"
+F_CANNOT_COVER: Final = "footprint.cannot_cover"
+
+SKILL_MAP_ID: Final = "skill-map"
+"""The id of the skill map, the one map the upstream mounts (``.maps()``)."""
+
+
 if __name__ == "__main__":  # pragma: no cover - a tiny export for non-Python clients
     if sys.argv[1:] == ["--json"]:
         json.dump(all_names(), sys.stdout, indent=2, sort_keys=True)

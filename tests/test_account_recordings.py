@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared import RECORDINGS
 
 from otel_footprint import semconv
 from otel_footprint.account import (
@@ -18,10 +18,6 @@ from otel_footprint.account import (
 )
 from otel_footprint.account.testing import RecordedLeg, recording_legs
 from otel_footprint.runs.events import FootprintEvent, camel_case
-
-RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "recordings"
-if not RECORDINGS.is_dir():  # the tree may sit elsewhere; the shared folder is fixed
-    RECORDINGS = Path("/work/shared/recordings")
 
 pytestmark = pytest.mark.skipif(not RECORDINGS.is_dir(), reason="shared recordings not present")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared import SPEC
 
 from otel_footprint.account import (
     CarriedVerdict,
@@ -34,8 +34,6 @@ from otel_footprint.account.templates import (
 )
 from otel_footprint.account.testing import LegBuilder
 from otel_footprint.account.view import LegView
-
-SPEC = Path("/work/shared/spec/agentfootprint-reference.md")
 
 
 def routed_leg(

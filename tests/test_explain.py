@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared import RECORDINGS
 from google.protobuf import json_format
 
 from otel_footprint.bridges.agentfootprint import recording_to_requests
 from otel_footprint.cli import main
 
-RECORDINGS = Path("/work/shared/recordings")
 PARK_TRAP = RECORDINGS / "park-trap.ndjson"
 PAUSE_RESUME = RECORDINGS / "pause-resume.ndjson"
 pytestmark = pytest.mark.skipif(not PARK_TRAP.exists(), reason="recordings not on this machine")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from _shared import VECTORS
 
 from otel_footprint.conformance import json_diff, replay_engagement, run_conformance_engagement
 from otel_footprint.kernel import advance_engagement, parked_member_ids
@@ -33,12 +33,6 @@ PUBLIC_PASSES = 3053
 PUBLIC_SCENARIOS = 228
 
 
-def _shared_dir() -> Path:
-    configured = os.environ.get("OTEL_FOOTPRINT_SHARED")
-    return Path(configured) if configured else Path(__file__).parents[1].parent / "shared"
-
-
-VECTORS = _shared_dir() / "conformance" / "engagement-public.jsonl"
 needs_vectors = pytest.mark.skipif(
     not VECTORS.is_file(),
     reason=f"reference vectors not found at {VECTORS} (set OTEL_FOOTPRINT_SHARED to the shared dir)",

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared import RECORDINGS as SHARED
+from _shared import recordings
 
 from otel_footprint.cli import main
 
-SHARED = Path("/work/shared/recordings")
 # The README names a second folder for recordings held back from development; read it if present.
-HOLDOUT = SHARED.parent.parent / "holdout" / "recordings"
-RECORDINGS = sorted(p for d in (SHARED, HOLDOUT) if d.is_dir() for p in d.glob("*.ndjson"))
+RECORDINGS = recordings()
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recordings on this machine")
 
 

@@ -1,0 +1,282 @@
+"""``otel-footprint import agentfootprint``: an upstream NDJSON recording as OTLP traces, to a file or
+an OTLP endpoint (gRPC or HTTP/protobuf)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from otel_footprint.bridges.agentfootprint import (
+    ImportOptions,
+    RecordingError,
+    recording_to_requests,
+)
+from otel_footprint.bridges.otlpjson import requests_to_jsonl
+
+PROTOCOLS = ("grpc", "http/protobuf")
+DEFAULT_TIMEOUT_S = 10.0
+_EXIT_OK, _EXIT_SEND_FAILED, _EXIT_BAD_INPUT = 0, 1, 2
+
+
+class ExportError(RuntimeError):
+    """The endpoint could not be reached or did not accept the spans; the message says which."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {value}")
+    return value
+
+
+def _default_protocol(endpoint: str) -> str:
+    # The standard variables pick the protocol when the flag does not; then the well-known gRPC
+    # port; then the OTLP spec's default, HTTP.
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = os.environ.get(name, "").strip()
+        if value in PROTOCOLS:
+            return value
+    parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    return "grpc" if port == 4317 else "http/protobuf"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's flags (contract: RECORDING, -o, --endpoint, --protocol, --renewal-grace)."""
+    parser.add_argument("recording", metavar="RECORDING.ndjson", help="the recording ('-' = stdin)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write OTLP JSON lines (one export request per run leg) here; '-' or absent = stdout",
+    )
+    target.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="send the traces to this OTLP receiver instead (e.g. http://127.0.0.1:4318)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default=None,
+        help="OTLP protocol for --endpoint (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc on "
+        "port 4317, else http/protobuf)",
+    )
+    parser.add_argument(
+        "--renewal-grace",
+        type=_positive_int,
+        metavar="N",
+        help="the plan's renewal grace (default: a map.parked idleCalls in the recording, else 3)",
+    )
+    parkable = parser.add_mutually_exclusive_group()
+    parkable.add_argument(
+        "--non-parkable",
+        dest="non_parkable",
+        action="store_const",
+        const=True,
+        default=None,
+        help="mount the skill map as nonParkable (default: inferred from the recording)",
+    )
+    parkable.add_argument(
+        "--parkable",
+        dest="non_parkable",
+        action="store_const",
+        const=False,
+        help="mount the skill map as parkable, whatever the recording suggests",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"per-request timeout for --endpoint (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--service-name",
+        default="agentfootprint",
+        help="service.name of the emitted resource (default agentfootprint)",
+    )
+
+
+# ── sending ──────────────────────────────────────────────────────────────────────────────────
+
+
+def _http_url(endpoint: str) -> str:
+    """The traces URL: a base endpoint gets ``/v1/traces``; a URL with a path is used as is."""
+    parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if parsed.path in ("", "/"):
+        parsed = parsed._replace(path="/v1/traces")
+    return urllib.parse.urlunsplit(parsed)
+
+
+def _grpc_target(endpoint: str) -> tuple[str, bool]:
+    """``host:port`` and whether to use TLS (``https://``) for a gRPC endpoint."""
+    parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if not parsed.netloc:
+        raise ExportError(f"cannot read a host:port from endpoint {endpoint!r}")
+    return parsed.netloc, parsed.scheme == "https"
+
+
+def _rejected(response: ExportTraceServiceResponse) -> str | None:
+    partial = response.partial_success
+    if partial.rejected_spans:
+        return (
+            f"the receiver rejected {partial.rejected_spans} spans: {partial.error_message or '-'}"
+        )
+    return None
+
+
+def send_http(requests: Sequence[ExportTraceServiceRequest], endpoint: str, timeout: float) -> None:
+    """POST each request, serialized, to ``<endpoint>/v1/traces`` (OTLP/HTTP protobuf)."""
+    url = _http_url(endpoint)
+    for request in requests:
+        http_request = urllib.request.Request(
+            url,
+            data=request.SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(http_request, timeout=timeout) as reply:
+                body = reply.read()
+                content_type = reply.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()[:200].decode("utf-8", "replace").strip()
+            raise ExportError(f"{url} answered HTTP {exc.code} {exc.reason}: {detail}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ExportError(
+                f"could not send to {url}: {reason} (is an OTLP/HTTP receiver listening there?)"
+            ) from None
+        if body and "protobuf" in content_type:
+            response = ExportTraceServiceResponse()
+            try:
+                response.ParseFromString(body)
+            except Exception:  # a non-OTLP answer is the receiver's business, not a failure
+                continue
+            rejected = _rejected(response)
+            if rejected:
+                raise ExportError(f"{url}: {rejected}")
+
+
+def send_grpc(requests: Sequence[ExportTraceServiceRequest], endpoint: str, timeout: float) -> None:
+    """Call ``TraceService/Export`` once per request on a real gRPC channel."""
+    import grpc  # imported here: the file path of the command must not pay for it
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    target, secure = _grpc_target(endpoint)
+    channel = (
+        grpc.secure_channel(target, grpc.ssl_channel_credentials())
+        if secure
+        else grpc.insecure_channel(target)
+    )
+    with channel:
+        stub = TraceServiceStub(channel)  # type: ignore[no-untyped-call]
+        for request in requests:
+            try:
+                response = stub.Export(request, timeout=timeout)
+            except grpc.RpcError as exc:
+                code = exc.code() if isinstance(exc, grpc.Call) else None
+                details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+                name = code.name if code is not None else "ERROR"
+                raise ExportError(f"could not send to {target} (gRPC {name}): {details}") from None
+            if isinstance(response, ExportTraceServiceResponse):
+                rejected = _rejected(response)
+                if rejected:
+                    raise ExportError(f"{target}: {rejected}")
+
+
+# ── the command ──────────────────────────────────────────────────────────────────────────────
+
+
+def _read_lines(path: str) -> list[str]:
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    return Path(path).read_text(encoding="utf-8").splitlines()
+
+
+def _counts(requests: Sequence[ExportTraceServiceRequest]) -> tuple[int, int]:
+    spans = events = 0
+    for request in requests:
+        for resource_spans in request.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                spans += len(scope_spans.spans)
+                events += sum(len(span.events) for span in scope_spans.spans)
+    return spans, events
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Import the recording and write or send it; exit 0, 1 (send failed) or 2 (bad input)."""
+    started = time.perf_counter()
+    try:
+        lines = _read_lines(args.recording)
+    except OSError as exc:
+        print(f"error: cannot read {args.recording}: {exc.strerror or exc}", file=sys.stderr)
+        return _EXIT_BAD_INPUT
+    options = ImportOptions(
+        renewal_grace=args.renewal_grace,
+        non_parkable=args.non_parkable,
+        service_name=args.service_name,
+    )
+    try:
+        requests = recording_to_requests(lines, options)
+    except RecordingError as exc:
+        print(f"error: {args.recording}: {exc}", file=sys.stderr)
+        return _EXIT_BAD_INPUT
+    spans, events = _counts(requests)
+    summary = f"{args.recording}: {len(requests)} run legs, {spans} spans, {events} events"
+    if args.endpoint:
+        protocol = args.protocol or _default_protocol(args.endpoint)
+        send = send_grpc if protocol == "grpc" else send_http
+        try:
+            send(requests, args.endpoint, args.timeout)
+        except ExportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return _EXIT_SEND_FAILED
+        elapsed = (time.perf_counter() - started) * 1000
+        print(f"{summary} -> {args.endpoint} ({protocol}, {elapsed:.0f} ms)", file=out)
+        return _EXIT_OK
+    if args.output in (None, "-"):
+        out.writelines(requests_to_jsonl(requests))
+        out.flush()
+        print(summary, file=sys.stderr)
+        return _EXIT_OK
+    try:
+        with Path(args.output).open("w", encoding="utf-8") as handle:
+            handle.writelines(requests_to_jsonl(requests))
+    except OSError as exc:
+        print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return _EXIT_BAD_INPUT
+    elapsed = (time.perf_counter() - started) * 1000
+    print(f"{summary} -> {args.output} ({elapsed:.0f} ms)", file=out)
+    return _EXIT_OK

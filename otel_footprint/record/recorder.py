@@ -1,0 +1,516 @@
+"""The agent-side recorder: GenAI run / model-call / tool spans carrying footprint events, written
+through the OpenTelemetry API as span events (default) or as log records tied to the span."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from opentelemetry import trace
+from opentelemetry._logs import Logger, LoggerProvider, get_logger
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from otel_footprint import __version__, semconv
+from otel_footprint.kernel import EngagementChange, MountedMap, engagement_plan
+from otel_footprint.kernel.jsoncodec import change_to_json, mounted_map_to_json
+from otel_footprint.runs.events import encode_payload
+
+EmitAs: TypeAlias = Literal["span", "log"]
+"""Where footprint events go: span events (every backend shows them) or log records."""
+
+SCOPE_NAME = "otel_footprint.record"
+_SUMMARY_CHARS = 80
+
+
+def _hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:8]
+
+
+def _summary(content: str) -> str:
+    return content if len(content) <= _SUMMARY_CHARS else content[: _SUMMARY_CHARS - 1] + "…"
+
+
+def _compact(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop absent (None) fields: the schema leaves them out rather than sending nulls."""
+    return {key: value for key, value in payload.items() if value is not None}
+
+
+class _Emitter:
+    """Writes one footprint event on a span, as a span event or as a log record tied to it."""
+
+    def __init__(self, emit_as: EmitAs, logger_provider: LoggerProvider | None) -> None:
+        if emit_as not in ("span", "log"):
+            raise ValueError(f"emit_as must be 'span' or 'log', got {emit_as!r}")
+        self._logger: Logger | None = None
+        if emit_as == "log":
+            self._logger = get_logger(SCOPE_NAME, __version__, logger_provider)
+
+    def emit(
+        self,
+        span: Span,
+        event_type: str,
+        payload: Mapping[str, Any],
+        composition_id: str | None = None,
+    ) -> None:
+        name = semconv.event_name_of(event_type)
+        attributes = encode_payload(_compact(payload), composition_id=composition_id)
+        if self._logger is None:
+            span.add_event(name, attributes=attributes)
+        else:
+            self._logger.emit(
+                event_name=name,
+                attributes=attributes,
+                context=trace.set_span_in_context(span),
+            )
+
+
+@dataclass(slots=True)
+class _Composition:
+    id: str
+    breakdown: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class ModelCall:
+    """One model call (one pass): the ``chat <model>`` span and what went into it."""
+
+    def __init__(self, run: Run, span: Span, iteration: int) -> None:
+        self._run = run
+        self.span = span
+        self.iteration = iteration
+        """The pass number (``footprint.pass.iteration``)."""
+        self._open: dict[str, _Composition] = {}
+
+    def evaluated(
+        self,
+        active_ids: Sequence[str] = (),
+        *,
+        cursor_to: str | None = None,
+        moved_by: str | None = None,
+        cursor_from: str | None = None,
+        witness: str | None = None,
+        witness_keyword: str | None = None,
+        skipped: Sequence[Mapping[str, Any]] = (),
+        routing: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """What this pass serves and where the cursor stands (``context.evaluated``).
+
+        ``moved_by`` is the clause that moved the cursor: ``entry``, ``intent``, ``route``,
+        ``model-pick``, ``continuity``, ``stay``, ... (the kernel grades it); ``witness`` the user's
+        words that matched, when a rule matched some.
+        """
+        move: dict[str, Any] | None = None
+        if moved_by is not None or cursor_to is not None:
+            move = _compact({"from": cursor_from, "to": cursor_to, "by": moved_by or "stay"})
+            if witness is not None:
+                move["witness"] = _compact({"text": witness, "keyword": witness_keyword})
+        payload: dict[str, Any] = {
+            "iteration": self.iteration,
+            "activeIds": list(active_ids),
+            "skippedDetails": [dict(row) for row in skipped],
+            "cursorMove": move,
+            "routing": [dict(row) for row in routing] if routing is not None else None,
+        }
+        self._run.emit(self.span, "context.evaluated", payload)
+
+    def injected(
+        self,
+        slot: str,
+        source: str,
+        *,
+        source_id: str | None = None,
+        content: str | None = None,
+        chars: int | None = None,
+        content_hash: str | None = None,
+        summary: str | None = None,
+    ) -> None:
+        """One piece put into a slot (``context.injected``) of this pass's composition of ``slot``.
+
+        Give ``content`` and the recorder counts its characters, hashes it and keeps an
+        80-character summary (the body itself is not recorded); or give ``chars`` (and a hash)
+        when the content must not leave the process.
+        """
+        if content is not None:
+            chars = len(content) if chars is None else chars
+            content_hash = content_hash or _hash(content)
+            summary = summary if summary is not None else _summary(content)
+        composition = self._composition(slot)
+        row = composition.breakdown.setdefault(source, {"chars": 0, "count": 0})
+        row["chars"] += chars or 0
+        row["count"] += 1
+        payload = {
+            "slot": slot,
+            "source": source,
+            "sourceId": source_id,
+            "contentHash": content_hash,
+            "contentSummary": summary,
+            "chars": chars,
+        }
+        self._run.emit(self.span, "context.injected", payload, composition.id)
+
+    def composed(self, slot: str) -> None:
+        """Close this pass's composition of ``slot`` (``context.slot_composed`` with the per-source
+        breakdown). Open compositions are closed automatically when the model call ends."""
+        composition = self._open.pop(slot, None) or _Composition(self._run.composition_id(slot))
+        payload = {
+            "slot": slot,
+            "iteration": self.iteration,
+            "sourceBreakdown": composition.breakdown,
+        }
+        self._run.emit(self.span, "context.slot_composed", payload, composition.id)
+
+    def engagement(self, change: EngagementChange) -> None:
+        """Verify mode: a decision of the agent's own kernel (``map.engaged`` / ``map.parked``)."""
+        payload = change_to_json(change)
+        kind = payload.pop("kind")
+        self._run.emit(self.span, f"map.{kind}", payload)
+
+    def usage(self, *, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
+        """Token usage of the call (``gen_ai.usage.*``)."""
+        if input_tokens is not None:
+            self.span.set_attribute(semconv.GEN_AI_USAGE_INPUT_TOKENS, input_tokens)
+        if output_tokens is not None:
+            self.span.set_attribute(semconv.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens)
+
+    def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Any other upstream event type on this pass (e.g. ``skill.route_conflict``)."""
+        self._run.emit(self.span, event_type, payload)
+
+    def _composition(self, slot: str) -> _Composition:
+        if slot not in self._open:
+            self._open[slot] = _Composition(self._run.composition_id(slot))
+        return self._open[slot]
+
+    def _close(self) -> None:
+        for slot in list(self._open):
+            self.composed(slot)
+
+
+class ToolCall:
+    """One tool call: the ``execute_tool <name>`` span, its result, and the gate's verdicts."""
+
+    def __init__(self, run: Run, span: Span, name: str, call_id: str, iteration: int) -> None:
+        self._run = run
+        self.span = span
+        self.name = name
+        self.call_id = call_id
+        self.iteration = iteration
+        """The pass whose model output asked for this call."""
+
+    def result(self, value: Any, *, error: bool = False) -> None:
+        """What the tool returned (``gen_ai.tool.call.result``; non-text as JSON); ``error=True``
+        marks the span ERROR."""
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        self.span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, text)
+        if error:
+            self.span.set_status(Status(StatusCode.ERROR, text[:256]))
+
+    def picked(self, skill_id: str, *, hop: bool = False) -> None:
+        """The gate accepted a skill pick (``skill.picked``); ``hop`` = it moves the cursor."""
+        self._run.emit(self.span, "skill.picked", {"skillId": skill_id, "hop": hop})
+
+    def rejected(
+        self,
+        requested_id: str,
+        *,
+        allowed: Sequence[str] = (),
+        current_skill_id: str | None = None,
+    ) -> None:
+        """The skill gate refused a pick (``skill.rejected``)."""
+        payload = {
+            "requestedId": requested_id,
+            "currentSkillId": current_skill_id,
+            "allowed": list(allowed),
+            "iteration": self.iteration,
+        }
+        self._run.emit(self.span, "skill.rejected", payload)
+
+    def permission(
+        self,
+        capability: str,
+        target: str,
+        result: str,
+        *,
+        actor: str = "model",
+        rationale: str | None = None,
+        policy_rule_id: str | None = None,
+    ) -> None:
+        """A permission check during this call (``permission.check``); ``result`` is ``allow``,
+        ``deny``, ``halt`` or ``gate_open``; a skill read targets ``skill:<id>``."""
+        payload = {
+            "capability": capability,
+            "actor": actor,
+            "target": target,
+            "result": result,
+            "rationale": rationale,
+            "policyRuleId": policy_rule_id,
+        }
+        self._run.emit(self.span, "permission.check", payload)
+
+    def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Any other upstream event on this call (e.g. ``tools.absent``)."""
+        self._run.emit(self.span, event_type, payload)
+
+
+class Run:
+    """One run leg: the ``invoke_agent`` span; opens model-call and tool spans under it."""
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        span: Span,
+        run_id: str,
+        emitter: _Emitter,
+        next_iteration: int,
+        turn_index: int,
+    ) -> None:
+        self._tracer = tracer
+        self.span = span
+        self.run_id = run_id
+        self._emitter = emitter
+        self._next_iteration = next_iteration
+        self._turn_index = turn_index
+        self._counter = itertools.count(1)
+        self.iteration = next_iteration - 1
+        """The number of the latest model call (0 before the first)."""
+
+    def emit(
+        self,
+        span: Span,
+        event_type: str,
+        payload: Mapping[str, Any],
+        composition_id: str | None = None,
+    ) -> None:
+        """Write one footprint event on ``span`` the way this run was configured to."""
+        self._emitter.emit(span, event_type, payload, composition_id)
+
+    def composition_id(self, slot: str) -> str:
+        """A run-unique id for one composition of ``slot`` (shared by its rows)."""
+        return f"{slot}/compose#{next(self._counter)}"
+
+    @contextmanager
+    def model_call(
+        self, model: str, *, provider: str | None = None, iteration: int | None = None
+    ) -> Iterator[ModelCall]:
+        """Open the pass span ``chat <model>``; iterations number themselves from 1."""
+        number = self._next_iteration if iteration is None else iteration
+        self._next_iteration = number + 1
+        self.iteration = number
+        attributes: dict[str, str | int] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
+            semconv.GEN_AI_REQUEST_MODEL: model,
+            semconv.PASS_ITERATION: number,
+        }
+        if provider is not None:
+            attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
+        with self._tracer.start_as_current_span(
+            f"{semconv.OP_CHAT} {model}",
+            context=trace.set_span_in_context(self.span),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        ) as span:
+            call = ModelCall(self, span, number)
+            try:
+                yield call
+            finally:
+                call._close()
+
+    @contextmanager
+    def tool_call(
+        self,
+        name: str,
+        *,
+        args: Mapping[str, Any] | None = None,
+        call_id: str | None = None,
+        iteration: int | None = None,
+    ) -> Iterator[ToolCall]:
+        """Open the span ``execute_tool <name>`` under the run span, tied to the latest pass (or to
+        ``iteration``: a call paused for a person and resumed in this leg keeps its pass)."""
+        number = self.iteration if iteration is None else iteration
+        identifier = call_id or f"call-{next(self._counter)}"
+        attributes: dict[str, str | int] = {
+            semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL,
+            semconv.GEN_AI_TOOL_NAME: name,
+            semconv.GEN_AI_TOOL_CALL_ID: identifier,
+            semconv.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(
+                dict(args or {}), ensure_ascii=False, separators=(",", ":")
+            ),
+        }
+        if number >= 1:
+            attributes[semconv.PASS_ITERATION] = number
+        with self._tracer.start_as_current_span(
+            f"{semconv.OP_EXECUTE_TOOL} {name}",
+            context=trace.set_span_in_context(self.span),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        ) as span:
+            yield ToolCall(self, span, name, identifier, number)
+
+    def routed(
+        self,
+        by: str,
+        *,
+        to: str | None = None,
+        from_id: str | None = None,
+        scorer: str | None = None,
+        scores: Sequence[Mapping[str, Any]] | None = None,
+        decisive: bool | None = None,
+        witness: str | None = None,
+        witness_keyword: str | None = None,
+        offered: Sequence[str] | None = None,
+        decider_model: str | None = None,
+    ) -> None:
+        """The turn-start routing verdict (``skill.turn_routed``): ``by`` is ``entry``, ``intent``,
+        ``continuity``, ``menu``, ``decider`` or ``none``; ``to`` the skill decided."""
+        payload = {
+            "by": by,
+            "from": from_id,
+            "to": to,
+            "scorer": scorer,
+            "scores": [dict(s) for s in scores] if scores is not None else None,
+            "decisive": decisive,
+            "witness": _compact({"text": witness, "keyword": witness_keyword})
+            if witness is not None
+            else None,
+            "offered": list(offered) if offered is not None else None,
+            "decider": {"model": decider_model} if decider_model is not None else None,
+        }
+        self.emit(self.span, "skill.turn_routed", payload)
+
+    def pause(
+        self,
+        question: str,
+        *,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        reason: str = "stage requested pause",
+    ) -> None:
+        """The leg stops to ask a person (``pause.request``); resume in a new :func:`run` leg."""
+        question_payload = _compact(
+            {"toolCallId": tool_call_id, "toolName": tool_name, "question": question}
+        )
+        self.emit(
+            self.span, "pause.request", {"reason": reason, "questionPayload": question_payload}
+        )
+
+    def answer(self, text: str) -> None:
+        """The final answer of the turn (``agent.turn_end``)."""
+        payload = {
+            "turnIndex": self._turn_index,
+            "finalContent": text,
+            "iterationCount": self.iteration,
+        }
+        self.emit(self.span, "agent.turn_end", payload)
+
+    def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Any other upstream event type on the run span."""
+        self.emit(self.span, event_type, payload)
+
+
+@contextmanager
+def run(
+    tracer: Tracer | None = None,
+    *,
+    agent: str,
+    run_id: str | None = None,
+    maps: Sequence[MountedMap] = (),
+    renewal_grace: int = 3,
+    enforced: bool | None = None,
+    user_prompt: str | None = None,
+    conversation_id: str | None = None,
+    graph: Mapping[str, Any] | None = None,
+    configured: Mapping[str, Any] | None = None,
+    resumed: bool = False,
+    resume_input: Any = None,
+    held: Mapping[str, Any] | None = None,
+    next_iteration: int = 1,
+    turn_index: int = 0,
+    emit_as: EmitAs = "span",
+    logger_provider: LoggerProvider | None = None,
+) -> Iterator[Run]:
+    """Open one run leg: the ``invoke_agent <agent>`` span with ``footprint.run.id``.
+
+    An agent author wraps the loop they already have::
+
+        with footprint.run(tracer, agent="support", maps=[MountedMap(...)]) as run:
+            with run.model_call("gpt-x") as p:
+                p.evaluated(["billing"], cursor_to="billing", moved_by="intent")
+                p.injected("system-prompt", "skill", source_id="billing", content=body)
+            with run.tool_call("lookup_charge", args={"id": 7}) as call:
+                call.result(lookup_charge(7))
+            run.answer(text)
+
+    Emits, in order: ``agent.run_configured`` (when ``configured``), ``skill.graph_declared``
+    (when ``graph`` = ``{nodes, edges}``), ``maps.mounted`` (when ``maps``; ``enforced=True``
+    says the agent applies the kernel itself), then ``agent.turn_start`` — or, for a
+    ``resumed`` leg (same ``run_id``, numbering continued with ``next_iteration``),
+    ``pause.resume`` carrying ``held`` (``{turnRoute, entryScores?, entryScorer?}``, the routing
+    verdict held across the pause) as both ``state`` and ``pausedWith``.
+
+    Raises ``PlanError`` when ``maps`` / ``renewal_grace`` cannot be mounted.
+    """
+    # Lists are welcome here; the kernel's frozen data holds tuples.
+    maps = [
+        MountedMap(m.id, tuple(m.member_ids), tuple(m.tool_names), m.non_parkable) for m in maps
+    ]
+    if maps:
+        engagement_plan(maps, renewal_grace)  # fail here, loudly, rather than in the processor
+    emitter = _Emitter(emit_as, logger_provider)
+    tracer = tracer or trace.get_tracer(SCOPE_NAME, __version__)
+    identifier = run_id or uuid.uuid4().hex
+    attributes: dict[str, str] = {
+        semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
+        semconv.GEN_AI_AGENT_NAME: agent,
+        semconv.RUN_ID: identifier,
+    }
+    if conversation_id is not None:
+        attributes[semconv.GEN_AI_CONVERSATION_ID] = conversation_id
+    with tracer.start_as_current_span(
+        f"{semconv.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
+    ) as span:
+        leg = Run(tracer, span, identifier, emitter, next_iteration, turn_index)
+        if resumed:
+            held_state = dict(held) if held is not None else None
+            leg.event(
+                "pause.resume",
+                {"resumeInput": resume_input, "state": held_state, "pausedWith": held_state},
+            )
+        if configured is not None:
+            leg.event("agent.run_configured", {"agentId": agent, **configured})
+        if graph is not None:
+            leg.event("skill.graph_declared", graph)
+        if maps:
+            mounted = {
+                "maps": [mounted_map_to_json(m) for m in maps],
+                "renewalGrace": renewal_grace,
+                "enforced": enforced,
+            }
+            leg.event("maps.mounted", mounted)
+        if not resumed:
+            leg.event("agent.turn_start", {"turnIndex": turn_index, "userPrompt": user_prompt})
+        yield leg
+
+
+def emit(
+    event_type: str,
+    payload: Mapping[str, Any],
+    *,
+    composition_id: str | None = None,
+    emit_as: EmitAs = "span",
+    logger_provider: LoggerProvider | None = None,
+) -> None:
+    """Emit one footprint event on the current span, whoever opened it.
+
+    For agents whose run, model-call and tool spans come from another instrumentation (OpenLLMetry,
+    OpenInference, a framework's own): ``emit("context.evaluated", {...})`` inside the model call
+    adds ``footprint.context.evaluated`` there. ``event_type`` is the upstream type
+    (``maps.mounted``, ``context.injected``, ...); ``payload`` is its camelCase payload.
+    """
+    _Emitter(emit_as, logger_provider).emit(
+        trace.get_current_span(), event_type, payload, composition_id
+    )
