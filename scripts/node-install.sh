@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Node.js client's pinned packages (tests/node, `npm ci` from package-lock.json).
+# Idempotent: skipped when node_modules already matches the lock file. Without node/npm it says so
+# and exits 0 (the Node.js tests then skip); NODE_INSTALL_REQUIRED=1 makes that an error instead.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly PROJECT="$ROOT/tests/node"
+readonly STAMP="$PROJECT/node_modules/.otel-footprint-lock.sha256"
+
+say() { printf 'node-install: %s\n' "$*" >&2; }
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  if [[ "${NODE_INSTALL_REQUIRED:-0}" == 1 ]]; then
+    say "ERROR: node and npm are required (Node.js >= 20.6)"
+    exit 1
+  fi
+  say "node/npm not found: skipping (the Node.js client tests will be skipped)"
+  exit 0
+fi
+
+major=$(node -p 'process.versions.node.split(".")[0]')
+if ((major < 20)); then
+  say "ERROR: Node.js $(node --version) is too old; the pinned OpenTelemetry JS SDK needs >= 20.6"
+  exit 1
+fi
+
+want=$(sha256sum "$PROJECT/package-lock.json" | cut -d' ' -f1)
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
+  say "tests/node/node_modules matches package-lock.json (skipped)"
+  exit 0
+fi
+
+start=$(date +%s.%N)
+# --ignore-scripts: no package here needs an install script (protobufjs' only checks its version),
+# and none should run code at install time.
+(cd "$PROJECT" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+echo "$want" >"$STAMP"
+say "npm ci in tests/node done in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
