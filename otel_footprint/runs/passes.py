@@ -291,7 +291,7 @@ def _plan_of(
     if enforced_raw is not None and enforced is None:
         rd.add(
             "bad-attribute",
-            f"footprint.maps.mounted: {semconv.F_ENFORCED} must be a bool, got {enforced_raw!r}",
+            f"{semconv.EV_MAPS_MOUNTED}: {semconv.F_ENFORCED} must be a bool, got {enforced_raw!r}",
             event.pointer.span_id,
         )
     maps = payload.get("maps")
@@ -299,13 +299,13 @@ def _plan_of(
         # decode_event leaves a JSON-looking string that is not JSON as text; say so precisely.
         rd.add(
             "bad-attribute",
-            f"footprint.maps.mounted: attribute {semconv.F_MAPS} is not a JSON list of maps",
+            f"{semconv.EV_MAPS_MOUNTED}: attribute {semconv.F_MAPS} is not a JSON list of maps",
             event.pointer.span_id,
         )
         return None, enforced, event
     grace = payload.get("renewalGrace", DEFAULT_RENEWAL_GRACE)
     try:
-        plan = plan_from_json({"maps": maps, "renewalGrace": grace}, path="footprint.maps.mounted")
+        plan = plan_from_json({"maps": maps, "renewalGrace": grace}, path=semconv.EV_MAPS_MOUNTED)
     except JsonShapeError as error:
         rd.add("bad-attribute", str(error), event.pointer.span_id)
         return None, enforced, event
@@ -575,7 +575,7 @@ def _pass_facts(
     elif move is not None:
         problem = problem or rd.add(
             "bad-attribute",
-            f"footprint.context.evaluated (iteration {iteration}): {semconv.F_CURSOR_MOVE} is not "
+            f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_CURSOR_MOVE} is not "
             "a JSON object",
             evaluation.pointer.span_id,
         )
@@ -584,7 +584,7 @@ def _pass_facts(
     if active_ids is None:
         problem = problem or rd.add(
             "bad-attribute",
-            f"footprint.context.evaluated (iteration {iteration}): {semconv.F_ACTIVE_IDS} is not a "
+            f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_ACTIVE_IDS} is not a "
             "list of strings",
             evaluation.pointer.span_id,
         )
