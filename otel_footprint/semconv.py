@@ -28,24 +28,44 @@ UPSTREAM_PREFIX: Final = "agentfootprint."
 # objects travel as JSON strings (see runs/events.py for the one codec).
 # ---------------------------------------------------------------------------------------------
 
-EV_MAPS_MOUNTED: Final = "footprint.maps.mounted"
-EV_RUN_CONFIGURED: Final = "footprint.agent.run_configured"
-EV_GRAPH_DECLARED: Final = "footprint.skill.graph_declared"
-EV_TURN_START: Final = "footprint.agent.turn_start"
-EV_TURN_END: Final = "footprint.agent.turn_end"
-EV_CONTEXT_EVALUATED: Final = "footprint.context.evaluated"
-EV_CONTEXT_INJECTED: Final = "footprint.context.injected"
-EV_SLOT_COMPOSED: Final = "footprint.context.slot_composed"
-EV_TURN_ROUTED: Final = "footprint.skill.turn_routed"
-EV_SKILL_REJECTED: Final = "footprint.skill.rejected"
-EV_SKILL_PICKED: Final = "footprint.skill.picked"
-EV_PERMISSION_CHECK: Final = "footprint.permission.check"
-EV_MAP_ENGAGED: Final = "footprint.map.engaged"
-EV_MAP_PARKED: Final = "footprint.map.parked"
-EV_PAUSE_REQUEST: Final = "footprint.pause.request"
-EV_PAUSE_RESUME: Final = "footprint.pause.resume"
-EV_TOOLS_ABSENT: Final = "footprint.tools.absent"
-EV_TOOLS_COVERAGE: Final = "footprint.tools.coverage_declared"
+# Event types: the upstream type without prefix, as FootprintEvent.type carries it.
+T_MAPS_MOUNTED: Final = "maps.mounted"
+T_RUN_CONFIGURED: Final = "agent.run_configured"
+T_GRAPH_DECLARED: Final = "skill.graph_declared"
+T_TURN_START: Final = "agent.turn_start"
+T_TURN_END: Final = "agent.turn_end"
+T_CONTEXT_EVALUATED: Final = "context.evaluated"
+T_CONTEXT_INJECTED: Final = "context.injected"
+T_SLOT_COMPOSED: Final = "context.slot_composed"
+T_TURN_ROUTED: Final = "skill.turn_routed"
+T_SKILL_REJECTED: Final = "skill.rejected"
+T_SKILL_PICKED: Final = "skill.picked"
+T_PERMISSION_CHECK: Final = "permission.check"
+T_MAP_ENGAGED: Final = "map.engaged"
+T_MAP_PARKED: Final = "map.parked"
+T_PAUSE_REQUEST: Final = "pause.request"
+T_PAUSE_RESUME: Final = "pause.resume"
+T_TOOLS_ABSENT: Final = "tools.absent"
+T_TOOLS_COVERAGE: Final = "tools.coverage_declared"
+
+EV_MAPS_MOUNTED: Final = PREFIX + T_MAPS_MOUNTED
+EV_RUN_CONFIGURED: Final = PREFIX + T_RUN_CONFIGURED
+EV_GRAPH_DECLARED: Final = PREFIX + T_GRAPH_DECLARED
+EV_TURN_START: Final = PREFIX + T_TURN_START
+EV_TURN_END: Final = PREFIX + T_TURN_END
+EV_CONTEXT_EVALUATED: Final = PREFIX + T_CONTEXT_EVALUATED
+EV_CONTEXT_INJECTED: Final = PREFIX + T_CONTEXT_INJECTED
+EV_SLOT_COMPOSED: Final = PREFIX + T_SLOT_COMPOSED
+EV_TURN_ROUTED: Final = PREFIX + T_TURN_ROUTED
+EV_SKILL_REJECTED: Final = PREFIX + T_SKILL_REJECTED
+EV_SKILL_PICKED: Final = PREFIX + T_SKILL_PICKED
+EV_PERMISSION_CHECK: Final = PREFIX + T_PERMISSION_CHECK
+EV_MAP_ENGAGED: Final = PREFIX + T_MAP_ENGAGED
+EV_MAP_PARKED: Final = PREFIX + T_MAP_PARKED
+EV_PAUSE_REQUEST: Final = PREFIX + T_PAUSE_REQUEST
+EV_PAUSE_RESUME: Final = PREFIX + T_PAUSE_RESUME
+EV_TOOLS_ABSENT: Final = PREFIX + T_TOOLS_ABSENT
+EV_TOOLS_COVERAGE: Final = PREFIX + T_TOOLS_COVERAGE
 
 INPUT_EVENTS: Final = frozenset(
     {
@@ -340,11 +360,25 @@ METRIC_ATTR_OUTCOME: Final = "footprint.outcome"
 # agentfootprint importer write, and the upstream events the importer carries by name
 # ---------------------------------------------------------------------------------------------
 
-EV_ROUTE_DECIDED: Final = "footprint.agent.route_decided"
+# Upstream event types that arrive as spans (the bridge turns them into pass and tool spans) or
+# are upstream-only; they never travel as footprint events.
+T_ITERATION_START: Final = "agent.iteration_start"
+T_ITERATION_END: Final = "agent.iteration_end"
+T_LLM_START: Final = "stream.llm_start"
+T_LLM_END: Final = "stream.llm_end"
+T_STREAM_TOKEN: Final = "stream.token"
+T_TOOL_START: Final = "stream.tool_start"
+T_TOOL_END: Final = "stream.tool_end"
+T_PERMISSION_HALT: Final = "permission.halt"
+T_EVIDENCE_CHECKED: Final = "agent.evidence_checked"
+T_ROUTE_DECIDED: Final = "agent.route_decided"
+EV_ROUTE_DECIDED: Final = PREFIX + T_ROUTE_DECIDED
 """Carried on the pass span by the importer: the loop's tool-calls / final decision."""
-EV_TOOLS_REPEATED_CALL: Final = "footprint.tools.repeated_call"
+T_TOOLS_REPEATED_CALL: Final = "tools.repeated_call"
+EV_TOOLS_REPEATED_CALL: Final = PREFIX + T_TOOLS_REPEATED_CALL
 """Carried on the tool span by the importer: the same call (name + args) was made again."""
-EV_INTEGRITY_DISPOSITION: Final = "footprint.integrity.disposition"
+T_INTEGRITY_DISPOSITION: Final = "integrity.disposition"
+EV_INTEGRITY_DISPOSITION: Final = PREFIX + T_INTEGRITY_DISPOSITION
 """Carried on the run span by the importer: the upstream's integrity summary at the run boundary."""
 
 # Run-level payload fields

@@ -28,7 +28,7 @@ Emptiness: TypeAlias = Literal[
 ]
 CoverageList: TypeAlias = Literal["checked", "notChecked", "cannotCover"]
 
-COVERAGE_EVENTS = frozenset({"tools.absent", "tools.coverage_declared"})
+COVERAGE_EVENTS = frozenset({semconv.T_TOOLS_ABSENT, semconv.T_TOOLS_COVERAGE})
 MAX_SIGNALS_PER_CHECK = 12
 """Signals kept per check in the result (the "Anything wrong" row shows 3; the rest are counted)."""
 
@@ -152,7 +152,7 @@ def _named(events: tuple[FootprintEvent, ...]) -> str | None:
 def _paused_calls(view: LegView) -> list[tuple[str, str | None, FootprintEvent]]:
     """``(toolCallId, toolName, event)`` of the calls this leg paused on (``pause.request``)."""
     found: list[tuple[str, str | None, FootprintEvent]] = []
-    for event in view.of("pause.request"):
+    for event in view.of(semconv.T_PAUSE_REQUEST):
         question = as_obj(event.payload.get("questionPayload"))
         call_id = as_str(question.get("toolCallId")) if question is not None else None
         if question is not None and call_id is not None:
@@ -214,7 +214,7 @@ def _items(events: tuple[FootprintEvent, ...]) -> tuple[tuple[CoverageItem, ...]
 def _tool_refusals(view: LegView) -> dict[tuple[str, str], list[FootprintEvent]]:
     """Refusing ``permission.check`` events by the span they sit on."""
     found: dict[tuple[str, str], list[FootprintEvent]] = {}
-    for event in view.of("permission.check"):
+    for event in view.of(semconv.T_PERMISSION_CHECK):
         if event.payload.get("result") in ("deny", "halt"):
             key = (event.pointer.trace_id, event.pointer.span_id)
             found.setdefault(key, []).append(event)
@@ -245,7 +245,7 @@ def _judge(
         return Call(name, span, events, items, "failed", None, None)
     where = at_span(span.trace_id, span.span_id, semconv.GEN_AI_TOOL_CALL_RESULT)
     base = Call(name, span, events, items, "ran", None, None, result_pointer=where)
-    if span.status == "absent" or any(e.type == "tools.absent" for e in events):
+    if span.status == "absent" or any(e.type == semconv.T_TOOLS_ABSENT for e in events):
         return _with(base, "declared-absent")
     if span.result is None:
         return _with(base, "not-recorded")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
+from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
 from otel_footprint.runs.events import EventPointer, FootprintEvent
 
@@ -370,7 +371,7 @@ class AccountInput:
 def held_state_of(events: Iterable[FootprintEvent]) -> HeldState | None:
     """The state and pausedWith objects of the leg's first ``pause.resume``, when shipped."""
     for event in events:
-        if event.type != "pause.resume":
+        if event.type != semconv.T_PAUSE_RESUME:
             continue
         state = event.payload.get("state")
         paused = event.payload.get("pausedWith")
@@ -397,8 +398,8 @@ def leg_input(
     """
     ordered = tuple(events)
     types = {e.type for e in ordered}
-    answered = "agent.turn_end" in types
-    resumed = "pause.resume" in types or (answered and "agent.turn_start" not in types)
+    answered = semconv.T_TURN_END in types
+    resumed = semconv.T_PAUSE_RESUME in types or (answered and semconv.T_TURN_START not in types)
     return AccountInput(
         events=ordered,
         tool_calls=tuple(tool_calls),

@@ -3,6 +3,7 @@ It found, How sure (reference §4.8). What they leave out is said in ``account/R
 
 from __future__ import annotations
 
+from otel_footprint import semconv
 from otel_footprint.account.checks import Call, CoverageItem, CoverageList
 from otel_footprint.account.input import AccountInput
 from otel_footprint.account.model import Line, Pointer, RowId
@@ -21,7 +22,7 @@ _NOT_CHECKED: tuple[tuple[CoverageList, str], ...] = (
 def asked_lines(inp: AccountInput, view: LegView, writer: Writer) -> list[Line]:
     """The person's question: this leg's ``turn_start``; on a resumed leg the message the held
     state keeps, else the question of the earlier leg this processor saw; else not recorded."""
-    start = view.first("agent.turn_start")
+    start = view.first(semconv.T_TURN_START)
     prompt = as_str(start.payload.get("userPrompt")) if start is not None else None
     if start is not None and prompt is not None:
         question = writer.quote(prompt, "person", at_event(start, "userPrompt"))
@@ -197,7 +198,9 @@ def found_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
         elif call.outcome == "paused":
             lines.append(writer.say("found", "found.paused", tool, pointers=_pause_pointer(call)))
         elif call.emptiness == "declared-absent":
-            where = [at_event(e) for e in call.coverage if e.type == "tools.absent"] or result
+            where = [
+                at_event(e) for e in call.coverage if e.type == semconv.T_TOOLS_ABSENT
+            ] or result
             lines.append(
                 writer.say("found", "found.absent", tool, pointers=where, basis=[call.voucher])
             )
@@ -249,7 +252,7 @@ def how_sure_lines(view: LegView, writer: Writer) -> list[Line]:
             chips=[chip("chip.notRecorded")],
         )
     ]
-    configured = view.first("agent.run_configured")
+    configured = view.first(semconv.T_RUN_CONFIGURED)
     if configured is not None and configured.payload.get("evidenceGate") in (None, False):
         lines.append(
             writer.say(

@@ -26,14 +26,14 @@ from otel_footprint.runs.events import EventPointer, FootprintEvent, decode_even
 
 CONSUMER_SCOPE = "consumer-scope"
 """The run id the upstream stamps on pause events: they belong to the leg around them."""
-_COMPOSED_TYPES = frozenset({"context.injected", "context.slot_composed"})
+_COMPOSED_TYPES = frozenset({semconv.T_CONTEXT_INJECTED, semconv.T_SLOT_COMPOSED})
 _TOOL_SPAN_TYPES = frozenset(
     {
-        "tools.absent",
-        "tools.coverage_declared",
-        "permission.check",
-        "skill.rejected",
-        "skill.picked",
+        semconv.T_TOOLS_ABSENT,
+        semconv.T_TOOLS_COVERAGE,
+        semconv.T_PERMISSION_CHECK,
+        semconv.T_SKILL_REJECTED,
+        semconv.T_SKILL_PICKED,
     }
 )
 
@@ -102,7 +102,7 @@ def _leg_ids(envelopes: Sequence[Mapping[str, Any]]) -> list[str]:
             result.append(run_id)
             continue
         following = next((r for r in own[i + 1 :] if r != CONSUMER_SCOPE), None)
-        if str(envelope["type"]).endswith("pause.resume") or last is None:
+        if str(envelope["type"]).endswith(semconv.T_PAUSE_RESUME) or last is None:
             result.append(following or last or CONSUMER_SCOPE)
         else:
             result.append(last)
@@ -123,16 +123,16 @@ def legs_of(
     for envelope, leg in zip(envelopes, leg_ids, strict=True):
         kind = semconv.event_type_of(str(envelope["type"])) or ""
         payload = envelope["payload"]
-        if kind == "stream.llm_start" and isinstance(payload.get("iteration"), int):
+        if kind == semconv.T_LLM_START and isinstance(payload.get("iteration"), int):
             iteration = payload["iteration"]
-        elif kind == "stream.tool_start":
+        elif kind == semconv.T_TOOL_START:
             args = payload.get("args")
             starts[str(payload.get("toolCallId"))] = (
                 payload.get("toolName"),
                 json.dumps(args, separators=(",", ":")) if args is not None else None,
                 iteration,
             )
-        elif kind == "stream.tool_end":
+        elif kind == semconv.T_TOOL_END:
             end_leg[str(payload.get("toolCallId"))] = leg
     return tuple(
         _leg(
@@ -170,14 +170,14 @@ def _leg(
         kind = semconv.event_type_of(str(envelope["type"])) or ""
         payload: Mapping[str, Any] = envelope["payload"]
         meta: Mapping[str, Any] = envelope["meta"]
-        if kind == "stream.llm_start" and isinstance(payload.get("iteration"), int):
+        if kind == semconv.T_LLM_START and isinstance(payload.get("iteration"), int):
             last_llm = payload["iteration"]
-        elif kind == "agent.turn_end":
+        elif kind == semconv.T_TURN_END:
             answering = last_llm
-        elif kind == "stream.tool_start":
+        elif kind == semconv.T_TOOL_START:
             call_id = str(payload.get("toolCallId"))
             open_call = call_id if end_leg.get(call_id) == run_id else None
-        elif kind == "stream.tool_end":
+        elif kind == semconv.T_TOOL_END:
             call_id = str(payload.get("toolCallId"))
             calls.append(_tool_call(trace_id, call_id, payload, starts.get(call_id)))
             open_call = None
@@ -215,7 +215,7 @@ def _span_of(
     stage_iteration: Mapping[str, int],
     open_call: str | None,
 ) -> str:
-    if kind == "context.injected":
+    if kind == semconv.T_CONTEXT_INJECTED:
         iteration = stage_iteration.get(str(meta.get("runtimeStageId")))
     elif kind.startswith(("context.", "map.")):
         raw = payload.get("iteration")
@@ -311,14 +311,14 @@ class LegBuilder:
         span = self.pass_span(iteration)
         composition = composition_id or f"sf-system-prompt/compose#{iteration}"
         self.event(
-            "context.injected",
+            semconv.T_CONTEXT_INJECTED,
             {"slot": "system-prompt", "source": "base", "contentHash": "b", "chars": 23},
             span=span,
             composition_id=composition,
         )
         for skill in skills:
             self.event(
-                "context.injected",
+                semconv.T_CONTEXT_INJECTED,
                 {"slot": "system-prompt", "source": "skill", "sourceId": skill, "chars": 73},
                 span=span,
                 composition_id=composition,
@@ -328,7 +328,7 @@ class LegBuilder:
         if n:
             breakdown["skill"] = {"chars": 73 * n, "count": n}
         self.event(
-            "context.slot_composed",
+            semconv.T_SLOT_COMPOSED,
             {"slot": "system-prompt", "iteration": iteration, "sourceBreakdown": breakdown},
             span=span,
             composition_id=composition,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
+from otel_footprint import semconv
 from otel_footprint.account.input import (
     CARRIED_TEXT_CHARS,
     AccountInput,
@@ -202,7 +203,7 @@ def held_verdict(inp: AccountInput) -> RoutingVerdict | None:
 
 def _routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict | None, int]:
     unread = 0
-    routed = view.first("skill.turn_routed")
+    routed = view.first(semconv.T_TURN_ROUTED)
     if routed is not None:
         verdict = event_verdict(routed)
         if verdict is not None:
@@ -243,7 +244,7 @@ def verdict_to_carry(inp: AccountInput) -> CarriedVerdict | None:
         top=_clip_score(verdict.top),
         next=_clip_score(verdict.next),
     )
-    start = view.first("agent.turn_start")
+    start = view.first(semconv.T_TURN_START)
     prompt = as_str(start.payload.get("userPrompt")) if start is not None else None
     if prompt is not None and start is not None:
         return CarriedVerdict(verdict, _clip(prompt), at_event(start, "userPrompt"))
@@ -266,7 +267,7 @@ def _clip_score(score: Score | None) -> Score | None:
 def delivered_skills(view: LegView) -> dict[str, FootprintEvent]:
     """Skill id -> its FIRST system-prompt ``context.injected`` row, in first-delivered order."""
     first: dict[str, FootprintEvent] = {}
-    for event in view.of("context.injected"):
+    for event in view.of(semconv.T_CONTEXT_INJECTED):
         p = event.payload
         sid = as_str(p.get("sourceId"))
         if p.get("slot") == SYSTEM_PROMPT and p.get("source") == "skill" and sid is not None:
@@ -285,7 +286,7 @@ def delivery_complete(view: LegView, last_iteration: int | None) -> bool:
     if last_iteration is None or last_iteration < 1:
         return False
     compose_of: dict[int, FootprintEvent] = {}
-    for event in view.of("context.slot_composed"):
+    for event in view.of(semconv.T_SLOT_COMPOSED):
         iteration = as_int(event.payload.get("iteration"))
         if event.payload.get("slot") == SYSTEM_PROMPT and iteration is not None:
             compose_of[iteration] = event  # the last one wins
@@ -293,7 +294,7 @@ def delivery_complete(view: LegView, last_iteration: int | None) -> bool:
         return False  # some iteration has no composition (and a huge N costs nothing)
     rows = Counter(
         e.composition_id
-        for e in view.of("context.injected")
+        for e in view.of(semconv.T_CONTEXT_INJECTED)
         if e.payload.get("slot") == SYSTEM_PROMPT
         and e.payload.get("source") == "skill"
         and as_str(e.payload.get("sourceId")) is not None
@@ -333,10 +334,10 @@ class _Refusal:
 def _refusals(view: LegView) -> list[_Refusal]:
     found = [
         _Refusal(sid, "skill-graph", False, e, "requestedId")
-        for e in view.of("skill.rejected")
+        for e in view.of(semconv.T_SKILL_REJECTED)
         if (sid := as_str(e.payload.get("requestedId"))) is not None
     ]
-    for e in view.of("permission.check"):
+    for e in view.of(semconv.T_PERMISSION_CHECK):
         p = e.payload
         target = as_str(p.get("target"))
         if p.get("capability") != "skill_read" or target is None:
@@ -373,7 +374,7 @@ class _Skills:
 
     def __init__(self, view: LegView, inp: AccountInput) -> None:
         self._titles: dict[str, str] = {}
-        declared = view.first("skill.graph_declared")
+        declared = view.first(semconv.T_GRAPH_DECLARED)
         nodes = as_list(declared.payload.get("nodes")) if declared is not None else None
         for node in nodes or []:
             obj = as_obj(node)
@@ -391,7 +392,7 @@ class _Skills:
 
 def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Understood:
     """The "It understood" row and check 1 for one leg (reference §4.4)."""
-    configured_event = view.first("agent.run_configured")
+    configured_event = view.first(semconv.T_RUN_CONFIGURED)
     verdict, unread = _routing_verdict(inp, view)
     delivered = delivered_skills(view)
     graph = configured_event.payload.get("skillGraph") if configured_event is not None else None
@@ -614,7 +615,7 @@ def _with_verdict(
         elif delivery_complete(c.view, c.inp.answering_iteration):
             composes = [
                 at_event(e, "slot")
-                for e in c.view.of("context.slot_composed")
+                for e in c.view.of(semconv.T_SLOT_COMPOSED)
                 if e.payload.get("slot") == SYSTEM_PROMPT
             ]
             other = next(iter(c.delivered), None)
@@ -717,7 +718,7 @@ def _refusal_lines(writer: Writer, of_decided: list[_Refusal], skill: dict[str, 
         if len(lines) >= MAX_REFUSAL_LINES or not writer.take_item(min(len(refusal.by), ID_CHARS)):
             break
         where = at_event(refusal.event, refusal.field)
-        if refusal.event.type == "skill.rejected":
+        if refusal.event.type == semconv.T_SKILL_REJECTED:
             lines.append(writer.say("understood", "understood.rejected", skill, pointers=[where]))
         elif refusal.named:
             rule = Var(cut(refusal.by), "library", at_event(refusal.event, "policyRuleId"))

@@ -38,35 +38,35 @@ DEFAULT_SERVICE_NAME = "agentfootprint"
 # Events that become span structure rather than span events.
 _AS_SPANS = frozenset(
     {
-        "stream.llm_start",
-        "stream.llm_end",
-        "stream.tool_start",
-        "stream.tool_end",
-        "agent.iteration_start",
-        "agent.iteration_end",
+        semconv.T_LLM_START,
+        semconv.T_LLM_END,
+        semconv.T_TOOL_START,
+        semconv.T_TOOL_END,
+        semconv.T_ITERATION_START,
+        semconv.T_ITERATION_END,
     }
 )
-_DROPPED = _AS_SPANS | {"stream.token"}
+_DROPPED = _AS_SPANS | {semconv.T_STREAM_TOKEN}
 # Events of the run as a whole (the run span), whatever iteration they fall in.
 _RUN_LEVEL = frozenset(
     {
-        "agent.run_configured",
-        "skill.graph_declared",
-        "agent.turn_start",
-        "agent.turn_end",
-        "skill.turn_routed",
-        "pause.request",
-        "pause.resume",
-        "integrity.disposition",
+        semconv.T_RUN_CONFIGURED,
+        semconv.T_GRAPH_DECLARED,
+        semconv.T_TURN_START,
+        semconv.T_TURN_END,
+        semconv.T_TURN_ROUTED,
+        semconv.T_PAUSE_REQUEST,
+        semconv.T_PAUSE_RESUME,
+        semconv.T_INTEGRITY_DISPOSITION,
     }
 )
 # Events about the tool call in flight when they occur (the read_skill gate, permission checks).
 _DURING_CALL = frozenset(
     {
-        "skill.rejected",
-        "skill.picked",
-        "permission.check",
-        "permission.halt",
+        semconv.T_SKILL_REJECTED,
+        semconv.T_SKILL_PICKED,
+        semconv.T_PERMISSION_CHECK,
+        semconv.T_PERMISSION_HALT,
         "middleware.decision",
         "checkin.request",
         "checkin.decision",
@@ -160,7 +160,7 @@ def _event_attributes(
     event: UpstreamEvent, composition: str | None = None
 ) -> dict[str, AttributeValue]:
     attributes = encode_payload(event.payload, composition_id=composition)
-    if event.type == "context.injected":
+    if event.type == semconv.T_CONTEXT_INJECTED:
         # What riding costs: the characters this row put into the slot.
         content = event.payload.get("rawContent")
         if not isinstance(content, str):
@@ -191,7 +191,7 @@ class _Importer:
             leg.index: {
                 number
                 for e in leg.events
-                if e.type in ("agent.iteration_start", "stream.llm_start")
+                if e.type in (semconv.T_ITERATION_START, semconv.T_LLM_START)
                 and (number := iteration_of(e)) is not None
             }
             for leg in self.legs
@@ -211,7 +211,7 @@ class _Importer:
     def _run_draft(self, leg: Leg) -> _Draft:
         first = leg.events[0]
         last = leg.events[-1]
-        configured = next((e for e in leg.events if e.type == "agent.run_configured"), None)
+        configured = next((e for e in leg.events if e.type == semconv.T_RUN_CONFIGURED), None)
         agent = (configured.str_field("agentId") if configured else None) or "agent"
         attributes: dict[str, AttributeValue] = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT,
@@ -257,7 +257,7 @@ class _Importer:
 
     def _model_call(self, draft: _Draft, event: UpstreamEvent) -> None:
         """Fold ``stream.llm_start`` / ``llm_end`` into the pass span's attributes and extent."""
-        if event.type == "stream.llm_start":
+        if event.type == semconv.T_LLM_START:
             model = event.str_field("model")
             provider = event.str_field("provider")
             if model:
@@ -265,7 +265,7 @@ class _Importer:
                 draft.attributes[semconv.GEN_AI_REQUEST_MODEL] = model
             if provider:
                 draft.attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
-        elif event.type == "stream.llm_end":
+        elif event.type == semconv.T_LLM_END:
             usage = event.payload.get("usage")
             if isinstance(usage, Mapping):
                 for field_name, key in (
@@ -291,7 +291,7 @@ class _Importer:
             leg = self.leg_of[event.line]
             kind = event.type
             named = iteration_of(event)
-            if kind in ("agent.iteration_start", "stream.llm_start", "stream.llm_end"):
+            if kind in (semconv.T_ITERATION_START, semconv.T_LLM_START, semconv.T_LLM_END):
                 if named is not None:
                     current_iteration[leg.index] = named
                     key = ("pass", leg.index, named)
@@ -300,7 +300,7 @@ class _Importer:
                         draft = self.drafts[key] = self._pass_draft(leg, named, event)
                     self._model_call(draft, event)
                 continue
-            if kind == "stream.tool_start":
+            if kind == semconv.T_TOOL_START:
                 call = _ToolCall(
                     index=len(self.calls),
                     start=event,
@@ -314,7 +314,7 @@ class _Importer:
                     last_call_by_id[call_id] = call
                 in_flight = call
                 continue
-            if kind == "stream.tool_end":
+            if kind == semconv.T_TOOL_END:
                 call_id = event.str_field("toolCallId")
                 joined = open_calls.pop(call_id, None) if call_id is not None else in_flight
                 if joined is not None:
@@ -342,7 +342,7 @@ class _Importer:
     ) -> tuple[UpstreamEvent, tuple[Any, ...], str | None]:
         kind = event.type
         composition: str | None = None
-        if kind in ("context.injected", "context.slot_composed"):
+        if kind in (semconv.T_CONTEXT_INJECTED, semconv.T_SLOT_COMPOSED):
             composition = event.stage_id
         if kind in _RUN_LEVEL:
             return event, ("run", leg.index), composition
@@ -352,7 +352,7 @@ class _Importer:
         if kind in _DURING_CALL and in_flight is not None:
             return event, ("tool", in_flight.index), composition
         iteration = iteration_of(event)
-        if iteration is None and kind == "context.injected" and composition is not None:
+        if iteration is None and kind == semconv.T_CONTEXT_INJECTED and composition is not None:
             iteration = self.stage_iterations.get((event.run_id, composition))
         if iteration is None:
             # No iteration of its own: the latest one named before it in its leg.
@@ -409,7 +409,7 @@ class _Importer:
             draft.add_event(event, _event_attributes(event, composition))
             if (
                 key[0] == "run"
-                and event.type == "skill.graph_declared"
+                and event.type == semconv.T_GRAPH_DECLARED
                 and self.plan is not None
                 and key[1] not in mounted_done
             ):

@@ -58,7 +58,7 @@ def member_ids_of(events: Sequence[UpstreamEvent]) -> tuple[str, ...]:
     """Node ids of every ``skill.graph_declared``, first-seen order."""
     members: dict[str, None] = {}
     for event in events:
-        if event.type != "skill.graph_declared":
+        if event.type != semconv.T_GRAPH_DECLARED:
             continue
         nodes = event.payload.get("nodes")
         if not isinstance(nodes, list):
@@ -95,7 +95,7 @@ def owned_tool_names(events: Sequence[UpstreamEvent], members: Sequence[str]) ->
     member_set = frozenset(members)
     tools: dict[str, None] = {}
     for event in events:
-        if event.type == "context.evaluated":
+        if event.type == semconv.T_CONTEXT_EVALUATED:
             routing = event.payload.get("routing")
             if not isinstance(routing, list):
                 continue
@@ -107,7 +107,7 @@ def owned_tool_names(events: Sequence[UpstreamEvent], members: Sequence[str]) ->
                     for name in names:
                         if isinstance(name, str) and name:
                             tools.setdefault(name, None)
-        elif event.type == "context.injected":
+        elif event.type == semconv.T_CONTEXT_INJECTED:
             payload = event.payload
             if (
                 payload.get("slot") == "tools"
@@ -125,14 +125,17 @@ def is_enforced(events: Sequence[UpstreamEvent]) -> bool:
     for event in events:
         if event.type.startswith("map."):
             return True
-        if event.type == "context.injected" and event.payload.get("sourceId") == PARK_CARD_ID:
+        if (
+            event.type == semconv.T_CONTEXT_INJECTED
+            and event.payload.get("sourceId") == PARK_CARD_ID
+        ):
             return True
     return False
 
 
 def _parked_idle_calls(events: Sequence[UpstreamEvent]) -> int | None:
     for event in events:
-        if event.type == "map.parked":
+        if event.type == semconv.T_MAP_PARKED:
             idle = event.int_field("idleCalls")
             if idle is not None and idle >= 1:
                 return idle
@@ -182,7 +185,7 @@ def _chains(legs: Sequence[Leg]) -> Iterator[list[UpstreamEvent]]:
 def _hops(events: Sequence[UpstreamEvent]) -> dict[str, set[str]]:
     hops: dict[str, set[str]] = {}
     for event in events:
-        if event.type != "skill.graph_declared":
+        if event.type != semconv.T_GRAPH_DECLARED:
             continue
         edges = event.payload.get("edges")
         if not isinstance(edges, list):
@@ -211,16 +214,16 @@ def _recorded_passes(chain: Sequence[UpstreamEvent]) -> list[_RecordedPass]:
     passes: list[_RecordedPass] = []
     for event in chain:
         kind = event.type
-        if kind in ("map.engaged", "map.parked"):
+        if kind in (semconv.T_MAP_ENGAGED, semconv.T_MAP_PARKED):
             iteration = event.int_field("iteration")
             if iteration is not None:
                 payload = {"kind": kind.removeprefix("map."), **event.payload}
                 reported.setdefault(iteration, []).append(_key_of(payload))
-        elif kind in ("agent.iteration_start", "stream.llm_start"):
+        elif kind in (semconv.T_ITERATION_START, semconv.T_LLM_START):
             number = event.int_field("iterIndex" if kind.startswith("agent.") else "iteration")
             if number is not None:
                 current_iteration = number
-        elif kind == "stream.tool_start":
+        elif kind == semconv.T_TOOL_START:
             name = event.str_field("toolName") or ""
             args = event.payload.get("args")
             current = _Call(name=name, args=args if isinstance(args, Mapping) else {})
@@ -228,26 +231,26 @@ def _recorded_passes(chain: Sequence[UpstreamEvent]) -> list[_RecordedPass]:
             call_id = event.str_field("toolCallId")
             if call_id is not None:
                 open_calls[call_id] = current
-        elif kind == "stream.tool_end":
+        elif kind == semconv.T_TOOL_END:
             call_id = event.str_field("toolCallId")
             call = open_calls.pop(call_id, None) if call_id is not None else current
             if call is not None:
                 call.landed = True
             current = None
-        elif kind == "skill.rejected" and current is not None:
+        elif kind == semconv.T_SKILL_REJECTED and current is not None:
             current.refused = True
-        elif kind == "permission.check" and current is not None:
+        elif kind == semconv.T_PERMISSION_CHECK and current is not None:
             if (
                 event.payload.get("capability") == "skill_read"
                 and event.payload.get("result") in _REFUSING_RESULTS
             ):
                 current.refused = True
-        elif kind == "context.injected" and event.payload.get("sourceId") == PARK_CARD_ID:
+        elif kind == semconv.T_CONTEXT_INJECTED and event.payload.get("sourceId") == PARK_CARD_ID:
             stage = event.stage_id
             number = stage_iteration.get((event.run_id, stage)) if stage is not None else None
             if number is not None:
                 iterations.setdefault(number, _Iteration()).park_card_rode = True
-        elif kind == "context.evaluated":
+        elif kind == semconv.T_CONTEXT_EVALUATED:
             number = event.int_field("iteration")
             if number is None:
                 continue
@@ -339,7 +342,7 @@ def derive_plan(
     if renewal_grace is not None:
         grace, grace_source = renewal_grace, "option"
     elif parked_idle is not None:
-        grace, grace_source = parked_idle, "map.parked"
+        grace, grace_source = parked_idle, semconv.T_MAP_PARKED
     else:
         grace, grace_source = DEFAULT_RENEWAL_GRACE, "default"
 

@@ -137,7 +137,7 @@ def _owner_of_consumer_scope(
 ) -> str | None:
     # A pause.resume opens the leg that follows it; every other consumer-scope event (pause.request)
     # closes the leg before it. Fall back to the other direction at the edges of the file.
-    forward = events[position].type == "pause.resume"
+    forward = events[position].type == semconv.T_PAUSE_RESUME
     after = range(position + 1, len(events))
     before = range(position - 1, -1, -1)
     scan_order: list[int] = [*after, *before] if forward else [*before, *after]
@@ -162,7 +162,7 @@ def split_legs(events: Sequence[UpstreamEvent]) -> tuple[Leg, ...]:
         order.setdefault(owner, []).append(event)
     legs: list[Leg] = []
     for index, (upstream_run_id, leg_events) in enumerate(order.items()):
-        resumed = any(event.type == "pause.resume" for event in leg_events)
+        resumed = any(event.type == semconv.T_PAUSE_RESUME for event in leg_events)
         resumes = index - 1 if resumed and index > 0 else None
         run_id = legs[resumes].run_id if resumes is not None else upstream_run_id
         legs.append(
@@ -179,7 +179,7 @@ def split_legs(events: Sequence[UpstreamEvent]) -> tuple[Leg, ...]:
 
 def iteration_of(event: UpstreamEvent) -> int | None:
     """The iteration an event names in its payload (``iterIndex`` on ``agent.*`` loop events)."""
-    if event.type.startswith("agent.") and event.type != "agent.evidence_checked":
+    if event.type.startswith("agent.") and event.type != semconv.T_EVIDENCE_CHECKED:
         return event.int_field("iterIndex")
     return event.int_field("iteration")
 
@@ -192,7 +192,7 @@ def composition_iterations(events: Sequence[UpstreamEvent]) -> dict[tuple[str | 
     """
     found: dict[tuple[str | None, str], int] = {}
     for event in events:
-        if event.type != "context.slot_composed":
+        if event.type != semconv.T_SLOT_COMPOSED:
             continue
         stage = event.stage_id
         iteration = event.int_field("iteration")

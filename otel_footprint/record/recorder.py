@@ -116,7 +116,7 @@ class ModelCall:
             "cursorMove": move,
             "routing": [dict(row) for row in routing] if routing is not None else None,
         }
-        self._run.emit(self.span, "context.evaluated", payload)
+        self._run.emit(self.span, semconv.T_CONTEXT_EVALUATED, payload)
 
     def injected(
         self,
@@ -151,7 +151,7 @@ class ModelCall:
             "contentSummary": summary,
             "chars": chars,
         }
-        self._run.emit(self.span, "context.injected", payload, composition.id)
+        self._run.emit(self.span, semconv.T_CONTEXT_INJECTED, payload, composition.id)
 
     def composed(self, slot: str) -> None:
         """Close this pass's composition of ``slot`` (``context.slot_composed`` with the per-source
@@ -162,7 +162,7 @@ class ModelCall:
             "iteration": self.iteration,
             "sourceBreakdown": composition.breakdown,
         }
-        self._run.emit(self.span, "context.slot_composed", payload, composition.id)
+        self._run.emit(self.span, semconv.T_SLOT_COMPOSED, payload, composition.id)
 
     def engagement(self, change: EngagementChange) -> None:
         """Verify mode: a decision of the agent's own kernel (``map.engaged`` / ``map.parked``)."""
@@ -212,7 +212,7 @@ class ToolCall:
 
     def picked(self, skill_id: str, *, hop: bool = False) -> None:
         """The gate accepted a skill pick (``skill.picked``); ``hop`` = it moves the cursor."""
-        self._run.emit(self.span, "skill.picked", {"skillId": skill_id, "hop": hop})
+        self._run.emit(self.span, semconv.T_SKILL_PICKED, {"skillId": skill_id, "hop": hop})
 
     def rejected(
         self,
@@ -228,7 +228,7 @@ class ToolCall:
             "allowed": list(allowed),
             "iteration": self.iteration,
         }
-        self._run.emit(self.span, "skill.rejected", payload)
+        self._run.emit(self.span, semconv.T_SKILL_REJECTED, payload)
 
     def permission(
         self,
@@ -250,7 +250,7 @@ class ToolCall:
             "rationale": rationale,
             "policyRuleId": policy_rule_id,
         }
-        self._run.emit(self.span, "permission.check", payload)
+        self._run.emit(self.span, semconv.T_PERMISSION_CHECK, payload)
 
     def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Any other upstream event on this call (e.g. ``tools.absent``)."""
@@ -380,7 +380,7 @@ class Run:
             "offered": list(offered) if offered is not None else None,
             "decider": {"model": decider_model} if decider_model is not None else None,
         }
-        self.emit(self.span, "skill.turn_routed", payload)
+        self.emit(self.span, semconv.T_TURN_ROUTED, payload)
 
     def pause(
         self,
@@ -395,7 +395,9 @@ class Run:
             {"toolCallId": tool_call_id, "toolName": tool_name, "question": question}
         )
         self.emit(
-            self.span, "pause.request", {"reason": reason, "questionPayload": question_payload}
+            self.span,
+            semconv.T_PAUSE_REQUEST,
+            {"reason": reason, "questionPayload": question_payload},
         )
 
     def answer(self, text: str) -> None:
@@ -405,7 +407,7 @@ class Run:
             "finalContent": text,
             "iterationCount": self.iteration,
         }
-        self.emit(self.span, "agent.turn_end", payload)
+        self.emit(self.span, semconv.T_TURN_END, payload)
 
     def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Any other upstream event type on the run span."""
@@ -477,22 +479,22 @@ def run(
         if resumed:
             held_state = dict(held) if held is not None else None
             leg.event(
-                "pause.resume",
+                semconv.T_PAUSE_RESUME,
                 {"resumeInput": resume_input, "state": held_state, "pausedWith": held_state},
             )
         if configured is not None:
-            leg.event("agent.run_configured", {"agentId": agent, **configured})
+            leg.event(semconv.T_RUN_CONFIGURED, {"agentId": agent, **configured})
         if graph is not None:
-            leg.event("skill.graph_declared", graph)
+            leg.event(semconv.T_GRAPH_DECLARED, graph)
         if maps:
             mounted = {
                 "maps": [mounted_map_to_json(m) for m in maps],
                 "renewalGrace": renewal_grace,
                 "enforced": enforced,
             }
-            leg.event("maps.mounted", mounted)
+            leg.event(semconv.T_MAPS_MOUNTED, mounted)
         if not resumed:
-            leg.event("agent.turn_start", {"turnIndex": turn_index, "userPrompt": user_prompt})
+            leg.event(semconv.T_TURN_START, {"turnIndex": turn_index, "userPrompt": user_prompt})
         yield leg
 
 

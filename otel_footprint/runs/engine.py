@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from otel_footprint import semconv
 from otel_footprint.kernel.jsoncodec import change_to_json
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
@@ -20,7 +21,6 @@ from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngage
 from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.model import Mode, PassVerdict, Reason, RunStore, RunVerdict
 from otel_footprint.runs.passes import (
-    T_TURN_ROUTED,
     Carry,
     RunFacts,
     batches_of,
@@ -140,7 +140,8 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
             Reason(
                 "no-plan",
                 "no footprint.maps.mounted event gives a usable plan"
-                if facts.plan_event is None and "maps.mounted" not in facts.undecodable_types
+                if facts.plan_event is None
+                and semconv.T_MAPS_MOUNTED not in facts.undecodable_types
                 else "the footprint.maps.mounted event of this run cannot be read (see the "
                 "bad-attribute reason)",
                 run.run_span_id,
@@ -305,7 +306,8 @@ def _cross_turn_findings(
     earlier = {r.map_id: r for r in previous.engagement}
     move_by = {p.iteration: p.move_by for p in facts.passes}
     routed_continuity = any(
-        e.type == T_TURN_ROUTED and e.payload.get("by") == "continuity" for e in facts.events
+        e.type == semconv.T_TURN_ROUTED and e.payload.get("by") == "continuity"
+        for e in facts.events
     )
     findings: list[str] = []
     for verdict in passes:

@@ -28,8 +28,8 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 # Fields that are JSON on most events but plain text on these (a map event's witness is the
 # matched words themselves; a turn_routed witness is an object).
 _TEXT_FIELDS_BY_TYPE: Mapping[str, frozenset[str]] = {
-    "map.engaged": frozenset({"witness"}),
-    "map.parked": frozenset({"witness"}),
+    semconv.T_MAP_ENGAGED: frozenset({"witness"}),
+    semconv.T_MAP_PARKED: frozenset({"witness"}),
 }
 
 

@@ -32,19 +32,6 @@ from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
 
 # Event types (upstream names without prefix) read here.
-T_MAPS_MOUNTED = "maps.mounted"
-T_GRAPH_DECLARED = "skill.graph_declared"
-T_EVALUATED = "context.evaluated"
-T_INJECTED = "context.injected"
-T_SLOT_COMPOSED = "context.slot_composed"
-T_MAP_ENGAGED = "map.engaged"
-T_MAP_PARKED = "map.parked"
-T_SKILL_PICKED = "skill.picked"
-T_SKILL_REJECTED = "skill.rejected"
-T_PERMISSION_CHECK = "permission.check"
-T_PAUSE_REQUEST = "pause.request"
-T_PAUSE_RESUME = "pause.resume"
-T_TURN_ROUTED = "skill.turn_routed"
 
 _REFUSING_RESULTS = frozenset({"deny", "halt"})
 _CHANGE_KEYS = {
@@ -275,7 +262,7 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
 def _plan_of(
     events: Sequence[FootprintEvent], rd: _Reader
 ) -> tuple[EngagementPlan | None, bool | None, FootprintEvent | None]:
-    mounted = [e for e in events if e.type == T_MAPS_MOUNTED]
+    mounted = [e for e in events if e.type == semconv.T_MAPS_MOUNTED]
     if not mounted:
         return None, None, None
     event = mounted[-1]
@@ -313,7 +300,7 @@ def _plan_of(
 
 
 def _edges_of(events: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] | None:
-    declared = [e for e in events if e.type == T_GRAPH_DECLARED]
+    declared = [e for e in events if e.type == semconv.T_GRAPH_DECLARED]
     if not declared:
         return None
     edges: set[tuple[str, str]] = set()
@@ -334,7 +321,7 @@ def _witness_text(value: Any) -> str | None:
 
 
 def _reported_change(event: FootprintEvent, fallback_iteration: int | None) -> EngagementChange:
-    kind = "engaged" if event.type == T_MAP_ENGAGED else "parked"
+    kind = "engaged" if event.type == semconv.T_MAP_ENGAGED else "parked"
     body: dict[str, object] = {"kind": kind}
     for key in _CHANGE_KEYS[kind]:
         if key in event.payload:
@@ -361,7 +348,9 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
     for ordinal, view in enumerate(run.passes):
         iteration = pass_iteration_of(view)
         if iteration is None:
-            own = [e for e in by_span.get(view.span_id, ()) if e.type == T_EVALUATED]
+            own = [
+                e for e in by_span.get(view.span_id, ()) if e.type == semconv.T_CONTEXT_EVALUATED
+            ]
             iteration = _as_int(own[0].payload.get("iteration")) if own else None
         if iteration is None:
             iteration = first_iteration + ordinal
@@ -376,12 +365,16 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
     conflicts: dict[int, Reason] = {}
     composed_iteration: dict[str, int] = {}
     for event in events:
-        if event.type == T_SLOT_COMPOSED and event.composition_id is not None:
+        if event.type == semconv.T_SLOT_COMPOSED and event.composition_id is not None:
             it = _as_int(event.payload.get("iteration"))
             if it is not None:
                 composed_iteration[event.composition_id] = it
     for event in events:
-        if event.type not in (T_EVALUATED, T_MAP_ENGAGED, T_MAP_PARKED):
+        if event.type not in (
+            semconv.T_CONTEXT_EVALUATED,
+            semconv.T_MAP_ENGAGED,
+            semconv.T_MAP_PARKED,
+        ):
             continue
         it = _as_int(event.payload.get("iteration"))
         if it is None:
@@ -407,11 +400,11 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
                 ),
             )
             continue
-        target = evaluated if event.type == T_EVALUATED else reported
+        target = evaluated if event.type == semconv.T_CONTEXT_EVALUATED else reported
         target.setdefault(it, []).append(event)
     injected: dict[int, list[InjectedRow]] = {}
     for event in events:
-        if event.type != T_INJECTED:
+        if event.type != semconv.T_CONTEXT_INJECTED:
             continue
         it = span_iteration.get(event.pointer.span_id)
         if it is None and event.composition_id is not None:
@@ -490,9 +483,9 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
         events=events,
         plan=plan,
         enforced=enforced,
-        has_map_events=any(e.type in (T_MAP_ENGAGED, T_MAP_PARKED) for e in events),
-        resumed=any(e.type == T_PAUSE_RESUME for e in events),
-        paused=any(e.type == T_PAUSE_REQUEST for e in events),
+        has_map_events=any(e.type in (semconv.T_MAP_ENGAGED, semconv.T_MAP_PARKED) for e in events),
+        resumed=any(e.type == semconv.T_PAUSE_RESUME for e in events),
+        paused=any(e.type == semconv.T_PAUSE_REQUEST for e in events),
         passes=tuple(passes),
         tool_calls=tool_calls,
         edges=_edges_of(events),
@@ -545,9 +538,9 @@ def _pass_facts(
     if not evaluations:
         unreadable = next(
             (
-                rd.undecodable[(sid, T_EVALUATED)]
+                rd.undecodable[(sid, semconv.T_CONTEXT_EVALUATED)]
                 for sid in span_ids
-                if (sid, T_EVALUATED) in rd.undecodable
+                if (sid, semconv.T_CONTEXT_EVALUATED) in rd.undecodable
             ),
             None,
         )
@@ -674,7 +667,7 @@ def _tool_call(
         arguments_text=raw_args if isinstance(raw_args, str) else None,
         result=result if isinstance(result, str) else None,
         picks=picks,
-        picks_stated=any(e.type == T_SKILL_PICKED for e in events),
+        picks_stated=any(e.type == semconv.T_SKILL_PICKED for e in events),
         events=tuple(events),
         unreadable=unreadable,
     )
@@ -686,11 +679,11 @@ def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool =
     for event in events:
         payload = event.payload
         requested = payload.get("requestedId")
-        if event.type == T_SKILL_REJECTED and (
+        if event.type == semconv.T_SKILL_REJECTED and (
             requested == skill_id or (on_call and requested is None)
         ):
             return True
-        if event.type == T_PERMISSION_CHECK and payload.get("result") in _REFUSING_RESULTS:
+        if event.type == semconv.T_PERMISSION_CHECK and payload.get("result") in _REFUSING_RESULTS:
             capability, target = payload.get("capability"), payload.get("target")
             if capability == "skill_read" and target in (f"skill:{skill_id}", skill_id):
                 return True
@@ -708,7 +701,7 @@ def _refusals_by_iteration(
     (their payload ``iteration``, else the pass span they are on)."""
     found: dict[int, list[FootprintEvent]] = {}
     for event in events:
-        if event.type not in (T_SKILL_REJECTED, T_PERMISSION_CHECK):
+        if event.type not in (semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK):
             continue
         if event.pointer.span_id in tool_span_ids:
             continue
@@ -727,7 +720,7 @@ def _picks_of(
     events: Sequence[FootprintEvent],
     unreadable: bool,
 ) -> tuple[Pick, ...]:
-    stated = [e for e in events if e.type == T_SKILL_PICKED]
+    stated = [e for e in events if e.type == semconv.T_SKILL_PICKED]
     if stated:
         picks: list[Pick] = []
         for event in stated:
