@@ -18,7 +18,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-MARKDOWN = [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if p.exists()]
+# Documents with runnable blocks; the README must always be one of them (its example is the
+# in-process quick start, and a README whose example stopped running is a broken README).
+MARKDOWN = [
+    p
+    for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    if p.exists() and "```python run" in p.read_text(encoding="utf-8")
+]
 TIMEOUT_S = 60
 
 _FENCE = re.compile(r"^(?P<indent>[ ]{0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)$")
@@ -120,10 +126,13 @@ def test_example_runs(script: Path) -> None:
 
 @pytest.mark.parametrize("doc", MARKDOWN, ids=[p.name for p in MARKDOWN])
 def test_markdown_run_blocks_run(doc: Path) -> None:
-    if not extract_run_blocks(doc.read_text()):
-        pytest.skip(f"{doc.name} has no ```python run blocks")
+    assert extract_run_blocks(doc.read_text(encoding="utf-8")), f"{doc.name}: no block parsed"
     result = run_markdown_blocks(doc)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_readme_has_runnable_examples() -> None:
+    assert ROOT / "README.md" in MARKDOWN
 
 
 def test_react_loop_example_spans_are_a_decidable_run() -> None:
