@@ -1,0 +1,217 @@
+"""Span pipeline cost: FootprintSpanProcessor vs a plain BatchSpanProcessor, same exporter, one run.
+
+Both pipelines end in the same null exporter that only counts spans (so export cost is not what is
+measured) and use the same batch settings (a queue large enough that nothing is dropped). For each
+workload it reports, side by side:
+
+* caller: wall time on the application thread to create and end the spans (what the app pays);
+* end-to-end: the same plus draining everything through to the exporter (``force_flush``), which
+  for the processor includes grouping, deciding and annotating every run on its worker thread.
+
+Workloads: plain spans of no agent run; agent runs without footprint events; agent runs recorded
+with footprint events (the recorder's scripted routed run). Usage:
+
+    .venv/bin/python benchmarks/bench_processor.py [--scale 1.0] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import Tracer
+
+from otel_footprint import semconv as sc
+from otel_footprint.sdk.processor import FootprintSpanProcessor
+from otel_footprint.sdk.scenarios import SCENARIOS, run_script
+
+QUEUE = 2_000_000
+ATTRS = {f"app.attribute_{i}": f"value-{i}" for i in range(10)}
+
+
+class CountingExporter(SpanExporter):
+    """Counts spans; nothing else."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            self.count += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def plain_spans(tracer: Tracer, n: int) -> int:
+    for _ in range(n):
+        with tracer.start_as_current_span("GET /orders", attributes=ATTRS):
+            pass
+    return n
+
+
+def runs_without_events(tracer: Tracer, runs: int, passes: int = 5) -> int:
+    agent = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "a", **ATTRS}
+    for r in range(runs):
+        with tracer.start_as_current_span(
+            "invoke_agent a", attributes={**agent, sc.RUN_ID: f"r{r}"}
+        ):
+            for i in range(1, passes + 1):
+                attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.PASS_ITERATION: i, **ATTRS}
+                with tracer.start_as_current_span("chat m", attributes=attrs):
+                    pass
+                tool = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "t"}
+                with tracer.start_as_current_span("execute_tool t", attributes=tool):
+                    pass
+    return runs * (1 + 2 * passes)
+
+
+def runs_with_events(tracer: Tracer, runs: int) -> int:
+    script = SCENARIOS["routed-delivered"].script  # run span + 2 passes + 1 tool, ~20 events
+    for _ in range(runs):
+        run_script(tracer, script)
+    return runs * 4
+
+
+@dataclass(frozen=True)
+class Result:
+    spans: int
+    caller_s: float
+    total_s: float
+    exported: int
+    note: str
+
+
+def measure(
+    make: Callable[[CountingExporter], SpanProcessor], work: Callable[[Tracer], int]
+) -> Result:
+    exporter = CountingExporter()
+    processor = make(exporter)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench")
+    gc.collect()
+    start = time.perf_counter()
+    spans = work(tracer)
+    caller = time.perf_counter() - start
+    processor.force_flush(120_000)
+    total = time.perf_counter() - start
+    note = ""
+    if isinstance(processor, FootprintSpanProcessor):
+        stats = processor.stats()
+        note = (
+            f"decided {stats.runs_decided}, no-footprint {stats.runs_without_footprint}, "
+            f"annotated {stats.spans_annotated}, overflow {stats.runs_overflowed}"
+        )
+    provider.shutdown()
+    return Result(spans, caller, total, exporter.count, note)
+
+
+def best(results: list[Result]) -> Result:
+    return min(results, key=lambda r: r.total_s)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply workload sizes")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per cell (best is kept)")
+    args = parser.parse_args()
+    scale = args.scale
+
+    def bsp(exporter: CountingExporter) -> SpanProcessor:
+        return BatchSpanProcessor(exporter, max_queue_size=QUEUE, schedule_delay_millis=50)
+
+    def footprint(exporter: CountingExporter) -> SpanProcessor:
+        return FootprintSpanProcessor(
+            exporter,
+            grace_seconds=0.05,
+            max_runs=100_000,
+            bsp_max_queue_size=QUEUE,
+            bsp_schedule_delay_millis=50,
+        )
+
+    workloads: list[tuple[str, Callable[[Tracer], int]]] = [
+        ("plain spans (no run)", lambda t: plain_spans(t, int(30_000 * scale))),
+        ("runs, no footprint events", lambda t: runs_without_events(t, int(2_000 * scale))),
+        ("runs with footprint events", lambda t: runs_with_events(t, int(1_000 * scale))),
+    ]
+    header = (
+        f"{'workload':28} {'pipeline':22} {'spans':>7} {'caller µs/span':>15} "
+        f"{'caller spans/s':>15} {'e2e µs/span':>12} {'e2e spans/s':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    ratios: list[str] = []
+    for name, work in workloads:
+        pipelines = (("BatchSpanProcessor", bsp), ("FootprintSpanProcessor", footprint))
+        samples: dict[str, list[Result]] = {label: [] for label, _ in pipelines}
+        # Interleaved, best of N: a machine shared with other work slows whichever runs then.
+        for _ in range(args.repeat):
+            for label, make in pipelines:
+                samples[label].append(measure(make, work))
+        cells = {label: best(results) for label, results in samples.items()}
+        for label, _ in pipelines:
+            r = cells[label]
+            if r.exported != r.spans:
+                raise SystemExit(f"{label}: exported {r.exported} of {r.spans} spans")
+            print(
+                f"{name:28} {label:22} {r.spans:>7} {r.caller_s / r.spans * 1e6:>15.2f} "
+                f"{r.spans / r.caller_s:>15,.0f} {r.total_s / r.spans * 1e6:>12.2f} "
+                f"{r.spans / r.total_s:>12,.0f}"
+            )
+            if r.note:
+                print(f"{'':28} {'':22} {r.note}")
+        base, ours = cells["BatchSpanProcessor"], cells["FootprintSpanProcessor"]
+        ratios.append(
+            f"{name:28} caller x{ours.caller_s / base.caller_s:.2f} "
+            f"(+{(ours.caller_s - base.caller_s) / ours.spans * 1e6:.2f} µs/span), "
+            f"end-to-end x{ours.total_s / base.total_s:.2f} "
+            f"(+{(ours.total_s - base.total_s) / ours.spans * 1e6:.2f} µs/span)"
+        )
+    print()
+    print("ratio FootprintSpanProcessor / BatchSpanProcessor (same exporter, same run):")
+    for line in ratios:
+        print("  " + line)
+    print()
+    hook_cost(bsp, footprint)
+
+
+def hook_cost(
+    bsp: Callable[[CountingExporter], SpanProcessor],
+    footprint: Callable[[CountingExporter], SpanProcessor],
+    n: int = 100_000,
+) -> None:
+    """on_start + on_end alone on one ended plain span (no span creation): the steadiest number
+    on a shared machine, and what every span of no agent run pays."""
+    provider = TracerProvider()
+    span = provider.get_tracer("bench").start_span("GET /orders", attributes=ATTRS)
+    span.end()
+    costs: dict[str, float] = {}
+    for label, make in (("BatchSpanProcessor", bsp), ("FootprintSpanProcessor", footprint)):
+        processor = make(CountingExporter())
+        samples = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(n):
+                processor.on_start(span)  # type: ignore[arg-type]
+                processor.on_end(span)
+            samples.append((time.perf_counter() - start) / n * 1e6)
+        costs[label] = min(samples)
+        processor.shutdown()
+    base, ours = costs["BatchSpanProcessor"], costs["FootprintSpanProcessor"]
+    print(
+        f"hooks only, plain span: BatchSpanProcessor {base:.2f} µs, FootprintSpanProcessor "
+        f"{ours:.2f} µs (+{ours - base:.2f} µs/span, x{ours / base:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,511 @@
+"""The one neutral annotation form: what to write on which span, derived from a RunVerdict.
+
+Both writers (OTLP protobuf in place, SDK span copies) consume :class:`SpanNote`s, so the hop and the
+in-process processor write byte-for-byte the same names and values. Pure functions, frozen data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from otel_footprint import semconv
+from otel_footprint.account.model import AccountResult, Chip, Pointer
+from otel_footprint.kernel.types import EngagementChange, ParkedChange
+from otel_footprint.runs.events import AttributeValue
+from otel_footprint.runs.group import RunSpans
+from otel_footprint.runs.model import PassVerdict, Reason, RunVerdict
+from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.spans import SpanView
+
+WitnessPolicy: TypeAlias = Literal["keep", "hash", "drop"]
+Anchor: TypeAlias = Literal["start", "end"]
+Pairs: TypeAlias = tuple[tuple[str, AttributeValue], ...]
+
+ELLIPSIS = "…"
+WITNESS_DROPPED = "[witness withheld]"
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotateOptions:
+    """Limits and privacy of what is written. Defaults keep every value indexable by backends."""
+
+    witness: WitnessPolicy = "keep"
+    """The person's matched words: kept, replaced by ``sha256:<16 hex>``, or withheld."""
+    max_value_chars: int = 255
+    """Searchable string values (attributes, list items) stay under 256 characters (Jaeger's index)."""
+    max_text_chars: int = 1000
+    """Sentences carried in event attributes (line text, evaluation explanation)."""
+    max_list_items: int = 64
+    """Items of one string-array value."""
+    max_events_per_span: int = 48
+    """Events this form adds to one span (the SDK keeps 128 in total by default)."""
+    max_attributes_per_span: int = 40
+    """Attributes this form adds to one span."""
+    max_links: int = 32
+    """Evidence links on the run span."""
+    max_pointers_per_line: int = 12
+    include_lines: bool = True
+    """Write the account's lines as ``footprint.account.line`` events on the run span."""
+
+    def __post_init__(self) -> None:
+        if self.witness not in ("keep", "hash", "drop"):
+            raise ValueError(f"witness must be 'keep', 'hash' or 'drop', got {self.witness!r}")
+        for name in (
+            "max_value_chars",
+            "max_text_chars",
+            "max_list_items",
+            "max_events_per_span",
+            "max_attributes_per_span",
+            "max_links",
+            "max_pointers_per_line",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class NoteEvent:
+    """One span event to add. Its time is the span's start (decided before the call) or end."""
+
+    name: str
+    attributes: Pairs = ()
+    anchor: Anchor = "end"
+
+
+@dataclass(frozen=True, slots=True)
+class NoteLink:
+    """A span link to add (lowercase hex ids)."""
+
+    trace_id: str
+    span_id: str
+    attributes: Pairs = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SpanNote:
+    """What to add to one span. A key already on the span is replaced, never duplicated."""
+
+    attributes: Pairs = ()
+    events: tuple[NoteEvent, ...] = ()
+    links: tuple[NoteLink, ...] = ()
+
+    def attribute_map(self) -> dict[str, AttributeValue]:
+        """The attributes as a dict (later pairs win, as the writers apply them)."""
+        return dict(self.attributes)
+
+    def merged(self, other: SpanNote) -> SpanNote:
+        """This note then ``other``: ``other``'s attribute values win, events and links append."""
+        attrs = dict(self.attributes)
+        for key, value in other.attributes:
+            if key == semconv.RUN_REASONS and key in attrs:
+                value = _union_strings(attrs[key], value)
+            attrs[key] = value
+        return SpanNote(tuple(attrs.items()), self.events + other.events, self.links + other.links)
+
+
+# ── value shaping ─────────────────────────────────────────────────────────────────────────────
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in "…" when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def hash_witness(text: str) -> str:
+    """``sha256:`` + the first 16 hex digits of the UTF-8 text's SHA-256 (stable, not reversible)."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _union_strings(a: AttributeValue, b: AttributeValue) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for value in (a, b):
+        items: Sequence[object] = (value,) if isinstance(value, str | bool | int | float) else value
+        for item in items:
+            seen.setdefault(str(item), None)
+    return tuple(seen)
+
+
+@dataclass(slots=True)
+class _Shaper:
+    """Applies the options' limits and witness policy to every value written."""
+
+    options: AnnotateOptions
+    witnesses: tuple[str, ...] = ()
+
+    def witness(self, text: str) -> str | None:
+        if self.options.witness == "drop":
+            return None
+        if self.options.witness == "hash":
+            return hash_witness(text)
+        return clip(text, self.options.max_value_chars)
+
+    def scrub(self, text: str) -> str:
+        """A sentence with the known witnesses replaced per policy (the account quotes them)."""
+        if self.options.witness == "keep":
+            return text
+        for witness in self.witnesses:
+            if witness and witness in text:
+                replacement = (
+                    hash_witness(witness) if self.options.witness == "hash" else WITNESS_DROPPED
+                )
+                text = text.replace(witness, replacement)
+        return text
+
+    def value(self, text: str) -> str:
+        return clip(self.scrub(text), self.options.max_value_chars)
+
+    def text(self, text: str) -> str:
+        return clip(self.scrub(text), self.options.max_text_chars)
+
+    def strings(self, items: Iterable[str]) -> tuple[str, ...]:
+        out: list[str] = []
+        for item in items:
+            if len(out) == self.options.max_list_items:
+                break
+            out.append(self.value(item))
+        return tuple(out)
+
+
+@dataclass(slots=True)
+class _Builder:
+    """Collects one span's note while enforcing the per-span caps."""
+
+    options: AnnotateOptions
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    events: list[NoteEvent] = field(default_factory=list)
+    links: list[NoteLink] = field(default_factory=list)
+    dropped_attributes: int = 0
+    dropped_events: int = 0
+    dropped_links: int = 0
+
+    def put(self, key: str, value: AttributeValue) -> None:
+        if key in self.attributes or len(self.attributes) < self.options.max_attributes_per_span:
+            self.attributes[key] = value
+        else:
+            self.dropped_attributes += 1
+
+    def event(self, event: NoteEvent) -> None:
+        if len(self.events) < self.options.max_events_per_span:
+            self.events.append(event)
+        else:
+            self.dropped_events += 1
+
+    def note(self) -> SpanNote:
+        attrs = dict(self.attributes)
+        # The drop counters bypass the attribute cap: a silent cut would read as "nothing more".
+        if self.dropped_events:
+            attrs[semconv.ANNOTATION_DROPPED_EVENTS] = self.dropped_events
+        if self.dropped_links:
+            attrs[semconv.ANNOTATION_DROPPED_LINKS] = self.dropped_links
+        return SpanNote(tuple(attrs.items()), tuple(self.events), tuple(self.links))
+
+
+# ── engagement changes ────────────────────────────────────────────────────────────────────────
+
+
+def _change_event(change: EngagementChange, shaper: _Shaper) -> NoteEvent:
+    attrs: list[tuple[str, AttributeValue]] = [
+        (semconv.CH_MAP_ID, shaper.value(change.map_id)),
+        (semconv.CH_ITERATION, change.iteration),
+        (semconv.CH_BY, change.by),
+    ]
+    if isinstance(change, ParkedChange):
+        attrs.append((semconv.CH_IDLE_CALLS, change.idle_calls))
+        name = semconv.EV_ENGAGEMENT_PARKED
+    else:
+        attrs += [
+            (semconv.CH_REENGAGED, change.reengaged),
+            (semconv.CH_UPGRADED, change.upgraded),
+            (semconv.CH_TENANT_CHANGED, change.tenant_changed),
+        ]
+        if change.at is not None:
+            attrs.append((semconv.CH_AT, shaper.value(change.at)))
+        if change.founded_by is not None:
+            attrs.append((semconv.CH_FOUNDED_BY, change.founded_by))
+        name = semconv.EV_ENGAGEMENT_ENGAGED
+    if change.witness is not None:
+        witness = shaper.witness(change.witness)
+        if witness is not None:
+            attrs.append((semconv.CH_WITNESS, witness))
+    # The kernel decides before the model call, so the event sits at the pass span's start.
+    return NoteEvent(name, tuple(attrs), anchor="start")
+
+
+def describe_change(change: EngagementChange) -> str:
+    """A short, witness-free rendering: ``parked skill-map at 4 by lexical after 3 idle calls``."""
+    if isinstance(change, ParkedChange):
+        return (
+            f"parked {change.map_id} at {change.iteration} by {change.by} "
+            f"after {change.idle_calls} idle calls"
+        )
+    flags = [
+        flag
+        for flag, on in (
+            ("reengaged", change.reengaged),
+            ("upgraded", change.upgraded),
+            ("tenant-changed", change.tenant_changed),
+        )
+        if on
+    ]
+    text = f"engaged {change.map_id} at {change.iteration} by {change.by}"
+    if change.at is not None:
+        text += f" on {change.at}"
+    return text + (f" ({', '.join(flags)})" if flags else "")
+
+
+def _witnesses_of(verdict: RunVerdict) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for pass_ in verdict.passes:
+        for change in (*pass_.changes, *pass_.reported):
+            if change.witness:
+                found.setdefault(change.witness, None)
+    for record in verdict.engagement:
+        if record.witness:
+            found.setdefault(record.witness, None)
+    # Longest first, so a witness that contains another is replaced whole.
+    return tuple(sorted(found, key=len, reverse=True))
+
+
+def _pass_note(pass_: PassVerdict, verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
+    builder.put(semconv.PASS_ITERATION, pass_.iteration)
+    if verdict.mode is None:
+        return
+    builder.put(semconv.ENG_ENGAGED_MAPS, shaper.strings(pass_.engaged_maps))
+    builder.put(semconv.ENG_PARKED_MAPS, shaper.strings(pass_.parked_maps))
+    builder.put(semconv.ENG_PARKED_INJECTION_IDS, shaper.strings(pass_.parked_injection_ids))
+    builder.put(semconv.ENG_PARKED_TOOL_NAMES, shaper.strings(pass_.parked_tool_names))
+    builder.put(semconv.ENG_SERVED_WHILE_PARKED, shaper.strings(pass_.served_while_parked))
+    if verdict.mode == semconv.MODE_SHADOW:
+        builder.put(semconv.ENG_SERVED_CHARS_WHILE_PARKED, pass_.served_chars_while_parked)
+    if verdict.mode == semconv.MODE_VERIFY:
+        builder.put(semconv.ENG_MISMATCH, pass_.mismatch)
+    for change in pass_.changes:
+        builder.event(_change_event(change, shaper))
+    if pass_.mismatch:
+        builder.event(
+            NoteEvent(
+                semconv.EV_ENGAGEMENT_MISMATCH,
+                (
+                    (semconv.CH_ITERATION, pass_.iteration),
+                    (
+                        semconv.MISMATCH_REPORTED,
+                        shaper.strings(describe_change(c) for c in pass_.reported),
+                    ),
+                    (
+                        semconv.MISMATCH_DERIVED,
+                        shaper.strings(describe_change(c) for c in pass_.changes),
+                    ),
+                ),
+                anchor="start",
+            )
+        )
+
+
+# ── the run span: roll-ups, checks, lines, evidence links ─────────────────────────────────────
+
+
+def _chip_text(chip: Chip) -> str:
+    return f"{chip.mark}: {chip.text}"
+
+
+@dataclass(slots=True)
+class _Evidence:
+    """Evidence spans in first-claim order, each with the claims it backs (deduplicated)."""
+
+    own_span_id: str | None
+    spans: dict[tuple[str, str], dict[str, None]] = field(default_factory=dict)
+
+    def add(self, claim: str, pointers: Sequence[Pointer]) -> None:
+        for pointer in pointers:
+            if not pointer.trace_id or not pointer.span_id or pointer.span_id == self.own_span_id:
+                continue  # a link to the span carrying it says nothing
+            self.spans.setdefault((pointer.trace_id, pointer.span_id), {}).setdefault(claim, None)
+
+
+def _account_note(
+    account: AccountResult, shaper: _Shaper, builder: _Builder, evidence: _Evidence
+) -> None:
+    options = shaper.options
+    for check in account.checks:
+        attribute = semconv.CHECK_ATTRIBUTE.get(check.check_id)
+        if attribute is not None:
+            builder.put(attribute, check.state)
+        if (
+            check.check_id == "decided-delivered"
+            and check.state == "reachable"
+            and check.outcome is not None
+        ):
+            builder.put(semconv.CHECK_DECIDED_DELIVERED_OUTCOME, check.outcome)
+    builder.put(semconv.SIGNALS, shaper.strings(s.signal_id for s in account.signals))
+    builder.put(semconv.SUMMARY, shaper.value(account.summary.sentence))
+    builder.put(semconv.SUMMARY_TONE, account.summary.tone)
+
+    for check in account.checks:
+        attrs: list[tuple[str, AttributeValue]] = [
+            (semconv.EVAL_NAME, semconv.evaluation_name(check.check_id)),
+            (semconv.EVAL_SCORE_LABEL, check.label),
+        ]
+        if check.sentence:
+            attrs.append((semconv.EVAL_EXPLANATION, shaper.text(check.sentence)))
+        builder.event(NoteEvent(semconv.EV_EVALUATION_RESULT, tuple(attrs)))
+        evidence.add(check.check_id, check.pointers)
+    for signal in account.signals:
+        evidence.add(signal.signal_id, signal.pointers)
+    for line in account.lines:
+        evidence.add(line.template_id, line.pointers)
+        if not options.include_lines:
+            continue
+        attrs = [
+            (semconv.LINE_ROW, line.row),
+            (semconv.LINE_TEMPLATE, shaper.value(line.template_id)),
+            (semconv.LINE_TEXT, shaper.text(line.text)),
+            (semconv.LINE_STATUS, line.status),
+        ]
+        pointers = [p.render() for p in line.pointers[: options.max_pointers_per_line]]
+        if pointers:
+            attrs.append((semconv.LINE_POINTERS, shaper.strings(pointers)))
+        if line.chips:
+            attrs.append((semconv.LINE_CHIPS, shaper.strings(_chip_text(c) for c in line.chips)))
+        builder.event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
+
+
+def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
+    builder.put(semconv.RUN_ID, shaper.value(verdict.run_id))
+    builder.put(semconv.RUN_PASSES, len(verdict.passes))
+    builder.put(semconv.RUN_PARKED_MAPS, shaper.strings(verdict.parked_maps))
+    builder.put(semconv.RUN_COMPLETE, verdict.complete)
+    if verdict.mode is not None:
+        builder.put(semconv.RUN_MODE, verdict.mode)
+    if verdict.mode == semconv.MODE_SHADOW:
+        builder.put(
+            semconv.RUN_SERVED_CHARS_WHILE_PARKED,
+            sum(p.served_chars_while_parked for p in verdict.passes),
+        )
+    builder.put(semconv.RUN_RESUMED, verdict.resumed)
+    codes = _reason_codes(verdict.reasons)
+    if codes:
+        builder.put(semconv.RUN_REASONS, shaper.strings(codes))
+    if verdict.account is None:
+        return
+    evidence = _Evidence(verdict.run_span_id)
+    _account_note(verdict.account, shaper, builder, evidence)
+    for (trace_id, span_id), claims in evidence.spans.items():
+        if len(builder.links) == shaper.options.max_links:
+            builder.dropped_links += 1
+            continue
+        builder.links.append(
+            NoteLink(trace_id, span_id, ((semconv.LINK_EVIDENCE, shaper.strings(claims)),))
+        )
+
+
+def _reason_codes(reasons: Iterable[Reason]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(r.code for r in reasons))
+
+
+def annotations_for(
+    verdict: RunVerdict, options: AnnotateOptions | None = None
+) -> dict[str, SpanNote]:
+    """Every annotation of one decided run, by span id (16 lowercase hex digits).
+
+    Pass spans get their engagement state and change events, the run span gets the roll-ups, the
+    checks (attributes + ``gen_ai.evaluation.result`` events), the account's lines and the evidence
+    links. A reason that names a span puts its code on that span too.
+    """
+    options = options or AnnotateOptions()
+    shaper = _Shaper(options, _witnesses_of(verdict))
+    builders: dict[str, _Builder] = {}
+
+    def builder_for(span_id: str) -> _Builder:
+        found = builders.get(span_id)
+        if found is None:
+            found = builders[span_id] = _Builder(options)
+        return found
+
+    for pass_ in verdict.passes:
+        if pass_.span_id:
+            _pass_note(pass_, verdict, shaper, builder_for(pass_.span_id))
+    if verdict.run_span_id:
+        _run_note(verdict, shaper, builder_for(verdict.run_span_id))
+    for reason in verdict.reasons:
+        if reason.span_id and reason.span_id != verdict.run_span_id:
+            target = builder_for(reason.span_id)
+            prior = target.attributes.get(semconv.RUN_REASONS, ())
+            target.put(semconv.RUN_REASONS, shaper.strings(_union_strings(prior, (reason.code,))))
+    return {span_id: b.note() for span_id, b in builders.items()}
+
+
+def unannotated_notes(
+    spans: RunSpans | Iterable[SpanView | str],
+    reason: Reason,
+    *,
+    run_span_id: str | None = None,
+    run_id: str | None = None,
+    complete: bool | None = False,
+) -> dict[str, SpanNote]:
+    """Notes for a run that cannot be annotated: the reason code on every span of it.
+
+    ``spans`` is a grouped run, or span ids (hex) / span views. The run span — the grouped run's,
+    ``run_span_id``, or each view recognised as a run span — also gets ``footprint.run.complete``
+    (unless ``complete`` is None) and ``footprint.run.id`` when known and not already on it.
+    """
+    items: Iterable[SpanView | str]
+    if isinstance(spans, RunSpans):
+        items = spans.spans()
+        run_span_id = run_span_id or spans.run_span_id
+        run_id = run_id or (spans.run_id if spans.run_span is not None else None)
+    else:
+        items = spans
+    limit = AnnotateOptions().max_value_chars
+    code = clip(reason.code, limit)
+    notes: dict[str, SpanNote] = {}
+    for item in items:
+        if isinstance(item, str):
+            span_id, is_run, has_run_id = item, item == run_span_id, False
+        else:
+            span_id = item.span_id
+            is_run = span_id == run_span_id or role_of(item.attribute) is SpanRole.RUN
+            has_run_id = is_run and item.attribute(semconv.RUN_ID) is not None
+        attrs: list[tuple[str, AttributeValue]] = [(semconv.RUN_REASONS, (code,))]
+        if is_run:
+            if complete is not None:
+                attrs.append((semconv.RUN_COMPLETE, complete))
+            if run_id and not has_run_id:
+                attrs.append((semconv.RUN_ID, clip(run_id, limit)))
+        notes[span_id] = SpanNote(tuple(attrs))
+    if run_span_id and run_span_id not in notes:
+        notes[run_span_id] = SpanNote(
+            ((semconv.RUN_REASONS, (code,)),)
+            + (((semconv.RUN_COMPLETE, complete),) if complete is not None else ())
+        )
+    return notes
+
+
+def merge_notes(*note_maps: Mapping[str, SpanNote]) -> dict[str, SpanNote]:
+    """Several note maps into one; for a span in more than one, later values win."""
+    out: dict[str, SpanNote] = {}
+    for notes in note_maps:
+        for span_id, note in notes.items():
+            prior = out.get(span_id)
+            out[span_id] = note if prior is None else prior.merged(note)
+    return out
+
+
+__all__ = [
+    "AnnotateOptions",
+    "NoteEvent",
+    "NoteLink",
+    "SpanNote",
+    "WitnessPolicy",
+    "annotations_for",
+    "clip",
+    "describe_change",
+    "hash_witness",
+    "merge_notes",
+    "unannotated_notes",
+]

@@ -1,0 +1,68 @@
+"""From one trace's held SDK spans to the notes to write on them: group, decide, annotate.
+
+The buffer calls this on its worker thread; it is the only place the SDK path meets runs/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from otel_footprint.annotate.form import (
+    AnnotateOptions,
+    SpanNote,
+    annotations_for,
+    merge_notes,
+    unannotated_notes,
+)
+from otel_footprint.runs.engine import EngineOptions, decide_run
+from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.model import Reason, RunStore, RunVerdict
+from otel_footprint.runs.spans import SdkSpanView
+
+Decider = Callable[[Sequence[ReadableSpan], Reason | None], dict[str, SpanNote]]
+"""``(spans of one trace, why it is incomplete or None) -> notes by span id``."""
+
+
+def make_decider(
+    *,
+    store: RunStore | None = None,
+    engine_options: EngineOptions | None = None,
+    annotate_options: AnnotateOptions | None = None,
+    on_verdict: Callable[[RunVerdict], None] | None = None,
+) -> Decider:
+    """The engine pipeline as a :data:`Decider`: group_runs -> decide_run -> annotations_for.
+
+    ``incomplete`` (a timeout, a flush before the run span ended) marks every verdict of the trace
+    ``complete=false`` with that reason: the decision stands on the spans that had arrived.
+    ``on_verdict`` sees every verdict before it is written (the demo prints them).
+    """
+    options = annotate_options or AnnotateOptions()
+    engine = engine_options or EngineOptions()
+
+    def decide(spans: Sequence[ReadableSpan], incomplete: Reason | None) -> dict[str, SpanNote]:
+        notes: dict[str, SpanNote] = {}
+        for run in group_runs(SdkSpanView(s) for s in spans):
+            if run.run_span is None:
+                notes = merge_notes(
+                    notes, unannotated_notes(run, run.reason or _NO_RUN, complete=None)
+                )
+                if incomplete is not None:
+                    notes = merge_notes(notes, unannotated_notes(run, incomplete, complete=None))
+                continue
+            verdict: RunVerdict = decide_run(run, store, engine)
+            if incomplete is not None:
+                verdict = dataclasses.replace(
+                    verdict, complete=False, reasons=(*verdict.reasons, incomplete)
+                )
+            if on_verdict is not None:
+                on_verdict(verdict)
+            notes = merge_notes(notes, annotations_for(verdict, options))
+        return notes
+
+    return decide
+
+
+_NO_RUN = Reason("no-run-span", "footprint events without a run span")

@@ -1,0 +1,175 @@
+"""FootprintOTLPSpanExporter: an OTLP span exporter that annotates agent runs before sending them.
+
+Registered as the ``footprint_otlp`` traces exporter, so ``OTEL_TRACES_EXPORTER=footprint_otlp``
+(with ``opentelemetry-instrument`` or the SDK's autoconfiguration) annotates runs without code.
+
+Trade-off against :class:`~otel_footprint.sdk.processor.FootprintSpanProcessor`: autoconfiguration
+wraps an exporter in a BatchSpanProcessor, so this exporter only sees spans after they ended, in
+batches, and never sees a span start. It therefore holds a trace once a span carrying footprint
+events (or a run span) arrives, and releases it ``grace_seconds`` after a run span arrives — a run
+span that ended before its trace's other runs did (nested agents) can release the trace early, and
+a run whose first model call carries no footprint event loses the tool spans exported before it.
+Held runs are exported by the buffer's own worker thread; an export failure there cannot be reported
+back to the BatchSpanProcessor (it is counted in ``stats().sink_failures``). The processor knows
+each run span's start and has none of these limits: prefer it when you can change code.
+
+Settings without code: ``FOOTPRINT_GRACE_SECONDS``, ``FOOTPRINT_MAX_WAIT_SECONDS``,
+``FOOTPRINT_MAX_RUNS``, ``FOOTPRINT_MAX_SPANS_PER_RUN``, ``FOOTPRINT_WITNESS`` (keep / hash / drop).
+The inner exporter follows ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_PROTOCOL``
+(``grpc``, the default, or ``http/protobuf``) and the usual ``OTEL_EXPORTER_OTLP_*`` variables.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
+from otel_footprint.runs.engine import EngineOptions
+from otel_footprint.runs.model import RunStore
+from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
+from otel_footprint.sdk.decide import Decider, make_decider
+from otel_footprint.sdk.metrics import register_metrics
+
+ENV_GRACE_SECONDS = "FOOTPRINT_GRACE_SECONDS"
+ENV_MAX_WAIT_SECONDS = "FOOTPRINT_MAX_WAIT_SECONDS"
+ENV_MAX_RUNS = "FOOTPRINT_MAX_RUNS"
+ENV_MAX_SPANS_PER_RUN = "FOOTPRINT_MAX_SPANS_PER_RUN"
+ENV_WITNESS = "FOOTPRINT_WITNESS"
+
+
+def otlp_span_exporter(protocol: str | None = None, **kwargs: Any) -> SpanExporter:
+    """The SDK's OTLP span exporter for ``protocol`` (default: from the OTLP environment variables)."""
+    chosen = (
+        protocol
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "grpc"
+    ).strip()
+    if chosen == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(**kwargs)
+    if chosen == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpOTLPSpanExporter,
+        )
+
+        return HttpOTLPSpanExporter(**kwargs)
+    raise ValueError(f"unsupported OTLP protocol {chosen!r} (expected 'grpc' or 'http/protobuf')")
+
+
+def _env_number(
+    env: Mapping[str, str], key: str, default: float, cast: Callable[[str], Any]
+) -> Any:
+    raw = env.get(key)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return cast(raw.strip())
+    except ValueError:
+        raise ValueError(f"{key}={raw!r} is not a valid number") from None
+
+
+def _env_witness(env: Mapping[str, str]) -> WitnessPolicy | None:
+    raw = env.get(ENV_WITNESS, "").strip()
+    if not raw:
+        return None
+    if raw not in ("keep", "hash", "drop"):
+        raise ValueError(f"{ENV_WITNESS}={raw!r}: expected keep, hash or drop")
+    return raw  # type: ignore[return-value]  # narrowed by the membership test above
+
+
+class FootprintOTLPSpanExporter(SpanExporter):
+    """Buffer agent runs, annotate them, and send them with the wrapped (default: OTLP) exporter."""
+
+    def __init__(
+        self,
+        exporter: SpanExporter | None = None,
+        *,
+        grace_seconds: float | None = None,
+        max_wait_seconds: float | None = None,
+        max_runs: int | None = None,
+        max_spans_per_run: int | None = None,
+        annotate_options: AnnotateOptions | None = None,
+        engine_options: EngineOptions | None = None,
+        run_store: RunStore | None = None,
+        span_limits: SpanLimits | None = None,
+        meter_provider: MeterProvider | None = None,
+        decider: Decider | None = None,
+        protocol: str | None = None,
+        **otlp_kwargs: Any,
+    ) -> None:
+        env = os.environ
+        if annotate_options is None:
+            witness = _env_witness(env)
+            annotate_options = AnnotateOptions(witness=witness) if witness else AnnotateOptions()
+        self._inner = exporter or otlp_span_exporter(protocol, **otlp_kwargs)
+        self._export_lock = threading.Lock()
+        self._buffer = RunBuffer(
+            self._export_released,
+            decider
+            or make_decider(
+                store=run_store, engine_options=engine_options, annotate_options=annotate_options
+            ),
+            grace_seconds=grace_seconds
+            if grace_seconds is not None
+            else _env_number(env, ENV_GRACE_SECONDS, 2.0, float),
+            max_wait_seconds=max_wait_seconds
+            if max_wait_seconds is not None
+            else _env_number(env, ENV_MAX_WAIT_SECONDS, 120.0, float),
+            max_runs=max_runs
+            if max_runs is not None
+            else _env_number(env, ENV_MAX_RUNS, 1000, int),
+            max_spans_per_run=max_spans_per_run
+            if max_spans_per_run is not None
+            else _env_number(env, ENV_MAX_SPANS_PER_RUN, 5000, int),
+            span_limits=span_limits,
+            name="footprint-otlp-exporter",
+        )
+        if meter_provider is not None:
+            register_metrics(meter_provider, self.stats, "otlp_exporter")
+
+    @property
+    def inner(self) -> SpanExporter:
+        """The exporter that sends the spans."""
+        return self._inner
+
+    def _send(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        # One send at a time: the batch processor's thread and the buffer's worker both send.
+        with self._export_lock:
+            return self._inner.export(spans)
+
+    def _export_released(self, spans: Sequence[ReadableSpan]) -> bool:
+        return self._send(list(spans)) is SpanExportResult.SUCCESS
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Send spans of no agent run now; hold the rest until their run is decided."""
+        passing: list[ReadableSpan] = []
+        offer = self._buffer.offer
+        for span in spans:
+            if not offer(span, span_role(span), carries_footprint_events(span)):
+                passing.append(span)
+        if passing:
+            return self._send(passing)
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Decide and send every held run now."""
+        released = self._buffer.flush(timeout_millis / 1000)
+        return self._inner.force_flush(timeout_millis) and released
+
+    def shutdown(self) -> None:
+        """Send the runs in flight, then shut the inner exporter down."""
+        self._buffer.shutdown()
+        self._inner.shutdown()
+
+    def stats(self) -> BufferStats:
+        """The buffer's counters (see :class:`~otel_footprint.sdk.buffer.BufferStats`)."""
+        return self._buffer.stats()

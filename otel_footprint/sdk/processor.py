@@ -1,0 +1,130 @@
+"""FootprintSpanProcessor: annotates agent runs in-process, then exports through a BatchSpanProcessor.
+
+Spans of no agent run go straight to the batch queue. Spans of a run are held until its run span
+has ended plus a grace period, decided and annotated on a background worker, and only then queued;
+nothing is decided or exported on the application's thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanLimits, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from otel_footprint.annotate.form import AnnotateOptions
+from otel_footprint.runs.engine import EngineOptions
+from otel_footprint.runs.model import RunStore
+from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
+from otel_footprint.sdk.decide import Decider, make_decider
+from otel_footprint.sdk.metrics import register_metrics
+
+
+class FootprintSpanProcessor(SpanProcessor):
+    """Hold each agent run's spans, decide and annotate the run, export through a batch processor.
+
+    ``grace_seconds`` after the (last) run span of a trace ends, the run is decided — late children
+    within the grace are included. A run still open after ``max_wait_seconds`` is decided on what
+    arrived, with ``footprint.run.complete=false`` and reason ``timeout``. At most ``max_runs`` traces
+    and ``max_spans_per_run`` spans per trace are held; past either bound the oldest (or the full)
+    run is released unannotated with reason ``overflow`` / ``span-limit`` on its spans.
+
+    Only spans that can receive notes are held back: run and model-call spans of a run whose
+    spans (the live run span included: ``maps.mounted`` comes first) carry footprint events, and
+    spans carrying footprint events. Tool and other spans go on at once and are kept by reference
+    as evidence; a run with no footprint event is handed on as it ends, never decided. Recognise
+    run spans at start (``gen_ai.operation.name=invoke_agent`` set when the span is created, as
+    the GenAI conventions ask for sampling-relevant attributes): a run span recognised only at
+    its end cannot keep its tool spans as evidence. Export itself is the wrapped
+    :class:`BatchSpanProcessor`'s (the ``bsp_*`` arguments are its usual settings). The run
+    buffer's worker thread is not re-created after ``os.fork``: create the processor in the
+    process that records the spans (after a pre-fork server forks its workers).
+    """
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        grace_seconds: float = 2.0,
+        max_wait_seconds: float = 120.0,
+        max_runs: int = 1000,
+        max_spans_per_run: int = 5000,
+        annotate_options: AnnotateOptions | None = None,
+        engine_options: EngineOptions | None = None,
+        run_store: RunStore | None = None,
+        span_limits: SpanLimits | None = None,
+        meter_provider: MeterProvider | None = None,
+        decider: Decider | None = None,
+        bsp_max_queue_size: int | None = None,
+        bsp_schedule_delay_millis: float | None = None,
+        bsp_max_export_batch_size: int | None = None,
+        bsp_export_timeout_millis: float | None = None,
+    ) -> None:
+        if decider is None:
+            decider = make_decider(
+                store=run_store, engine_options=engine_options, annotate_options=annotate_options
+            )
+        self._buffer = RunBuffer(
+            self._enqueue,
+            decider,
+            grace_seconds=grace_seconds,
+            max_wait_seconds=max_wait_seconds,
+            # In-process a run span starts before its children: footprint events in a trace with
+            # no run span started will not find one by waiting long.
+            orphan_wait_seconds=grace_seconds,
+            max_runs=max_runs,
+            max_spans_per_run=max_spans_per_run,
+            span_limits=span_limits,
+            name="footprint-span-processor",
+        )
+        # Created after the buffer has checked its bounds, so a refused setting leaks no thread.
+        self._batch = BatchSpanProcessor(
+            exporter,
+            max_queue_size=bsp_max_queue_size,
+            schedule_delay_millis=bsp_schedule_delay_millis,
+            max_export_batch_size=bsp_max_export_batch_size,
+            export_timeout_millis=bsp_export_timeout_millis,
+        )
+        if meter_provider is not None:
+            register_metrics(meter_provider, self.stats, "span_processor")
+
+    def _enqueue(self, spans: Any) -> None:
+        on_end = self._batch.on_end
+        for span in spans:
+            on_end(span)
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        # The per-trace run registry: a run span that started keeps its trace's spans held even if
+        # they carry no footprint event themselves (tool spans are evidence).
+        if span_role(span) is SpanRole.RUN:
+            context = span.get_span_context()
+            self._buffer.run_started(context.trace_id, span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        role = span_role(span)
+        footprint = carries_footprint_events(span)
+        context = span.context
+        if (
+            (role is SpanRole.OTHER or role is SpanRole.TOOL)
+            and not footprint
+            and context is not None
+            and self._buffer.pass_quickly(context.trace_id)
+        ) or not self._buffer.offer(span, role, footprint):
+            self._batch.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Decide and queue every held run now, then flush the batch processor."""
+        released = self._buffer.flush(timeout_millis / 1000)
+        return self._batch.force_flush(timeout_millis) and released
+
+    def shutdown(self) -> None:
+        """Decide the runs in flight, export them, then shut the batch processor and exporter."""
+        self._buffer.shutdown()
+        self._batch.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+
+    def stats(self) -> BufferStats:
+        """Counters: spans passed/held/late/annotated, runs decided/timed out/overflowed, ..."""
+        return self._buffer.stats()

@@ -1,0 +1,134 @@
+"""Unit: the two writers (OTLP protobuf in place, SDK copy) apply one SpanNote identically."""
+
+from __future__ import annotations
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from otel_footprint import semconv as sc
+from otel_footprint.annotate.form import NoteEvent, NoteLink, SpanNote
+from otel_footprint.annotate.otlp import apply_note, to_any_value
+from otel_footprint.annotate.sdk import annotated_copy
+from otel_footprint.runs.spans import key_values_to_pairs
+
+LINKED_TRACE = "0af7651916cd43dd8448eb211c80319c"
+LINKED_SPAN = "b7ad6b7169203331"
+
+NOTE = SpanNote(
+    attributes=(
+        (sc.RUN_PASSES, 6),
+        (sc.RUN_COMPLETE, True),
+        (sc.RUN_PARKED_MAPS, ("skill-map",)),
+        (sc.ENG_SERVED_WHILE_PARKED, ()),
+        ("ratio", 0.5),
+        ("existing", "replaced"),
+    ),
+    events=(
+        NoteEvent(
+            sc.EV_ENGAGEMENT_PARKED, ((sc.CH_MAP_ID, "skill-map"), (sc.CH_IDLE_CALLS, 3)), "start"
+        ),
+        NoteEvent(sc.EV_EVALUATION_RESULT, ((sc.EVAL_NAME, "footprint.decided-delivered"),)),
+    ),
+    links=(NoteLink(LINKED_TRACE, LINKED_SPAN, ((sc.LINK_EVIDENCE, ("decided-delivered",)),)),),
+)
+
+
+def _sdk_span(limits: SpanLimits | None = None) -> ReadableSpan:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=limits) if limits else TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span(
+        "invoke_agent demo", kind=SpanKind.INTERNAL, attributes={"existing": "old", "keep": 1}
+    ) as span:
+        span.add_event("footprint.agent.turn_start", {"footprint.user_prompt": "hi"})
+        span.set_status(Status(StatusCode.ERROR, "boom"))
+    (finished,) = exporter.get_finished_spans()
+    return finished
+
+
+def _pb(span: ReadableSpan) -> PbSpan:
+    request = encode_spans([span])
+    return request.resource_spans[0].scope_spans[0].spans[0]
+
+
+def _shape(pb: PbSpan) -> tuple[object, ...]:
+    return (
+        sorted(key_values_to_pairs(pb.attributes)),
+        [(e.name, e.time_unix_nano, key_values_to_pairs(e.attributes)) for e in pb.events],
+        [
+            (
+                link.trace_id.hex(),
+                link.span_id.hex(),
+                link.flags,
+                key_values_to_pairs(link.attributes),
+            )
+            for link in pb.links
+        ],
+    )
+
+
+def test_protobuf_and_sdk_writers_produce_identical_spans() -> None:
+    span = _sdk_span()
+    in_place = _pb(span)
+    apply_note(in_place, NOTE)
+    copied = _pb(annotated_copy(span, NOTE))
+    assert _shape(in_place) == _shape(copied)
+    assert in_place == copied  # every field, not only the annotations
+
+
+def test_apply_note_replaces_keys_and_anchors_event_times() -> None:
+    pb = _pb(_sdk_span())
+    apply_note(pb, NOTE)
+    keys = [kv.key for kv in pb.attributes]
+    assert keys.count("existing") == 1
+    attrs = dict(key_values_to_pairs(pb.attributes))
+    assert attrs["existing"] == "replaced" and attrs["keep"] == 1
+    assert attrs[sc.ENG_SERVED_WHILE_PARKED] == ()
+    parked, evaluation = pb.events[1], pb.events[2]
+    assert parked.time_unix_nano == pb.start_time_unix_nano
+    assert evaluation.time_unix_nano == pb.end_time_unix_nano
+    assert pb.links[0].trace_id == bytes.fromhex(LINKED_TRACE)
+
+
+def test_to_any_value_keeps_bools_ints_floats_and_empty_arrays_apart() -> None:
+    assert to_any_value(True).WhichOneof("value") == "bool_value"
+    assert to_any_value(3).WhichOneof("value") == "int_value"
+    assert to_any_value(0.5).WhichOneof("value") == "double_value"
+    assert to_any_value(()).WhichOneof("value") == "array_value"
+    reused = AnyValue(string_value="x")
+    to_any_value(("a", "b"), reused)
+    assert [v.string_value for v in reused.array_value.values] == ["a", "b"]
+
+
+def test_annotated_copy_keeps_identity_and_leaves_the_original_untouched() -> None:
+    span = _sdk_span()
+    copy = annotated_copy(span, NOTE)
+    assert copy.context == span.context and copy.parent == span.parent
+    assert copy.resource is span.resource
+    assert copy.instrumentation_scope == span.instrumentation_scope
+    assert copy.status.status_code is StatusCode.ERROR and copy.kind is span.kind
+    assert (copy.start_time, copy.end_time) == (span.start_time, span.end_time)
+    assert span.attributes["existing"] == "old" and len(span.events) == 1
+    assert annotated_copy(span, SpanNote()) is span
+
+
+def test_annotated_copy_respects_limits_and_counts_what_did_not_fit() -> None:
+    limits = SpanLimits(max_span_attributes=4, max_events=2, max_links=0)
+    span = _sdk_span(limits)
+    copy = annotated_copy(span, NOTE, limits)
+    attrs = dict(copy.attributes or {})
+    # The span's own attributes are never evicted for ours; a replaced key needs no room.
+    assert attrs["keep"] == 1 and attrs["existing"] == "replaced"
+    assert len(attrs) == 4
+    assert copy.dropped_attributes == 3
+    assert [e.name for e in copy.events] == ["footprint.agent.turn_start", sc.EV_ENGAGEMENT_PARKED]
+    assert copy.dropped_events == 1
+    assert copy.links == () and copy.dropped_links == 1
+    pb = _pb(copy)
+    assert pb.dropped_attributes_count == 3 and pb.dropped_events_count == 1
