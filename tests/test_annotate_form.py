@@ -330,3 +330,15 @@ def test_merge_notes_unions_reasons_and_appends_events() -> None:
 def test_bad_options_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="must"):
         AnnotateOptions(**kwargs)  # type: ignore[arg-type]
+
+
+def test_findings_are_counted_on_the_run_span_and_told_in_events() -> None:
+    sentence = "Turn 2 founded skill-map as structural by continuity; turn 1 had only guessed it."
+    note = annotations_for(verdict(findings=(sentence,)))[RUN_SPAN]
+    assert attrs(note)[sc.RUN_FINDINGS] == 1
+    texts = [
+        dict(e.attributes)[sc.FINDING_TEXT] for e in note.events if e.name == sc.EV_RUN_FINDING
+    ]
+    assert texts == [sentence]
+    plain = annotations_for(verdict())[RUN_SPAN]
+    assert sc.RUN_FINDINGS not in attrs(plain)

@@ -391,6 +391,14 @@ def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
     codes = _reason_codes(verdict.reasons)
     if codes:
         builder.put(semconv.RUN_REASONS, shaper.strings(codes))
+    if verdict.findings:
+        # What the upstream cannot see (e.g. a guess carried into the next turn as continuity):
+        # a count to query by, and each sentence as an event to read.
+        builder.put(semconv.RUN_FINDINGS, len(verdict.findings))
+        for finding in verdict.findings:
+            builder.event(
+                NoteEvent(semconv.EV_RUN_FINDING, ((semconv.FINDING_TEXT, shaper.text(finding)),))
+            )
     if verdict.account is None:
         return
     evidence = _Evidence(verdict.run_span_id)
