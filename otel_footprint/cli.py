@@ -24,7 +24,11 @@ class _Command(Protocol):
 _COMMANDS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("serve",), "otel_footprint.service.command", "run the OTLP hop (gRPC + HTTP in, OTLP out)"),
     (("demo",), "otel_footprint.sdk.demo", "run scripted agents through the in-process processor"),
-    (("explain",), "otel_footprint.runs.explain", "print every run's account and engagement timeline"),
+    (
+        ("explain",),
+        "otel_footprint.runs.explain",
+        "print every run's account and engagement timeline",
+    ),
     (
         ("import", "agentfootprint"),
         "otel_footprint.bridges.command",

@@ -152,7 +152,7 @@ class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, sink: OtlpSink) -> None:
         self._sink = sink
 
-    def Export(  # noqa: N802 - the generated gRPC method name
+    def Export(
         self,
         request: trace_service_pb2.ExportTraceServiceRequest,
         context: grpc.ServicerContext,
