@@ -208,3 +208,42 @@ def test_protocol_defaults_follow_the_environment_then_the_port(
     assert _default_protocol("http://127.0.0.1:4318") == "grpc"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
     assert _default_protocol("http://127.0.0.1:4317") == "http/protobuf"
+
+
+def test_resource_attributes_and_id_salt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project per import (resource attributes) and fresh ids per re-import (salt)."""
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci,team=a%2Cb")
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+
+    def imported(*extra: str) -> list[ExportTraceServiceRequest]:
+        target = tmp_path / "out.jsonl"
+        assert main(["import", "agentfootprint", str(RECORDING), "-o", str(target), *extra]) == 0
+        return list(read_otlp_json_lines(target.read_text().splitlines()))
+
+    plain = imported()
+    named = imported("--resource-attribute", "openinference.project.name=p1", "--id-salt", "x")
+    resource = {
+        kv.key: kv.value.string_value for kv in named[0].resource_spans[0].resource.attributes
+    }
+    assert resource == {
+        "deployment.environment": "ci",
+        "team": "a,b",
+        "openinference.project.name": "p1",
+        "service.name": "agentfootprint",
+    }
+    plain_ids = {
+        s.span_id
+        for r in plain
+        for rs in r.resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+    }
+    salted_ids = {
+        s.span_id
+        for r in named
+        for rs in r.resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+    }
+    assert len(plain_ids) == len(salted_ids) and not plain_ids & salted_ids
+    assert imported() == plain  # no salt: the same ids as every earlier import

@@ -84,6 +84,13 @@ class ImportOptions:
     non_parkable: bool | None = None
     """The skill map's ``nonParkable``; None infers it in verify mode (see plan_inference)."""
     service_name: str = DEFAULT_SERVICE_NAME
+    resource_attributes: tuple[tuple[str, str], ...] = ()
+    """Extra resource attributes (e.g. ``openinference.project.name``); they may not override
+    ``service.name``, which has its own option."""
+    id_salt: str = ""
+    """Mixed into every trace and span id: the same recording imported twice with different salts
+    gives distinct traces (a backend keeps the first copy of a span id). Empty keeps the ids of
+    every earlier import of the recording."""
 
     def __post_init__(self) -> None:
         grace = self.renewal_grace
@@ -181,8 +188,9 @@ class _Importer:
         self.options = options
         self.legs = split_legs(events)
         self.leg_of: dict[int, Leg] = {e.line: leg for leg in self.legs for e in leg.events}
+        self._salt = (options.id_salt,) if options.id_salt else ()
         self.trace_ids = {
-            leg.index: _digest(16, "trace", leg.upstream_run_id, str(leg.index))
+            leg.index: _digest(16, "trace", leg.upstream_run_id, str(leg.index), *self._salt)
             for leg in self.legs
         }
         self.stage_iterations = composition_iterations(events)
@@ -206,7 +214,7 @@ class _Importer:
     # -- span drafts ----------------------------------------------------------------------
 
     def _span_id(self, leg: Leg, line: int, role: str) -> bytes:
-        return _digest(8, "span", leg.upstream_run_id, role, str(line))
+        return _digest(8, "span", leg.upstream_run_id, role, str(line), *self._salt)
 
     def _run_draft(self, leg: Leg) -> _Draft:
         first = leg.events[0]
@@ -444,7 +452,12 @@ class _Importer:
         request = ExportTraceServiceRequest()
         resource_spans: ResourceSpans = request.resource_spans.add()
         resource_spans.resource.attributes.extend(
-            _key_values({"service.name": self.options.service_name})
+            _key_values(
+                {
+                    **dict(self.options.resource_attributes),
+                    "service.name": self.options.service_name,
+                }
+            )
         )
         scope_spans: ScopeSpans = resource_spans.scope_spans.add()
         scope_spans.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=__version__))

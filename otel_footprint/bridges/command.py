@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -53,6 +53,23 @@ def _positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected seconds > 0, got {value}")
     return value
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def resource_attributes_from_env(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``OTEL_RESOURCE_ATTRIBUTES`` (``k=v,k2=v2``, values percent-encoded) as pairs, in order."""
+    pairs: list[tuple[str, str]] = []
+    for item in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            pairs.append((key.strip(), urllib.parse.unquote(value.strip())))
+    return pairs
 
 
 def _default_protocol(endpoint: str) -> str:
@@ -123,8 +140,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--service-name",
-        default="agentfootprint",
-        help="service.name of the emitted resource (default agentfootprint)",
+        default=None,
+        help="service.name of the emitted resource (default: OTEL_SERVICE_NAME, else agentfootprint)",
+    )
+    parser.add_argument(
+        "--resource-attribute",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="add a resource attribute, e.g. openinference.project.name=demo (repeatable; "
+        "added to those of OTEL_RESOURCE_ATTRIBUTES, and wins over them)",
+    )
+    parser.add_argument(
+        "--id-salt",
+        default="",
+        metavar="TEXT",
+        help="mix TEXT into every trace and span id, so a re-import makes new traces",
     )
 
 
@@ -243,10 +275,22 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as exc:
         print(f"error: cannot read {args.recording}: {exc.strerror or exc}", file=sys.stderr)
         return _EXIT_BAD_INPUT
+    resource = dict(resource_attributes_from_env(os.environ))
+    resource.update(args.resource_attribute)
+    # The SDK's precedence: an explicit name, then OTEL_SERVICE_NAME, then the resource variable.
+    service_name = (
+        args.service_name
+        or os.environ.get("OTEL_SERVICE_NAME")
+        or resource.pop("service.name", None)
+        or "agentfootprint"
+    )
+    resource.pop("service.name", None)
     options = ImportOptions(
         renewal_grace=args.renewal_grace,
         non_parkable=args.non_parkable,
-        service_name=args.service_name,
+        service_name=service_name,
+        resource_attributes=tuple(resource.items()),
+        id_salt=args.id_salt,
     )
     try:
         requests = recording_to_requests(lines, options)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,9 @@ from .phoenix_api import PhoenixClient, PhoenixSpan, gql_contains, gql_ref
 
 pytestmark = pytest.mark.e2e
 
-PHOENIX_DEFAULT_PROJECT = "default"
-"""Where Phoenix puts spans whose resource names no project: the importer sets only service.name
-(there is no flag for ``openinference.project.name``), and the hop passes resources through."""
+SALT = uuid.uuid4().hex[:12]
+"""Mixed into the importer's ids: every test session sends traces Phoenix has never seen (it
+keeps the first copy of a span id), so a rerun against the same Phoenix checks what it sent."""
 
 RECORDINGS = recordings()
 # Both of the hop's receivers get importer traffic: recordings alternate between gRPC and HTTP.
@@ -168,22 +169,26 @@ def run_condition(run: Mapping[str, Any]) -> str:
 
 @pytest.mark.parametrize(("recording", "protocol"), CASES)
 def test_recording_verdicts_in_phoenix_match_explain(
-    phoenix: PhoenixClient, hop: HopProcess, recording: Path, protocol: str
+    phoenix: PhoenixClient, hop: HopProcess, recording: Path, protocol: str, tmp_path: Path
 ) -> None:
-    runs = explain(recording)
-    project = PHOENIX_DEFAULT_PROJECT
-    trace_ids = sorted({r["traceId"] for r in runs})
-    if phoenix.spans(project, trace_ids=trace_ids, limit=1):
-        # The importer derives span ids from the recording and Phoenix keeps the first copy of a
-        # span id: what is there already would be checked instead of what this run sends.
-        pytest.skip(
-            f"this Phoenix already holds {recording.name}'s spans from an earlier run "
-            "(the importer's ids are deterministic): restart it (scripts/phoenix.sh stop/start)"
-        )
-    endpoint = hop.grpc if protocol == "grpc" else f"http://{hop.http}"
-    done = otel_footprint_cli(
-        "import", "agentfootprint", str(recording), "--endpoint", endpoint, "--protocol", protocol
+    # One Phoenix project per recording, and ids of this session's own (see SALT).
+    project = f"{recording.stem}-{SALT}"
+    import_args = (
+        "import",
+        "agentfootprint",
+        str(recording),
+        "--resource-attribute",
+        f"{sc.OI_PROJECT_NAME}={project}",
+        "--id-salt",
+        SALT,
     )
+    # The expected verdicts: explain over exactly the traces the hop will receive.
+    traces = tmp_path / f"{recording.stem}.jsonl"
+    done = otel_footprint_cli(*import_args, "-o", str(traces))
+    assert done.returncode == 0, f"import exited {done.returncode}: {done.stderr[-2000:]}"
+    runs = explain(traces)
+    endpoint = hop.grpc if protocol == "grpc" else f"http://{hop.http}"
+    done = otel_footprint_cli(*import_args, "--endpoint", endpoint, "--protocol", protocol)
     assert done.returncode == 0, f"import exited {done.returncode}: {done.stderr[-2000:]}"
 
     for run in runs:
