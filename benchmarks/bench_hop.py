@@ -1,0 +1,428 @@
+"""Throughput of ``otel-footprint serve`` with and without annotation, and memory per buffered span.
+
+One run measures, against the same workload and the same downstream receiver:
+
+1. spans/s end to end (first request sent -> last span received downstream) through the hop with
+   ``processing.annotate: true`` (group, decide, annotate, forward);
+2. the same with ``processing.annotate: false`` (journal + forward only: the baseline);
+3. resident memory per buffered span (spans held because their runs have not ended).
+
+The hop runs as a subprocess (``python -m otel_footprint.cli serve``); the load generator sends
+pre-serialized OTLP/gRPC requests of synthetic agent runs from a few threads, and an in-process
+OTLP/gRPC receiver counts what arrives. Usage::
+
+    .venv/bin/python benchmarks/bench_hop.py [--spans 60000] [--held-spans 50000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_footprint import semconv
+from otel_footprint.annotate.otlp import to_any_value
+from otel_footprint.runs.events import encode_payload
+
+REPO = Path(__file__).resolve().parents[1]
+TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+SPANS_PER_TRACE = 10
+TRACES_PER_REQUEST = 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload: agent runs in the input schema (run span, 4 model calls with events, 2 tools, 3 plain)
+# ---------------------------------------------------------------------------------------------
+
+
+def _attr(span: Span, key: str, value: Any) -> None:
+    kv = span.attributes.add(key=key)
+    to_any_value(value, kv.value)
+
+
+def _event(span: Span, name: str, payload: dict[str, Any], t: int) -> None:
+    ev = span.events.add(name=name, time_unix_nano=t)
+    for key, value in encode_payload(payload).items():
+        to_any_value(value, ev.attributes.add(key=key).value)
+
+
+def _trace(n: int, with_run_span: bool = True) -> list[Span]:
+    trace_id = (n + 1).to_bytes(16, "big")
+    base = 1_700_000_000_000_000_000 + n * 1_000_000
+
+    def new(k: int, parent: bytes, name: str, start: int, end: int) -> Span:
+        return Span(
+            trace_id=trace_id,
+            span_id=(n * 100 + k + 1).to_bytes(8, "big"),
+            parent_span_id=parent,
+            name=name,
+            start_time_unix_nano=base + start,
+            end_time_unix_nano=base + end,
+            kind=Span.SPAN_KIND_INTERNAL,
+        )
+
+    run_id = (n * 100 + 1).to_bytes(8, "big")
+    spans: list[Span] = []
+    for i in range(1, 5):
+        chat = new(i, run_id, "chat mock-model", i * 1000, i * 1000 + 500)
+        _attr(chat, semconv.GEN_AI_OPERATION_NAME, "chat")
+        _attr(chat, semconv.GEN_AI_REQUEST_MODEL, "mock-model")
+        _attr(chat, semconv.PASS_ITERATION, i)
+        _attr(chat, semconv.GEN_AI_USAGE_INPUT_TOKENS, 1200)
+        _event(
+            chat,
+            semconv.EV_CONTEXT_EVALUATED,
+            {
+                "iteration": i,
+                "activeIds": ["billing"],
+                "cursorMove": {"to": "billing", "by": "lexical"},
+            },
+            base + i * 1000,
+        )
+        _event(
+            chat,
+            semconv.EV_CONTEXT_INJECTED,
+            {
+                "slot": "system",
+                "source": "skill",
+                "sourceId": "billing",
+                "contentHash": "h",
+                "chars": 400,
+            },
+            base + i * 1000,
+        )
+        spans.append(chat)
+    for j, k in enumerate((5, 6)):
+        tool = new(k, run_id, "execute_tool lookup", 1600 + j * 1000, 1700 + j * 1000)
+        _attr(tool, semconv.GEN_AI_OPERATION_NAME, "execute_tool")
+        _attr(tool, semconv.GEN_AI_TOOL_NAME, "lookup")
+        _attr(tool, semconv.GEN_AI_TOOL_CALL_ID, f"call-{n}-{j}")
+        _attr(tool, semconv.PASS_ITERATION, j + 1)
+        spans.append(tool)
+        for m in range(2 if j == 0 else 1):
+            http = new(
+                7 + j * 2 + m, tool.span_id, "GET /api/orders", 1610 + j * 1000, 1690 + j * 1000
+            )
+            _attr(http, "http.request.method", "GET")
+            _attr(http, "url.full", "http://orders.internal/api/orders/42")
+            _attr(http, "http.response.status_code", 200)
+            spans.append(http)
+    if with_run_span:
+        run = new(0, b"", "invoke_agent ops-assistant", 0, 6000)
+        _attr(run, semconv.GEN_AI_OPERATION_NAME, "invoke_agent")
+        _attr(run, semconv.GEN_AI_AGENT_NAME, "ops-assistant")
+        _attr(run, semconv.RUN_ID, f"bench-{n}")
+        _event(
+            run,
+            semconv.EV_MAPS_MOUNTED,
+            {
+                "maps": [
+                    {
+                        "id": "skills",
+                        "memberIds": ["billing", "shipping"],
+                        "toolNames": ["read_skill"],
+                    }
+                ],
+                "renewalGrace": 2,
+                "enforced": False,
+            },
+            base,
+        )
+        spans.append(run)  # ends last, exported last (as a BatchSpanProcessor would)
+    return spans
+
+
+def build_requests(total_spans: int, offset: int, with_run_span: bool = True) -> list[bytes]:
+    traces = total_spans // SPANS_PER_TRACE
+    out: list[bytes] = []
+    for first in range(0, traces, TRACES_PER_REQUEST):
+        req = ExportTraceServiceRequest()
+        rs = req.resource_spans.add()
+        _attr(rs.resource, "service.name", "bench-agent")  # type: ignore[arg-type]
+        ss = rs.scope_spans.add()
+        ss.scope.name = "bench"
+        for n in range(first, min(first + TRACES_PER_REQUEST, traces)):
+            ss.spans.extend(_trace(offset + n, with_run_span))
+        out.append(req.SerializeToString())
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Downstream receiver (counts spans) and the hop subprocess
+# ---------------------------------------------------------------------------------------------
+
+
+class CountingSink:
+    def __init__(self) -> None:
+        self.count = 0
+        self.cv = threading.Condition()
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=4))
+        handler = grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(self._export)},
+        )
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def _export(self, data: bytes, context: Any) -> bytes:
+        req = ExportTraceServiceRequest.FromString(data)
+        n = sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
+        with self.cv:
+            self.count += n
+            self.cv.notify_all()
+        return b""
+
+    def wait_for(self, n: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while self.count < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cv.wait(left)
+        return True
+
+
+class Hop:
+    def __init__(self, data_dir: Path, forward: str, *sets: str) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "otel_footprint.cli",
+            "serve",
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--telemetry",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(data_dir),
+            "--forward",
+            forward,
+            "--set",
+            "receivers.otlp.protocols.grpc.max_concurrent_requests=64",
+            "--set",
+            "receivers.otlp.grpc_workers=8",
+        ]
+        for item in sets:
+            argv += ["--set", item]
+        self.stderr = (data_dir.parent / f"{data_dir.name}.log").open("w")
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=REPO
+        )
+        self.addresses: dict[str, str] = {}
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            parts = line.split()
+            if parts == ["ready"]:
+                break
+            if len(parts) == 2:
+                self.addresses[parts[0]] = parts[1]
+        else:
+            raise RuntimeError("hop did not start; see " + self.stderr.name)
+
+    def metric(self, name: str) -> float:
+        with urllib.request.urlopen(
+            f"http://{self.addresses['telemetry']}/metrics", timeout=5
+        ) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " ") or line.startswith(name + "{"):
+                    return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def rss_bytes(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.stderr.close()
+
+
+def send_all(target: str, requests: list[bytes], threads: int) -> None:
+    channel = grpc.insecure_channel(target)
+    export = channel.unary_unary(TRACE_EXPORT, request_serializer=None, response_deserializer=None)
+    work: queue.Queue[bytes] = queue.Queue()
+    for r in requests:
+        work.put(r)
+
+    def worker() -> None:
+        while True:
+            try:
+                data = work.get_nowait()
+            except queue.Empty:
+                return
+            while True:
+                try:
+                    export(data, timeout=30)
+                    break
+                except grpc.RpcError as err:
+                    if err.code() not in (
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        grpc.StatusCode.UNAVAILABLE,
+                    ):
+                        raise
+                    time.sleep(0.05)  # the hop asked to retry
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    channel.close()
+
+
+def throughput(
+    tmp: Path, annotate: bool, spans: int, threads: int, warmup: list[bytes], requests: list[bytes]
+) -> dict[str, float]:
+    sink = CountingSink()
+    hop = Hop(
+        tmp / ("annotate" if annotate else "baseline"),
+        f"127.0.0.1:{sink.port}",
+        f"processing.annotate={'true' if annotate else 'false'}",
+        "processing.release_grace=100ms",
+    )
+    try:
+        warm_spans = len(warmup) * TRACES_PER_REQUEST * SPANS_PER_TRACE
+        send_all(hop.addresses["grpc"], warmup, threads)
+        if not sink.wait_for(warm_spans, 60):
+            raise RuntimeError("warm-up spans did not arrive")
+        cpu0 = _cpu_seconds(hop.proc.pid)
+        started = time.perf_counter()
+        send_all(hop.addresses["grpc"], requests, threads)
+        sent = time.perf_counter()
+        if not sink.wait_for(warm_spans + spans, 300):
+            raise RuntimeError(f"only {sink.count - warm_spans} of {spans} spans arrived")
+        done = time.perf_counter()
+        cpu = _cpu_seconds(hop.proc.pid) - cpu0
+        annotated = hop.metric("otel_footprint_spans_annotated_total")
+        latency_sum = hop.metric("otel_footprint_decision_latency_seconds_sum")
+        latency_count = hop.metric("otel_footprint_decision_latency_seconds_count")
+    finally:
+        hop.stop()
+        sink.server.stop(0)
+    elapsed = done - started
+    return {
+        "spans": spans,
+        "seconds": round(elapsed, 3),
+        "ingest_seconds": round(sent - started, 3),
+        "spans_per_second": round(spans / elapsed, 1),
+        "hop_cpu_seconds": round(cpu, 3),
+        "spans_per_hop_cpu_second": round(spans / cpu, 1) if cpu > 0 else 0.0,
+        "spans_annotated": annotated,
+        "mean_decision_ms": round(1000 * latency_sum / latency_count, 3) if latency_count else 0.0,
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def memory_per_held_span(tmp: Path, held_spans: int, threads: int) -> dict[str, float]:
+    sink = CountingSink()
+    hop = Hop(
+        tmp / "memory",
+        f"127.0.0.1:{sink.port}",
+        "processing.release_grace=10m",
+        "processing.max_wait=10m",
+        "processing.max_bytes=4GiB",
+    )
+    try:
+        # Runs whose run span has not arrived: every span stays held.
+        warm = build_requests(2000, 10_000_000, with_run_span=False)
+        send_all(hop.addresses["grpc"], warm, threads)
+        time.sleep(1.0)
+        before_rss, before_held = hop.rss_bytes(), hop.metric("otel_footprint_spans_held")
+        requests = build_requests(held_spans, 20_000_000, with_run_span=False)
+        wire = sum(len(r) for r in requests)
+        send_all(hop.addresses["grpc"], requests, threads)
+        time.sleep(1.0)
+        after_rss, after_held = hop.rss_bytes(), hop.metric("otel_footprint_spans_held")
+    finally:
+        hop.stop()
+        sink.server.stop(0)
+    held = after_held - before_held
+    return {
+        "held_spans": held,
+        "rss_delta_bytes": after_rss - before_rss,
+        "bytes_per_held_span": round((after_rss - before_rss) / held, 1) if held else 0.0,
+        "wire_bytes_per_span": round(
+            wire / max(1, held_spans // SPANS_PER_TRACE * (SPANS_PER_TRACE - 1)), 1
+        ),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=60_000, help="spans per throughput run")
+    parser.add_argument(
+        "--held-spans", type=int, default=50_000, help="spans held for the memory run"
+    )
+    parser.add_argument("--threads", type=int, default=4, help="client threads")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    spans = (
+        args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
+    )
+    warmup = build_requests(3000, 0)
+    requests = build_requests(spans, 1_000_000)
+    with tempfile.TemporaryDirectory(prefix="bench-hop-") as d:
+        tmp = Path(d)
+        annotated = throughput(tmp, True, spans, args.threads, warmup, requests)
+        baseline = throughput(tmp, False, spans, args.threads, warmup, requests)
+        memory = memory_per_held_span(tmp, args.held_spans, args.threads)
+    result = {
+        "workload": f"{SPANS_PER_TRACE} spans/trace (run, 4 model calls with 2 footprint events, 2 tools, "
+        f"3 plain), {TRACES_PER_REQUEST} traces/request, {args.threads} client threads, fsync on",
+        "annotating": annotated,
+        "annotation_off": baseline,
+        "ratio_annotating_to_off": round(
+            annotated["spans_per_second"] / baseline["spans_per_second"], 3
+        ),
+        "memory": memory,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"workload: {result['workload']}")
+    for name in ("annotating", "annotation_off"):
+        r = result[name]
+        assert isinstance(r, dict)
+        print(
+            f"{name:>15}: {r['spans_per_second']:>10,.0f} spans/s end to end "
+            f"({r['spans']} spans in {r['seconds']} s; hop CPU {r['hop_cpu_seconds']} s = "
+            f"{r['spans_per_hop_cpu_second']:,.0f} spans per hop-CPU-second; "
+            f"mean decision {r['mean_decision_ms']} ms per trace)"
+        )
+    print(f"          ratio: annotating / annotation off = {result['ratio_annotating_to_off']}")
+    print(
+        f"         memory: {memory['bytes_per_held_span']:,.0f} bytes resident per buffered span "
+        f"({memory['held_spans']:.0f} spans held, RSS +{memory['rss_delta_bytes'] / 2**20:.1f} MiB; "
+        f"~{memory['wire_bytes_per_span']:.0f} B/span on the wire)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

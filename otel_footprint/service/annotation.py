@@ -1,0 +1,220 @@
+"""The hop's annotation stage: released runs -> group_runs -> decide_run -> annotations_for -> apply_note.
+
+Works on the protobuf spans in place (through ``OtlpSpanView``; no SDK objects). The buffer and
+the forwarder only see the small :class:`AnnotationStage` interface, so ``processing.annotate:
+false`` (the benchmark's baseline) and tests can swap the stage without touching the plumbing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from otel_footprint import semconv
+from otel_footprint.annotate.form import (
+    AnnotateOptions,
+    SpanNote,
+    annotations_for,
+    merge_notes,
+    unannotated_notes,
+)
+from otel_footprint.annotate.otlp import apply_note
+from otel_footprint.runs.engine import EngineOptions, decide_run
+from otel_footprint.runs.group import RunSpans, group_runs
+from otel_footprint.runs.model import Reason, RunStore, RunVerdict
+from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
+from otel_footprint.service import jsonlog
+from otel_footprint.service.buffer import Cause, LateSpan, Release, RunUnit
+
+_log = jsonlog.get("annotate")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What was decided for one run of a release (for the decision cache and the query service)."""
+
+    trace_id: str
+    run_id: str | None
+    run_span_id: str | None
+    complete: bool
+    reasons: tuple[str, ...]
+    verdict: RunVerdict | None
+    notes: Mapping[bytes, SpanNote]
+    """Notes by span id (bytes), kept so late spans of the run get the same annotation."""
+    annotated_spans: int
+    decided_unix_nano: int
+
+
+class AnnotationStage(Protocol):
+    """Decides released runs and writes the result onto their protobuf spans, in place."""
+
+    def annotate(self, release: Release) -> list[Decision]: ...
+
+    def annotate_late(self, late: LateSpan) -> bool:
+        """Annotate a span of an already-decided run; True when something was written."""
+        ...
+
+
+class NoAnnotation:
+    """``processing.annotate: false``: spans are forwarded exactly as received."""
+
+    def annotate(self, release: Release) -> list[Decision]:
+        return []
+
+    def annotate_late(self, late: LateSpan) -> bool:
+        return False
+
+
+_REASON_TEXT: Mapping[Cause, str] = {
+    "timeout": "the run was decided when the buffer's wait bound passed, before it had ended",
+    "overflow": "the run buffer hit a limit; the run was forwarded without a decision",
+    "shutdown": "the hop shut down before the run ended; decided on the spans that had arrived",
+    "root": "the trace's root span ended before this run's run span arrived",
+    "ended": "",
+}
+
+
+def _reason_for(cause: Cause, limit: str | None) -> Reason | None:
+    if cause == "ended":
+        return None
+    if cause == "overflow":
+        return Reason("overflow", f"{_REASON_TEXT['overflow']} (limit: {limit})")
+    if cause == "root":
+        return Reason("missing-spans", _REASON_TEXT["root"])
+    return Reason(cause, _REASON_TEXT[cause])
+
+
+class FootprintAnnotation:
+    """The real stage: the engine's decision per run, its notes applied to the spans in place."""
+
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        engine_options: EngineOptions | None = None,
+        annotate_options: AnnotateOptions | None = None,
+    ) -> None:
+        self.store = store
+        self.engine_options = engine_options or EngineOptions()
+        self.annotate_options = annotate_options or AnnotateOptions()
+
+    def annotate(self, release: Release) -> list[Decision]:
+        decisions: list[Decision] = []
+        for unit in release.units:
+            decisions.extend(self._unit(release, unit))
+        for held in release.late:
+            note = release.late_notes.get(held.info.span_id)
+            if note is not None:
+                apply_note(held.info.span, _as_note(note))
+        return decisions
+
+    def _unit(self, release: Release, unit: RunUnit) -> list[Decision]:
+        views = {m.info.span_id: OtlpSpanView(m.info.span) for m in unit.members}
+        log_events: dict[str, Sequence[SpanEventView]] = {
+            span_id.hex(): events for span_id, events in unit.log_events.items()
+        }
+        runs = group_runs(views.values(), log_events)
+        incomplete = _reason_for(release.cause, release.limit)
+        if release.cause == "root" and unit.run_span is not None:
+            incomplete = None  # the run span is here: the root only ended first
+        out = [self._run(release, unit, run, views, incomplete) for run in runs]
+        if not runs and incomplete is not None:
+            # Model-call / tool spans with no run span and no footprint events form no run; they
+            # still say why they leave undecided.
+            loose = [views[m.info.span_id] for m in unit.members if m.info.runish]
+            for span_hex, note in unannotated_notes(loose, incomplete, complete=None).items():
+                view = views.get(bytes.fromhex(span_hex))
+                if view is not None:
+                    apply_note(view.pb, note)
+        return out
+
+    def _run(
+        self,
+        release: Release,
+        unit: RunUnit,
+        run: RunSpans,
+        views: Mapping[bytes, OtlpSpanView],
+        incomplete: Reason | None,
+    ) -> Decision:
+        verdict: RunVerdict | None = None
+        notes: dict[str, SpanNote]
+        run_span = run.run_span
+        if release.cause == "overflow" and incomplete is not None:
+            notes = unannotated_notes(run, incomplete)
+        elif run_span is None:
+            notes = unannotated_notes(run, run.reason or _NO_RUN, complete=None)
+            if incomplete is not None:
+                notes = merge_notes(notes, unannotated_notes(run, incomplete, complete=None))
+        elif run_span.attribute(semconv.RUN_COMPLETE) is not None:
+            # Already annotated (an in-process processor, or an earlier hop): never annotate twice.
+            notes = {}
+        else:
+            verdict = decide_run(run, self.store, self.engine_options)
+            if incomplete is not None:
+                verdict = dataclasses.replace(
+                    verdict, complete=False, reasons=(*verdict.reasons, incomplete)
+                )
+            notes = annotations_for(verdict, self.annotate_options)
+        by_id: dict[bytes, SpanNote] = {}
+        annotated = 0
+        for span_hex, note in notes.items():
+            try:
+                span_id = bytes.fromhex(span_hex)
+            except ValueError:
+                continue
+            by_id[span_id] = note
+            view = views.get(span_id)
+            if view is not None:
+                apply_note(view.pb, note)
+                annotated += 1
+        if verdict is not None:
+            complete, reasons = verdict.complete, tuple(r.code for r in verdict.reasons)
+        else:
+            complete = False
+            reasons = tuple(r.code for r in (run.reason, incomplete) if r is not None) or (
+                "not-decided",
+            )
+        return Decision(
+            trace_id=run.trace_id,
+            run_id=run.run_id if run_span is not None else None,
+            run_span_id=run.run_span_id,
+            complete=complete,
+            reasons=reasons,
+            verdict=verdict,
+            notes=by_id,
+            annotated_spans=annotated,
+            decided_unix_nano=time.time_ns(),
+        )
+
+    def annotate_late(self, late: LateSpan) -> bool:
+        if late.note is not None:
+            apply_note(late.info.span, _as_note(late.note))
+            return True
+        if late.info.role is not SpanRole.RUN:
+            return False
+        # A run span arriving after its run was decided without it (timeout, overflow, root).
+        code = late.cause if late.cause in ("timeout", "overflow", "shutdown") else "late-span"
+        view = OtlpSpanView(late.info.span)
+        notes = unannotated_notes(
+            [view],
+            Reason(code, "this run span arrived after its run had been decided"),
+            run_span_id=view.span_id,
+            complete=False,
+        )
+        note = notes.get(view.span_id)
+        if note is None:
+            return False
+        apply_note(late.info.span, note)
+        return True
+
+
+_NO_RUN = Reason("no-run-span", "footprint events without a run span")
+
+
+def _as_note(note: object) -> SpanNote:
+    if not isinstance(note, SpanNote):
+        raise TypeError(f"the decision cache holds a {type(note).__name__}, not a SpanNote")
+    return note

@@ -1,0 +1,154 @@
+"""``otel-footprint serve``: the OTLP hop as a command (flags > config file > OTEL_EXPORTER_OTLP_*).
+
+Prints the bound addresses on stdout once listening (``grpc HOST:PORT``, ``http HOST:PORT``,
+``telemetry HOST:PORT``, then ``ready``), runs until SIGTERM/SIGINT, then shuts down gracefully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+from otel_footprint.service import config as configuration
+from otel_footprint.service import jsonlog
+
+EXIT_CONFIG = 2
+EXIT_STARTUP = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` flags (contract: --config, --grpc, --http, --forward, --forward-protocol, --data-dir)."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="YAML config file (receivers / processing / exporters / service)",
+    )
+    parser.add_argument(
+        "--grpc",
+        metavar="HOST:PORT",
+        help="OTLP/gRPC listen address (default 127.0.0.1:4317; port 0 = any free port)",
+    )
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="OTLP/HTTP listen address (default 127.0.0.1:4318; port 0 = any free port)",
+    )
+    parser.add_argument(
+        "--forward",
+        metavar="URL",
+        help="the next hop: host:port or http(s)://host:port for gRPC, an http(s) URL for OTLP/HTTP",
+    )
+    parser.add_argument(
+        "--forward-protocol",
+        choices=configuration.PROTOCOLS,
+        help="protocol to the next hop (default: grpc, or http/protobuf for a /v1/traces URL)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="journal, run store and lock file (default $XDG_STATE_HOME/otel-footprint)",
+    )
+    parser.add_argument(
+        "--telemetry",
+        metavar="HOST:PORT",
+        help="health and Prometheus metrics listen address (default 127.0.0.1:13133)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override any config key, e.g. --set processing.annotate=false (repeatable)",
+    )
+    parser.add_argument(
+        "--check-config", action="store_true", help="validate the configuration, print it, and exit"
+    )
+
+
+def _config(args: argparse.Namespace) -> configuration.HopConfig:
+    flags = configuration.flag_layer(
+        grpc=args.grpc,
+        http=args.http,
+        forward=args.forward,
+        forward_protocol=args.forward_protocol,
+        data_dir=args.data_dir,
+        telemetry=args.telemetry,
+        sets=args.sets,
+    )
+    return configuration.load(args.config, flags, os.environ)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the hop until a signal; the exit status is 0 after a graceful stop."""
+    try:
+        cfg = _config(args)
+    except configuration.ConfigError as exc:
+        print(f"otel-footprint serve: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    jsonlog.configure(cfg.service.log_level)
+    if args.check_config:
+        print(f"configuration OK (sources: {', '.join(cfg.sources) or 'defaults'})", file=out)
+        print(f"grpc {cfg.receivers.grpc.endpoint}", file=out)
+        print(f"http {cfg.receivers.http.endpoint}", file=out)
+        print(f"forward {cfg.exporter.protocol} {cfg.exporter.traces_target}", file=out)
+        return 0
+
+    from otel_footprint.service.hop import Hop, StartupError
+
+    hop = Hop(cfg)
+    stop = threading.Event()
+    signals_seen = 0
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        nonlocal signals_seen
+        signals_seen += 1
+        if signals_seen > 1:
+            # A second signal: leave now. The journal keeps everything acknowledged.
+            os._exit(130)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            bound = hop.start()
+        except StartupError as exc:
+            print(f"otel-footprint serve: {exc}", file=sys.stderr)
+            _safe_stop(hop)
+            return EXIT_STARTUP
+        for line in (
+            f"grpc {bound.grpc}",
+            f"http {bound.http}",
+            f"telemetry {bound.telemetry}",
+            f"forward {cfg.exporter.protocol} {cfg.exporter.traces_target}",
+            "ready",
+        ):
+            print(line, file=out, flush=True)
+        while not stop.wait(0.5):
+            pass
+        drained = hop.stop()
+        print(
+            "stopped" if drained else "stopped (undelivered batches stay in the journal)",
+            file=out,
+            flush=True,
+        )
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _safe_stop(hop: object) -> None:
+    stop = getattr(hop, "stop", None)
+    if callable(stop):
+        # Startup failed half-way: release what was acquired, best effort.
+        with contextlib.suppress(Exception):
+            stop()

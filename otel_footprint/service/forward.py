@@ -1,0 +1,358 @@
+"""Forwarding to the next hop: OTLP/gRPC or OTLP/HTTP, from the disk journal, with retries and backoff.
+
+Outbound records are sent oldest first; consecutive records of one signal are merged by byte
+concatenation (an OTLP export request is a repeated field, so concatenated requests are one valid
+request). A record is marked done only after the next hop accepted it. Retryable answers
+(UNAVAILABLE, RESOURCE_EXHAUSTED, 429/502/503/504, ...) back off exponentially with jitter and
+honour the server's retry hint; the batch stays in the journal meanwhile, so an outage or a restart
+loses nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import random
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import grpc
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from otel_footprint.service import jsonlog
+from otel_footprint.service.config import ExporterConfig
+from otel_footprint.service.journal import KIND_OUT_LOGS, KIND_OUT_TRACES, Journal, Record
+from otel_footprint.service.metrics import HopMetrics
+
+_log = jsonlog.get("forward")
+
+TRACE_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+LOGS_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+
+Verdict = Literal["ok", "retry", "permanent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One send attempt's result; ``delay`` is the server's retry hint in seconds, when it gave one."""
+
+    verdict: Verdict
+    message: str = ""
+    delay: float | None = None
+    rejected: int = 0
+
+
+_GRPC_RETRYABLE = frozenset(
+    {
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+        # Not retryable per OTLP, but dropping acknowledged spans for a credentials mistake is
+        # worse than holding them on disk until it is fixed (the queue bound gives backpressure).
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+    }
+)
+_HTTP_RETRYABLE = frozenset({401, 403, 408, 429, 502, 503, 504})
+
+
+def _grpc_retry_delay(error: grpc.RpcError) -> float | None:
+    trailers = dict(getattr(error, "trailing_metadata", lambda: None)() or ())
+    raw = trailers.get("grpc-status-details-bin")
+    if isinstance(raw, bytes):
+        status = status_pb2.Status()
+        try:
+            status.ParseFromString(raw)
+        except DecodeError:
+            return None
+        for detail in status.details:
+            info = error_details_pb2.RetryInfo()
+            if detail.Unpack(info):
+                return float(info.retry_delay.seconds + info.retry_delay.nanos / 1e9)
+    return None
+
+
+class GrpcSender:
+    """OTLP/gRPC client sending pre-serialized requests (no re-encoding)."""
+
+    def __init__(self, cfg: ExporterConfig) -> None:
+        self.cfg = cfg
+        options = [("grpc.max_send_message_length", 64 << 20)]
+        if cfg.secure:
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=cfg.tls.ca_file.read_bytes() if cfg.tls.ca_file else None,
+                private_key=cfg.tls.key_file.read_bytes() if cfg.tls.key_file else None,
+                certificate_chain=cfg.tls.cert_file.read_bytes() if cfg.tls.cert_file else None,
+            )
+            self.channel = grpc.secure_channel(cfg.traces_target, creds, options=options)
+        else:
+            self.channel = grpc.insecure_channel(cfg.traces_target, options=options)
+        self._traces = self.channel.unary_unary(
+            TRACE_METHOD,
+            request_serializer=None,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
+        self._logs = self.channel.unary_unary(
+            LOGS_METHOD,
+            request_serializer=None,
+            response_deserializer=ExportLogsServiceResponse.FromString,
+        )
+        self._metadata = tuple(self.cfg.headers)
+        self._compression = grpc.Compression.Gzip if cfg.compression == "gzip" else None
+
+    def send(self, kind: int, payload: bytes) -> Outcome:
+        call = self._traces if kind == KIND_OUT_TRACES else self._logs
+        try:
+            response = call(
+                payload,
+                timeout=self.cfg.timeout,
+                metadata=self._metadata,
+                compression=self._compression,
+            )
+        except grpc.RpcError as error:
+            code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
+            details = error.details() if hasattr(error, "details") else str(error)
+            message = f"{code.name if code else 'UNKNOWN'}: {details}"
+            if code in _GRPC_RETRYABLE:
+                return Outcome("retry", message, _grpc_retry_delay(error))
+            return Outcome("permanent", message)
+        partial = response.partial_success
+        rejected = (
+            partial.rejected_spans
+            if isinstance(response, ExportTraceServiceResponse)
+            else partial.rejected_log_records
+        )
+        return Outcome("ok", partial.error_message, rejected=int(rejected))
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class HttpSender:
+    """OTLP/HTTP (protobuf) client with one keep-alive connection."""
+
+    def __init__(self, cfg: ExporterConfig) -> None:
+        self.cfg = cfg
+        self._conn: http.client.HTTPConnection | None = None
+        self._ssl: ssl.SSLContext | None = None
+        if cfg.secure:
+            ctx = ssl.create_default_context(
+                cafile=str(cfg.tls.ca_file) if cfg.tls.ca_file else None
+            )
+            if cfg.tls.cert_file:
+                ctx.load_cert_chain(
+                    str(cfg.tls.cert_file), str(cfg.tls.key_file) if cfg.tls.key_file else None
+                )
+            self._ssl = ctx
+
+    def _connection(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
+        if self._conn is None:
+            host = url.hostname or "localhost"
+            if url.scheme == "https":
+                self._conn = http.client.HTTPSConnection(
+                    host, url.port or 443, timeout=self.cfg.timeout, context=self._ssl
+                )
+            else:
+                self._conn = http.client.HTTPConnection(
+                    host, url.port or 80, timeout=self.cfg.timeout
+                )
+        return self._conn
+
+    def send(self, kind: int, payload: bytes) -> Outcome:
+        target = self.cfg.traces_target if kind == KIND_OUT_TRACES else self.cfg.logs_target
+        if target is None:
+            return Outcome("permanent", "no logs endpoint configured")
+        url = urllib.parse.urlsplit(target)
+        headers = {"Content-Type": "application/x-protobuf", **dict(self.cfg.headers)}
+        body = payload
+        if self.cfg.compression == "gzip":
+            body = gzip.compress(payload, compresslevel=5)
+            headers["Content-Encoding"] = "gzip"
+        path = url.path or "/"
+        if url.query:
+            path += "?" + url.query
+        try:
+            conn = self._connection(url)
+            conn.request("POST", path, body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as error:
+            self.close()
+            return Outcome("retry", f"{type(error).__name__}: {error}")
+        if response.will_close:
+            self.close()
+        status = response.status
+        if 200 <= status < 300:
+            return Outcome("ok", rejected=_http_rejected(kind, data))
+        message = f"HTTP {status}: {_http_error_message(data)}"
+        if status in _HTTP_RETRYABLE:
+            return Outcome("retry", message, _retry_after(response.getheader("Retry-After")))
+        return Outcome("permanent", message)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _http_rejected(kind: int, data: bytes) -> int:
+    if not data:
+        return 0
+    try:
+        if kind == KIND_OUT_TRACES:
+            traces = ExportTraceServiceResponse.FromString(data)
+            return int(traces.partial_success.rejected_spans)
+        logs = ExportLogsServiceResponse.FromString(data)
+        return int(logs.partial_success.rejected_log_records)
+    except DecodeError:
+        return 0
+
+
+def _http_error_message(data: bytes) -> str:
+    try:
+        return status_pb2.Status.FromString(data).message or data[:200].decode("utf-8", "replace")
+    except DecodeError:
+        return data[:200].decode("utf-8", "replace")
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+Sender = GrpcSender | HttpSender
+
+
+def make_sender(cfg: ExporterConfig) -> Sender:
+    return GrpcSender(cfg) if cfg.protocol == "grpc" else HttpSender(cfg)
+
+
+class Forwarder:
+    """The thread that drains the journal's outbound records to the next hop."""
+
+    def __init__(
+        self,
+        cfg: ExporterConfig,
+        journal: Journal,
+        metrics: HopMetrics,
+        sender: Sender | None = None,
+        sleep: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.journal = journal
+        self.metrics = metrics
+        self.sender = sender or make_sender(cfg)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="otel-footprint-forward", daemon=True
+        )
+        self._sleep = sleep or self._stop.wait
+        self.last_error: str | None = None
+        self.last_success: float | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            batch = self.journal.take_outbound(self.cfg.queue.batch_max_bytes, timeout=0.2)
+            if not batch:
+                continue
+            try:
+                self._deliver(batch)
+            except Exception:  # never let the forwarder die: the batch stays pending on disk
+                _log.exception("forwarding failed unexpectedly; will retry")
+                self.journal.give_back(batch)
+                self._sleep(self.cfg.retry.max_interval)
+
+    def _deliver(self, batch: list[Record]) -> None:
+        kind = batch[0].kind
+        count = sum(r.count for r in batch)
+        seqs = [r.seq for r in batch]
+        if kind == KIND_OUT_LOGS and self.cfg.logs_target is None:
+            self.journal.mark_done(seqs)
+            return
+        payload = b"".join(self.journal.read(r) for r in batch)
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            outcome = self.sender.send(kind, payload)
+            if outcome.verdict == "ok":
+                self.journal.mark_done(seqs)
+                (
+                    self.metrics.spans_forwarded
+                    if kind == KIND_OUT_TRACES
+                    else self.metrics.log_records_forwarded
+                ).inc(count)
+                if outcome.rejected:
+                    self.metrics.spans_rejected_downstream.inc(outcome.rejected)
+                    _log.warning(
+                        "next hop rejected part of a batch",
+                        extra={"rejected": outcome.rejected, "error": outcome.message},
+                    )
+                if self.last_error is not None:
+                    _log.info("next hop reachable again", extra={"after_attempts": attempt + 1})
+                self.last_error = None
+                self.last_success = time.time()
+                return
+            elapsed = time.monotonic() - started
+            max_elapsed = self.cfg.retry.max_elapsed_time
+            if outcome.verdict == "permanent" or (max_elapsed > 0 and elapsed >= max_elapsed):
+                signal = "traces" if kind == KIND_OUT_TRACES else "logs"
+                self.metrics.forward_failed.inc(1, signal)
+                _log.error(
+                    "next hop refused a batch; dropping it",
+                    extra={"signal": signal, "items": count, "error": outcome.message},
+                )
+                self.journal.mark_done(seqs)
+                return
+            self.metrics.forward_retries.inc()
+            if self.last_error != outcome.message:
+                _log.warning(
+                    "forward failed; retrying with backoff",
+                    extra={"error": outcome.message, "items": count},
+                )
+            self.last_error = outcome.message
+            delay = self._backoff(attempt, outcome.delay)
+            attempt += 1
+            if self._sleep(delay) or self._stop.is_set():
+                self.journal.give_back(batch)
+                return
+
+    def _backoff(self, attempt: int, hint: float | None) -> float:
+        retry = self.cfg.retry
+        delay = min(retry.max_interval, retry.initial_interval * (2.0 ** min(attempt, 30)))
+        delay *= random.uniform(0.8, 1.2)  # jitter: many hops must not retry in lockstep
+        if hint is not None:
+            delay = max(delay, min(hint, 60.0))
+        return delay
+
+    def drain(self, deadline: float) -> bool:
+        """Wait until every outbound record was forwarded, or ``deadline`` (monotonic) passes."""
+        while time.monotonic() < deadline:
+            if self.journal.outbound_count == 0:
+                return True
+            time.sleep(0.02)
+        return self.journal.outbound_count == 0
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.journal.wake()
+        self._thread.join(timeout=max(5.0, self.cfg.timeout + 1))
+        self.sender.close()

@@ -1,0 +1,284 @@
+"""One running hop: wires config, journal, run store, pipeline, forwarder, receivers and operations.
+
+Start order makes the journal the source of truth: it is opened (and replayed) before anything
+listens, and on stop the receivers close first, then the buffer is flushed and the forward queue
+drained until the shutdown deadline; whatever was not forwarded stays in the journal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+
+from otel_footprint.runs.model import RunStore
+from otel_footprint.runs.store import MemoryRunStore
+from otel_footprint.service import jsonlog
+from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
+from otel_footprint.service.buffer import BufferLimits
+from otel_footprint.service.config import HopConfig, HostPort
+from otel_footprint.service.forward import Forwarder
+from otel_footprint.service.journal import Journal
+from otel_footprint.service.metrics import HopMetrics
+from otel_footprint.service.ops import OpsServer
+from otel_footprint.service.pipeline import Pipeline, PipelineOptions
+from otel_footprint.service.receivers import GrpcReceiver, HttpReceiver
+from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
+from otel_footprint.service.verdicts import VerdictLog
+
+_log = jsonlog.get("hop")
+
+
+class StartupError(RuntimeError):
+    """The hop cannot start (data directory in use, address in use, a forwarding loop, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    grpc: HostPort
+    http: HostPort
+    telemetry: HostPort
+
+
+class Hop:
+    """The ``serve`` process's components; :meth:`start` then :meth:`stop`."""
+
+    def __init__(self, cfg: HopConfig, stage: AnnotationStage | None = None) -> None:
+        self.cfg = cfg
+        self.metrics = HopMetrics()
+        self._stage = stage
+        self._lock_fd: int | None = None
+        self._started = time.monotonic()
+        self._stopping = False
+        self.bound: Bound | None = None
+        self.store: RunStore | None = None
+        self.verdicts: VerdictLog | None = None
+        self._meter_provider: Any = None
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def _lock_data_dir(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise StartupError(
+                f"data directory {data_dir} is in use by another otel-footprint serve; "
+                "give each instance its own --data-dir"
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    def _check_loop(self, bound: list[HostPort]) -> None:
+        exp = self.cfg.exporter
+        from urllib.parse import urlsplit
+
+        target = exp.traces_target if "://" in exp.traces_target else f"//{exp.traces_target}"
+        parts = urlsplit(target)
+        for addr in bound:
+            same_host = parts.hostname in (addr.host, "localhost", "127.0.0.1") and addr.is_loopback
+            if same_host and parts.port == addr.port:
+                raise StartupError(
+                    f"the forward endpoint {exp.traces_target} is this hop's own receiver {addr}; "
+                    "forward to the next hop instead"
+                )
+
+    def start(self) -> Bound:
+        cfg = self.cfg
+        proc = cfg.processing
+        data_dir = cfg.service.data_dir
+        self._lock_data_dir(data_dir)
+        self.journal = Journal(
+            data_dir / "queue",
+            segment_bytes=cfg.exporter.queue.segment_bytes,
+            max_bytes=cfg.exporter.queue.max_bytes,
+            fsync=cfg.exporter.queue.fsync,
+        )
+        replay = self.journal.open()
+        accounts = proc.run_store.path.with_name("accounts.sqlite")
+        if proc.run_store.kind == "sqlite":
+            self.store = SqliteRunStore(proc.run_store.path)
+            self.verdicts = VerdictLog(accounts, proc.recent_verdicts)
+        elif proc.run_store.kind == "redis":
+            assert proc.run_store.url is not None
+            self.store = RedisRunStore(
+                proc.run_store.url, key_prefix=proc.run_store.key_prefix, ttl=proc.run_store.ttl
+            )
+            # Accounts stay per instance: the query service answers for the runs it decided.
+            self.verdicts = VerdictLog(accounts, proc.recent_verdicts)
+        else:
+            self.store = MemoryRunStore()
+            self.verdicts = VerdictLog(None, proc.recent_verdicts)
+        stage = self._stage
+        if stage is None:
+            stage = FootprintAnnotation(self.store) if proc.annotate else NoAnnotation()
+        limits = BufferLimits(
+            release_grace=proc.release_grace,
+            max_wait=proc.max_wait,
+            max_runs=proc.max_runs,
+            max_bytes=proc.max_bytes,
+            max_spans_per_run=proc.max_spans_per_run,
+            cache_traces=proc.decision_cache_traces,
+            cache_spans=proc.decision_cache_spans,
+        )
+        self.pipeline = Pipeline(
+            PipelineOptions(
+                annotate=proc.annotate,
+                forward_logs=cfg.exporter.logs_target is not None,
+                limits=limits,
+            ),
+            self.journal,
+            stage,
+            self.metrics,
+            self.verdicts,
+        )
+        self.pipeline.recover(replay)
+        self.forwarder = Forwarder(cfg.exporter, self.journal, self.metrics)
+        self.forwarder.start()
+        self.pipeline.start()
+
+        token = cfg.receivers.bearer_token
+        self.http = HttpReceiver(cfg.receivers.http, self.pipeline, self.metrics, token=token)
+        extra: list[grpc.GenericRpcHandler[Any, Any]] = []
+        self.query = None
+        self.grpc = GrpcReceiver(
+            cfg.receivers.grpc,
+            self.pipeline,
+            self.metrics,
+            token=token,
+            workers=cfg.receivers.grpc_workers,
+            extra_handlers=extra,
+        )
+        try:
+            from otel_footprint.service.query import QueryService
+
+            self.query = QueryService(self.verdicts, self.grpc.check_auth)
+            self.grpc.server.add_generic_rpc_handlers((self.query.handler(),))
+        except (ImportError, RuntimeError) as exc:
+            # The generated code needs the protobuf/grpcio it was generated with; OTLP works without it.
+            _log.warning(
+                "query service disabled: its generated code cannot load", extra={"error": str(exc)}
+            )
+        try:
+            grpc_bound = self.grpc.start()
+        except (OSError, RuntimeError) as exc:
+            raise StartupError(
+                f"cannot listen for OTLP/gRPC on {cfg.receivers.grpc.endpoint}: {exc}"
+            ) from exc
+        try:
+            http_bound = self.http.start()
+        except OSError as exc:
+            raise StartupError(
+                f"cannot listen for OTLP/HTTP on {cfg.receivers.http.endpoint}: {exc}"
+            ) from exc
+        try:
+            self.ops = OpsServer(cfg.service.telemetry_endpoint, self.metrics.registry, self.health)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot listen for health/metrics on {cfg.service.telemetry_endpoint}: {exc}"
+            ) from exc
+        ops_bound = self.ops.start()
+        self._check_loop([grpc_bound, http_bound])
+        self._start_otel_metrics()
+        self.bound = Bound(grpc_bound, http_bound, ops_bound)
+        _log.info(
+            "otel-footprint serve started",
+            extra={
+                "grpc": str(grpc_bound),
+                "http": str(http_bound),
+                "telemetry": str(ops_bound),
+                "forward": f"{cfg.exporter.protocol} {cfg.exporter.traces_target}",
+                "annotate": proc.annotate,
+                "data_dir": str(data_dir),
+                "config_sources": list(cfg.sources),
+            },
+        )
+        return self.bound
+
+    def _start_otel_metrics(self) -> None:
+        otlp = self.cfg.service.otlp_metrics
+        if otlp is None:
+            return
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+        from opentelemetry.sdk.resources import Resource
+
+        exporter: MetricExporter
+        if otlp.protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+
+            target = otlp.endpoint
+            exporter = OTLPMetricExporter(endpoint=target, insecure=not target.startswith("https"))
+        else:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter as HttpMetricExporter,
+            )
+
+            exporter = HttpMetricExporter(endpoint=otlp.endpoint)
+        reader = PeriodicExportingMetricReader(
+            exporter, export_interval_millis=otlp.interval * 1000
+        )
+        provider = MeterProvider(
+            metric_readers=[reader],
+            resource=Resource.create({"service.name": "otel-footprint"}),
+        )
+        self.metrics.registry.bind_otel(provider.get_meter("otel_footprint.service"))
+        self._meter_provider = provider
+
+    # -- health --------------------------------------------------------------------------------
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        ok = not self._stopping and self.pipeline.is_running
+        details: dict[str, Any] = {
+            "uptime_seconds": round(time.monotonic() - self._started, 3),
+            "runs_held": self.pipeline.buffer.runs_held,
+            "spans_held": self.pipeline.buffer.spans_held,
+            "queue_batches": self.journal.outbound_count,
+            "queue_bytes": self.journal.disk_bytes,
+            "forward_last_error": self.forwarder.last_error,
+        }
+        if self._stopping:
+            details["stopping"] = True
+        return ok, details
+
+    # -- stop ----------------------------------------------------------------------------------
+
+    def stop(self, out: TextIO | None = None) -> bool:
+        """Graceful shutdown; True when everything held was forwarded before the deadline."""
+        self._stopping = True
+        deadline = time.monotonic() + self.cfg.service.shutdown_timeout
+        grace = min(2.0, self.cfg.service.shutdown_timeout / 4)
+        if self.query is not None:
+            self.query.close()
+        if self.verdicts is not None:
+            self.verdicts.end_streams()
+        self.grpc.stop(grace)
+        self.http.stop()
+        self.pipeline.flush()
+        drained = self.forwarder.drain(deadline)
+        self.forwarder.stop()
+        pending = self.journal.outbound_count
+        self.journal.close()
+        self.ops.stop()
+        if isinstance(self.store, SqliteRunStore | RedisRunStore):
+            self.store.close()
+        if self.verdicts is not None:
+            self.verdicts.close()
+        if self._meter_provider is not None:
+            self._meter_provider.shutdown()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        _log.info(
+            "otel-footprint serve stopped",
+            extra={"drained": drained, "pending_batches": pending},
+        )
+        return drained

@@ -1,0 +1,343 @@
+"""OTLP wire helpers for the hop: decode bodies (protobuf / JSON, gzip), classify spans cheaply, split.
+
+Everything stays protobuf: a request is parsed once, spans are classified by looking only at the
+few attribute keys and event names that mark an agent run, and batches are re-framed without
+re-encoding spans through any SDK object.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from google.rpc import status_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_footprint import semconv
+from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.spans import SpanEventView, any_value_to_python, log_record_event
+
+CONTENT_PROTOBUF: Final = "application/x-protobuf"
+CONTENT_JSON: Final = "application/json"
+
+Signal = Literal["traces", "logs"]
+
+
+class BadRequestError(Exception):
+    """A request the receiver must refuse; ``http_status`` and the gRPC-equivalent reason."""
+
+    def __init__(self, http_status: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        self.reason = reason
+        self.message = message
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+# ---------------------------------------------------------------------------------------------
+
+
+def gunzip_bounded(data: bytes, limit: int) -> bytes:
+    """Decompress a gzip body, refusing (413) anything that inflates past ``limit`` bytes."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise BadRequestError(400, "malformed", f"body is not valid gzip: {exc}") from exc
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise BadRequestError(413, "too_large", f"decompressed body exceeds {limit} bytes")
+    if not inflater.eof:
+        raise BadRequestError(400, "malformed", "gzip body is truncated")
+    return out
+
+
+_ID_FIELDS: Final = {
+    "traceId": 16,
+    "spanId": 8,
+    "parentSpanId": 8,
+    "trace_id": 16,
+    "span_id": 8,
+    "parent_span_id": 8,
+}
+
+
+def _hex_ids_to_base64(node: Any, path: str = "") -> Any:
+    """OTLP/JSON writes trace and span ids as hex; protobuf's JSON mapping expects base64."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _ID_FIELDS and isinstance(value, str):
+                if value == "":
+                    out[key] = ""
+                    continue
+                try:
+                    raw = bytes.fromhex(value)
+                except ValueError as exc:
+                    raise BadRequestError(
+                        400, "malformed", f"{path}{key}: {value!r} is not a hex id"
+                    ) from exc
+                if len(raw) != _ID_FIELDS[key]:
+                    raise BadRequestError(
+                        400,
+                        "malformed",
+                        f"{path}{key}: expected {_ID_FIELDS[key]} bytes, got {len(raw)}",
+                    )
+                out[key] = base64.b64encode(raw).decode("ascii")
+            else:
+                out[key] = _hex_ids_to_base64(value, f"{path}{key}.")
+        return out
+    if isinstance(node, list):
+        return [_hex_ids_to_base64(v, path) for v in node]
+    return node
+
+
+def decode_body(
+    signal: Signal, body: bytes, content_type: str, *, json_allowed: bool = True
+) -> ExportTraceServiceRequest | ExportLogsServiceRequest:
+    """Parse an OTLP/HTTP body (already decompressed) of ``content_type``."""
+    message: ExportTraceServiceRequest | ExportLogsServiceRequest = (
+        ExportTraceServiceRequest() if signal == "traces" else ExportLogsServiceRequest()
+    )
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == CONTENT_PROTOBUF:
+        try:
+            message.ParseFromString(body)
+        except DecodeError as exc:
+            raise BadRequestError(
+                400, "malformed", f"body is not a valid OTLP protobuf message: {exc}"
+            ) from exc
+        return message
+    if media == CONTENT_JSON and json_allowed:
+        try:
+            raw = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequestError(400, "malformed", f"body is not valid JSON: {exc}") from exc
+        try:
+            json_format.ParseDict(_hex_ids_to_base64(raw), message, ignore_unknown_fields=True)
+        except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
+            raise BadRequestError(
+                400, "malformed", f"body is not a valid OTLP/JSON message: {exc}"
+            ) from exc
+        return message
+    raise BadRequestError(
+        415,
+        "unsupported_media_type",
+        f"unsupported content type {content_type!r}; use {CONTENT_PROTOBUF} or {CONTENT_JSON}",
+    )
+
+
+def status_body(code: int, message: str, content_type: str) -> tuple[bytes, str]:
+    """A ``google.rpc.Status`` error body in the request's encoding (OTLP/HTTP failure response)."""
+    status = status_pb2.Status(code=code, message=message)
+    if content_type.split(";", 1)[0].strip().lower() == CONTENT_JSON:
+        return json_format.MessageToJson(status).encode(), CONTENT_JSON
+    return status.SerializeToString(), CONTENT_PROTOBUF
+
+
+def success_body(signal: Signal, content_type: str) -> tuple[bytes, str]:
+    """An empty ``Export*ServiceResponse`` (full success) in the request's encoding."""
+    if content_type.split(";", 1)[0].strip().lower() == CONTENT_JSON:
+        return b"{}", CONTENT_JSON
+    return b"", CONTENT_PROTOBUF
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification: which spans belong to an agent run (touch only a handful of keys)
+# ---------------------------------------------------------------------------------------------
+
+_ROLE_KEYS: Final = frozenset(
+    {
+        semconv.GEN_AI_OPERATION_NAME,
+        semconv.OPENINFERENCE_SPAN_KIND,
+        semconv.TRACELOOP_SPAN_KIND,
+        semconv.LLM_REQUEST_TYPE,
+        semconv.RUN_ID,
+    }
+)
+_EVENT_PREFIXES: Final = (semconv.PREFIX, semconv.UPSTREAM_PREFIX)
+
+
+def is_footprint_event_name(name: str) -> bool:
+    return name.startswith(_EVENT_PREFIXES)
+
+
+def span_role(span: Span) -> SpanRole:
+    """The span's role from the recognition rule (runs/recognize.py), reading only its keys."""
+    found: dict[str, Any] = {}
+    for kv in span.attributes:
+        if kv.key in _ROLE_KEYS:
+            try:
+                found[kv.key] = any_value_to_python(kv.value)
+            except (ValueError, TypeError):
+                continue
+    if not found:
+        return SpanRole.OTHER
+    return role_of(found.get)
+
+
+def has_footprint_events(span: Span) -> bool:
+    return any(ev.name.startswith(_EVENT_PREFIXES) for ev in span.events)
+
+
+def run_id_of(span: Span) -> str | None:
+    for kv in span.attributes:
+        if kv.key == semconv.RUN_ID:
+            value = any_value_to_python(kv.value)
+            return str(value) if value is not None else None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Walking and rebuilding requests
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a span came from in its request: resource and scope, as a content key for regrouping."""
+
+    resource: Resource
+    resource_schema_url: str
+    scope: InstrumentationScope
+    scope_schema_url: str
+    key: bytes
+
+    @staticmethod
+    def of(resource: Resource, r_schema: str, scope: InstrumentationScope, s_schema: str) -> Origin:
+        key = b"\x00".join(
+            (
+                resource.SerializeToString(deterministic=True),
+                r_schema.encode(),
+                scope.SerializeToString(deterministic=True),
+                s_schema.encode(),
+            )
+        )
+        return Origin(resource, r_schema, scope, s_schema, key)
+
+
+def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Origin, Span]]:
+    """Every span with its origin (one :class:`Origin` object per scope block)."""
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            origin = Origin.of(rs.resource, rs.schema_url, ss.scope, ss.schema_url)
+            for span in ss.spans:
+                yield origin, span
+
+
+def count_spans(request: ExportTraceServiceRequest) -> int:
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+
+
+def count_log_records(request: ExportLogsServiceRequest) -> int:
+    return sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+
+
+def build_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> ExportTraceServiceRequest:
+    """One request holding ``spans`` grouped by resource, then scope (copies the spans once)."""
+    out = ExportTraceServiceRequest()
+    by_resource: dict[bytes, Any] = {}
+    for origin, spans in groups.values():
+        if not spans:
+            continue
+        r_key = origin.key.split(b"\x00", 2)[0] + b"\x00" + origin.resource_schema_url.encode()
+        rs = by_resource.get(r_key)
+        if rs is None:
+            rs = out.resource_spans.add()
+            rs.resource.CopyFrom(origin.resource)
+            rs.schema_url = origin.resource_schema_url
+            by_resource[r_key] = rs
+        ss = rs.scope_spans.add()
+        ss.scope.CopyFrom(origin.scope)
+        ss.schema_url = origin.scope_schema_url
+        ss.spans.extend(spans)
+    return out
+
+
+def group_spans(items: list[tuple[Origin, Span]]) -> dict[bytes, tuple[Origin, list[Span]]]:
+    groups: dict[bytes, tuple[Origin, list[Span]]] = {}
+    for origin, span in items:
+        entry = groups.get(origin.key)
+        if entry is None:
+            groups[origin.key] = (origin, [span])
+        else:
+            entry[1].append(span)
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# Log records that carry footprint events
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A footprint event read from a log record, with the span it belongs to."""
+
+    trace_id: bytes
+    span_id: bytes
+    event: SpanEventView
+
+
+def footprint_log_events(request: ExportLogsServiceRequest) -> list[LogEvent]:
+    """The log records that carry a footprint event and name a span (others are only forwarded)."""
+    found: list[LogEvent] = []
+    for rl in request.resource_logs:
+        for sl in rl.scope_logs:
+            for record in sl.log_records:
+                if len(record.trace_id) != 16 or len(record.span_id) != 8:
+                    continue
+                name = record.event_name or _event_name_attribute(record)
+                if not name or not is_footprint_event_name(name):
+                    continue
+                try:
+                    view = log_record_event(record, semconv.LOG_EVENT_NAME_ATTR)
+                except (ValueError, TypeError):
+                    continue
+                if view is not None:
+                    found.append(LogEvent(bytes(record.trace_id), bytes(record.span_id), view))
+    return found
+
+
+def _event_name_attribute(record: LogRecord) -> str:
+    for kv in record.attributes:
+        if kv.key == semconv.LOG_EVENT_NAME_ATTR and kv.value.WhichOneof("value") == "string_value":
+            return kv.value.string_value
+    return ""
+
+
+def footprint_log_subset(request: ExportLogsServiceRequest) -> ExportLogsServiceRequest | None:
+    """The part of a logs request whose records carry footprint events (None when there is none)."""
+    out = ExportLogsServiceRequest()
+    kept = False
+    for rl in request.resource_logs:
+        target_rl = None
+        for sl in rl.scope_logs:
+            target_sl = None
+            for record in sl.log_records:
+                name = record.event_name or _event_name_attribute(record)
+                if not name or not is_footprint_event_name(name):
+                    continue
+                if target_rl is None:
+                    target_rl = out.resource_logs.add()
+                    target_rl.resource.CopyFrom(rl.resource)
+                    target_rl.schema_url = rl.schema_url
+                if target_sl is None:
+                    target_sl = target_rl.scope_logs.add()
+                    target_sl.scope.CopyFrom(sl.scope)
+                    target_sl.schema_url = sl.schema_url
+                target_sl.log_records.append(record)
+                kept = True
+    return out if kept else None

@@ -1,0 +1,392 @@
+"""The hop's pipeline between receivers and forwarder: journal, run buffer, release worker, annotation.
+
+A receiver hands over a parsed request; the pipeline classifies its spans, journals them (held
+input or outbound batch), updates the run buffer and returns only once the journal is fsync'd —
+then the receiver acknowledges. The release worker decides released runs, writes their annotated
+spans to the journal as one outbound batch, and only then retires the held input records.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_footprint.service import jsonlog
+from otel_footprint.service.annotation import AnnotationStage, Decision
+from otel_footprint.service.buffer import BufferLimits, LateSpan, Release, RunBuffer, SpanInfo
+from otel_footprint.service.journal import (
+    KIND_HELD_LOGS,
+    KIND_HELD_TRACES,
+    KIND_OUT_LOGS,
+    KIND_OUT_TRACES,
+    Journal,
+    QueueFullError,
+    Replay,
+)
+from otel_footprint.service.metrics import HopMetrics
+from otel_footprint.service.otlp import (
+    Origin,
+    build_request,
+    count_log_records,
+    count_spans,
+    footprint_log_events,
+    footprint_log_subset,
+    group_spans,
+    has_footprint_events,
+    iter_spans,
+    span_role,
+)
+from otel_footprint.service.verdicts import VerdictLog
+
+_log = jsonlog.get("pipeline")
+
+
+class OverloadedError(Exception):
+    """The hop cannot take this request now; the sender should retry after ``retry_after`` s."""
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOptions:
+    annotate: bool = True
+    forward_logs: bool = True
+    limits: BufferLimits = field(default_factory=BufferLimits)
+
+
+def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
+    """Every span of a request with its role (reads only the recognition keys and event names)."""
+    out: list[SpanInfo] = []
+    for origin, span in iter_spans(request):
+        out.append(
+            SpanInfo(
+                origin,
+                span,
+                span_role(span),
+                has_footprint_events(span),
+                bytes(span.trace_id),
+                bytes(span.span_id),
+                bytes(span.parent_span_id),
+            )
+        )
+    return out
+
+
+def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
+    return build_request(group_spans(list(items))).SerializeToString()
+
+
+class Pipeline:
+    """Journal + run buffer + release worker; thread-safe entry points for the receivers."""
+
+    def __init__(
+        self,
+        options: PipelineOptions,
+        journal: Journal,
+        stage: AnnotationStage,
+        metrics: HopMetrics,
+        verdicts: VerdictLog | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.options = options
+        self.journal = journal
+        self.stage = stage
+        self.metrics = metrics
+        self.verdicts = verdicts
+        self.clock = clock
+        self.buffer = RunBuffer(options.limits)
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._forced: list[Release] = []
+        self._pending_release_bytes = 0
+        self._stop = False
+        self._worker = threading.Thread(
+            target=self._run, name="otel-footprint-release", daemon=True
+        )
+        m = metrics
+        m.runs_held.set_reader(lambda: self.buffer.runs_held)
+        m.spans_held.set_reader(lambda: self.buffer.spans_held)
+        m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self._pending_release_bytes)
+        m.queue_bytes.set_reader(lambda: journal.pending_bytes)
+        m.queue_batches.set_reader(lambda: journal.outbound_count)
+
+    # -- startup -------------------------------------------------------------------------------
+
+    def recover(self, replay: Replay) -> None:
+        """Put held input found in the journal back into the buffer (after a crash or restart)."""
+        now = self.clock()
+        spans = events = 0
+        with self._lock:
+            for record, payload in replay.held:
+                if record.kind == KIND_HELD_TRACES:
+                    request = ExportTraceServiceRequest.FromString(payload)
+                    infos = classify(request)
+                    size = len(payload) // max(len(infos), 1)
+                    self._forced.extend(self.buffer.hold(infos, record.seq, size, now))
+                    spans += len(infos)
+                elif record.kind == KIND_HELD_LOGS:
+                    logs = ExportLogsServiceRequest.FromString(payload)
+                    found = [(e.trace_id, e.span_id, e.event) for e in footprint_log_events(logs)]
+                    kept, releases = self.buffer.hold_events(found, record.seq, now)
+                    self._forced.extend(releases)
+                    events += kept
+                    if kept == 0:
+                        self.journal.mark_done([record.seq])
+        if replay.held or replay.outbound:
+            _log.info(
+                "recovered from the journal",
+                extra={
+                    "held_spans": spans,
+                    "held_log_events": events,
+                    "outbound_batches": replay.outbound,
+                    "truncated_bytes": replay.truncated_bytes,
+                },
+            )
+
+    def start(self) -> None:
+        self._worker.start()
+
+    # -- the receivers' side -------------------------------------------------------------------
+
+    def _admit(self) -> None:
+        # Released runs still waiting for the worker count against the memory bound: when the
+        # worker falls behind, senders are told to retry instead of memory growing.
+        if self._pending_release_bytes > self.options.limits.max_bytes:
+            raise OverloadedError("the hop is behind deciding released runs", retry_after=1.0)
+
+    def ingest_traces(
+        self, request: ExportTraceServiceRequest, wire: bytes | None, transport: str
+    ) -> int:
+        """Accept a traces request durably; returns the number of spans accepted."""
+        total = count_spans(request)
+        if total == 0:
+            return 0
+        if wire is None:
+            wire = request.SerializeToString()
+        if not self.options.annotate:
+            self._append_and_sync([(KIND_OUT_TRACES, wire, total)])
+            self.metrics.spans_received.inc(total, transport)
+            self.metrics.spans_passed_through.inc(total)
+            self.metrics.spans_queued.inc(total)
+            return total
+        infos = classify(request)
+        size_each = max(len(wire) // total, 1)
+        late_annotated = 0
+        with self._lock:
+            self._admit()
+            hold, late, passed = self.buffer.route(infos)
+            for item in late:
+                if self._annotate_late(item):
+                    late_annotated += 1
+            records: list[tuple[int, bytes, int]] = []
+            if hold:
+                payload = (
+                    wire if len(hold) == total else _serialize([(s.origin, s.span) for s in hold])
+                )
+                records.append((KIND_HELD_TRACES, payload, len(hold)))
+            outbound = [(s.origin, s.span) for s in passed] + [
+                (x.info.origin, x.info.span) for x in late
+            ]
+            if outbound:
+                untouched = len(outbound) == total and late_annotated == 0
+                payload = wire if untouched else _serialize(outbound)
+                records.append((KIND_OUT_TRACES, payload, len(outbound)))
+            last = self._append(records)
+            if hold:
+                releases = self.buffer.hold(hold, last - len(records) + 1, size_each, self.clock())
+                self._queue_releases(releases)
+        self.journal.sync(last)
+        self.metrics.spans_received.inc(total, transport)
+        if passed:
+            self.metrics.spans_passed_through.inc(len(passed))
+        if late:
+            self.metrics.late_spans.inc(len(late))
+            self.metrics.spans_annotated.inc(late_annotated)
+        if passed or late:
+            self.metrics.spans_queued.inc(len(passed) + len(late))
+        return total
+
+    def _annotate_late(self, item: LateSpan) -> bool:
+        try:
+            return self.stage.annotate_late(item)
+        except Exception:  # a bad cached note must not stop the span
+            self.metrics.decision_errors.inc()
+            _log.exception("annotating a late span failed; forwarding it as received")
+            return False
+
+    def ingest_logs(
+        self, request: ExportLogsServiceRequest, wire: bytes | None, transport: str
+    ) -> int:
+        """Accept a logs request: forwarded as is, footprint events kept for the span join."""
+        total = count_log_records(request)
+        if total == 0:
+            return 0
+        if wire is None:
+            wire = request.SerializeToString()
+        records: list[tuple[int, bytes, int]] = []
+        if self.options.forward_logs:
+            records.append((KIND_OUT_LOGS, wire, total))
+        events = footprint_log_events(request) if self.options.annotate else []
+        if events:
+            subset = footprint_log_subset(request)
+            assert subset is not None
+            records.append((KIND_HELD_LOGS, subset.SerializeToString(), len(events)))
+        if not records:
+            return total
+        done_now: list[int] = []
+        with self._lock:
+            if events:
+                self._admit()
+            last = self._append(records)
+            if events:
+                found = [(e.trace_id, e.span_id, e.event) for e in events]
+                kept, releases = self.buffer.hold_events(found, last, self.clock())
+                self._queue_releases(releases)
+                if kept == 0:
+                    done_now.append(last)
+        self.journal.sync(last)
+        if done_now:
+            self.journal.mark_done(done_now)
+        self.metrics.log_records_received.inc(total, transport)
+        return total
+
+    def _append(self, records: list[tuple[int, bytes, int]]) -> int:
+        try:
+            seqs = self.journal.append(records)
+        except QueueFullError as exc:
+            raise OverloadedError(str(exc), retry_after=2.0) from exc
+        return seqs[-1]
+
+    def _append_and_sync(self, records: list[tuple[int, bytes, int]]) -> None:
+        last = self._append(records)
+        self.journal.sync(last)
+
+    def _queue_releases(self, releases: list[Release]) -> None:
+        if releases:
+            self._forced.extend(releases)
+            self._pending_release_bytes += sum(r.size for r in releases)
+            self._wake.notify()
+
+    # -- the release worker --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._stop:
+                    return
+                releases, orphans = self._take_due()
+                if not releases and not orphans:
+                    due = self.buffer.next_due()
+                    wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
+                    self._wake.wait(wait)
+                    continue
+            self._settle(releases, orphans)
+
+    def _take_due(self) -> tuple[list[Release], list[int]]:
+        # Called with the lock held.
+        releases = self._forced + self.buffer.poll(self.clock())
+        self._forced = []
+        return releases, self.buffer.take_orphan_done()
+
+    def _settle(self, releases: list[Release], orphans: list[int]) -> None:
+        if orphans:
+            self.journal.mark_done(orphans)
+        for release in releases:
+            self._process(release)
+
+    def process_due(self) -> int:
+        """Decide and queue whatever is due now, on the calling thread; returns releases handled.
+
+        The worker does this continuously; tests with a fake clock call it directly.
+        """
+        with self._lock:
+            releases, orphans = self._take_due()
+        self._settle(releases, orphans)
+        return len(releases)
+
+    def _process(self, release: Release) -> None:
+        started = time.perf_counter()
+        decisions: list[Decision] = []
+        try:
+            decisions = self.stage.annotate(release)
+        except Exception:  # the spans must flow on whatever the engine does
+            self.metrics.decision_errors.inc()
+            _log.exception(
+                "deciding a released trace failed; forwarding it unannotated",
+                extra={"trace_id": release.trace_id.hex()},
+            )
+        elapsed = time.perf_counter() - started
+        if self.verdicts is not None:
+            # Before the spans leave: whoever sees the annotation can query the account.
+            for d in decisions:
+                self.verdicts.publish(d)
+        spans = list(release.spans())
+        if spans:
+            self.metrics.decision_latency.observe(elapsed)
+            payload = _serialize([(h.info.origin, h.info.span) for h in spans])
+            with self._lock:
+                last = self.journal.append([(KIND_OUT_TRACES, payload, len(spans))], admit=False)[
+                    -1
+                ]
+                notes: dict[bytes, object] = {}
+                for d in decisions:
+                    notes.update(d.notes)
+                if notes:
+                    self.buffer.remember(release.trace_id, notes)
+                self._pending_release_bytes = max(0, self._pending_release_bytes - release.size)
+            self.journal.sync(last)
+        self.journal.mark_done(release.seqs_done)
+        self._account(release, decisions, len(spans))
+
+    def _account(self, release: Release, decisions: list[Decision], spans: int) -> None:
+        m = self.metrics
+        m.spans_queued.inc(spans)
+        m.spans_annotated.inc(sum(d.annotated_spans for d in decisions))
+        runs = max(len(release.units), 1) if spans else 0
+        if runs:
+            m.runs_released.inc(runs, release.cause)
+        if release.cause == "timeout":
+            m.runs_released_timeout.inc(runs)
+        elif release.cause == "overflow":
+            m.runs_released_overflow.inc(runs, release.limit or "unknown")
+        now = self.clock()
+        for unit in release.units:
+            if unit.run_arrived is not None:
+                m.release_delay.observe(max(0.0, now - unit.run_arrived))
+        if release.cause in ("overflow", "timeout"):
+            _log.warning(
+                "released a trace early",
+                extra={
+                    "trace_id": release.trace_id.hex(),
+                    "cause": release.cause,
+                    "limit": release.limit,
+                    "spans": spans,
+                },
+            )
+
+    # -- shutdown ------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Stop the worker, then release and queue everything still held (graceful shutdown)."""
+        with self._lock:
+            self._stop = True
+            self._wake.notify_all()
+        if self._worker.is_alive():
+            self._worker.join()
+        with self._lock:
+            releases, orphans = self._take_due()
+            releases += self.buffer.release_everything(self.clock())
+            orphans += self.buffer.take_orphan_done()
+        self._settle(releases, orphans)
+
+    @property
+    def is_running(self) -> bool:
+        return self._worker.is_alive()

@@ -1,0 +1,198 @@
+"""Run stores for the hop (``RunStore``: bytes by key): embedded SQLite by default, Redis when shared.
+
+They hold what a later leg of a run needs from an earlier one (the engine's state). One instance
+uses SQLite in its data directory; instances behind the ``loadbalancing`` exporter share Redis
+(see docs/deploy.md), because a resumed leg is a new trace and may land on another instance.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sqlite3
+import ssl
+import threading
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from otel_footprint.service import jsonlog
+
+_log = jsonlog.get("runstore")
+
+
+class SqliteRunStore:
+    """``get``/``put`` of opaque bytes by key in one SQLite file (WAL mode, safe across threads)."""
+
+    def __init__(self, path: Path, table: str = "run_state") -> None:
+        if not table.isidentifier():
+            raise ValueError(f"not a table name: {table!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._table = table
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the tail).
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            "key TEXT PRIMARY KEY, value BLOB NOT NULL, updated REAL NOT NULL DEFAULT (julianday('now')))"
+        )
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT value FROM {self._table} WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put(self, key: str, value: bytes) -> None:
+        with self._lock:
+            self._db.execute(
+                f"INSERT INTO {self._table} (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = julianday('now')",
+                (key, value),
+            )
+
+    def keys(self, limit: int = 1000) -> list[str]:
+        """The most recently written keys, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT key FROM {self._table} ORDER BY updated DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class RedisRunStore:
+    """A run store shared by several hops (scale-out): Redis ``GET``/``SET`` over RESP, no client lib.
+
+    A resumed leg is a new trace, so the ``loadbalancing`` exporter may route it to another hop;
+    that hop reads the earlier leg's state here. An unreachable Redis degrades to "no earlier leg"
+    (the engine then says so with a reason) instead of failing the run.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        key_prefix: str = "otel-footprint:",
+        ttl: float = 7 * 86400,
+        timeout: float = 2.0,
+    ) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+            raise ValueError(f"not a redis:// URL: {url!r}")
+        self.host = parts.hostname
+        self.port = parts.port or 6379
+        self.tls = parts.scheme == "rediss"
+        self.password = urllib.parse.unquote(parts.password) if parts.password else None
+        self.username = urllib.parse.unquote(parts.username) if parts.username else None
+        path = parts.path.strip("/")
+        self.db = int(path) if path else 0
+        self.key_prefix = key_prefix
+        self.ttl = int(ttl)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._reader: Any = None
+
+    # -- RESP ----------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        if self.tls:
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        self._sock = sock
+        self._reader = sock.makefile("rb")
+        if self.password is not None:
+            args = (
+                ["AUTH", self.username, self.password] if self.username else ["AUTH", self.password]
+            )
+            self._call(*args)
+        if self.db:
+            self._call("SELECT", str(self.db))
+
+    def _call(self, *args: str | bytes) -> Any:
+        assert self._sock is not None
+        out = [f"*{len(args)}\r\n".encode()]
+        for arg in args:
+            data = arg.encode() if isinstance(arg, str) else arg
+            out.append(f"${len(data)}\r\n".encode() + data + b"\r\n")
+        self._sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _reply(self) -> Any:
+        line = self._reader.readline()
+        if not line:
+            raise ConnectionError("redis closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RedisError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            size = int(rest)
+            if size < 0:
+                return None
+            data = self._reader.read(size + 2)
+            return bytes(data[:-2])
+        if kind == b"*":
+            return [self._reply() for _ in range(int(rest))]
+        raise ConnectionError(f"unexpected redis reply {line[:20]!r}")
+
+    def _command(self, *args: str | bytes) -> Any:
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._sock is None:
+                        self._connect()
+                    return self._call(*args)
+                except (OSError, ConnectionError):
+                    self._close_socket()
+                    if attempt == 2:
+                        raise
+            return None
+
+    def _close_socket(self) -> None:
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+        self._sock = None
+        self._reader = None
+
+    # -- RunStore ------------------------------------------------------------------------------
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            value = self._command("GET", self.key_prefix + key)
+        except (OSError, ConnectionError, RedisError) as exc:
+            _log.warning("run store unreachable; deciding without it", extra={"error": str(exc)})
+            return None
+        return value if isinstance(value, bytes) else None
+
+    def put(self, key: str, value: bytes) -> None:
+        args: list[str | bytes] = ["SET", self.key_prefix + key, value]
+        if self.ttl > 0:
+            args += ["EX", str(self.ttl)]
+        try:
+            self._command(*args)
+        except (OSError, ConnectionError, RedisError) as exc:
+            _log.warning(
+                "run store unreachable; a later leg will not see this one",
+                extra={"error": str(exc)},
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_socket()
+
+
+class RedisError(Exception):
+    """An error reply from Redis."""

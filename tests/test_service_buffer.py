@@ -1,0 +1,220 @@
+"""The run buffer in isolation: release timing, late spans, limits and the decision cache (fake clock)."""
+
+from __future__ import annotations
+
+import itertools
+
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_footprint import semconv
+from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.service.buffer import BufferLimits, RunBuffer, SpanInfo
+from otel_footprint.service.otlp import Origin, has_footprint_events, span_role
+
+_ids = itertools.count(1)
+ORIGIN = Origin.of(Resource(), "", InstrumentationScope(name="t"), "")
+
+
+def _span(
+    trace: int, parent: bytes = b"", op: str | None = None, run_id: str | None = None
+) -> Span:
+    span = Span(
+        trace_id=trace.to_bytes(16, "big"),
+        span_id=next(_ids).to_bytes(8, "big"),
+        parent_span_id=parent,
+        name=op or "plain",
+    )
+    if op is not None:
+        span.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.string_value = op
+    if run_id is not None:
+        span.attributes.add(key=semconv.RUN_ID).value.string_value = run_id
+    return span
+
+
+def info(span: Span) -> SpanInfo:
+    return SpanInfo(
+        ORIGIN,
+        span,
+        span_role(span),
+        has_footprint_events(span),
+        bytes(span.trace_id),
+        bytes(span.span_id),
+        bytes(span.parent_span_id),
+    )
+
+
+def limits(**overrides: float) -> BufferLimits:
+    base = {"release_grace": 1.0, "max_wait": 30.0}
+    base.update(overrides)
+    return BufferLimits(**base)  # type: ignore[arg-type]
+
+
+def test_plain_traces_pass_through_and_agent_traces_are_held() -> None:
+    buf = RunBuffer(limits())
+    root = _span(1, op="invoke_agent", run_id="r1")
+    chat = _span(1, parent=root.span_id, op="chat")
+    plain = _span(2)
+    hold, late, passed = buf.route([info(chat), info(plain)])
+    assert [h.span for h in hold] == [chat]
+    assert [p.span for p in passed] == [plain]
+    assert late == []
+
+
+def test_a_plain_span_in_a_held_trace_is_held_with_it() -> None:
+    buf = RunBuffer(limits())
+    root = _span(1, op="invoke_agent")
+    chat = _span(1, parent=root.span_id, op="chat")
+    step = _span(1, parent=root.span_id)
+    hold, _, _ = buf.route([info(chat), info(step)])
+    assert len(hold) == 2  # the plain span joins because its trace has a run-ish span
+    buf.hold(hold, seq=1, size_each=10, now=0.0)
+    hold2, _, passed2 = buf.route([info(_span(1, parent=root.span_id))])
+    assert len(hold2) == 1 and passed2 == []
+
+
+def test_run_released_after_grace_once_its_run_span_arrives() -> None:
+    buf = RunBuffer(limits(release_grace=1.0))
+    root = _span(1, op="invoke_agent", run_id="r1")
+    chat = _span(1, parent=root.span_id, op="chat")
+    buf.hold([info(chat)], seq=1, size_each=10, now=0.0)
+    assert buf.poll(5.0) == []  # no run span yet, well before max_wait
+    buf.hold([info(root)], seq=2, size_each=10, now=5.0)
+    assert buf.poll(5.5) == []  # within the grace
+    releases = buf.poll(6.01)
+    assert len(releases) == 1
+    rel = releases[0]
+    assert rel.cause == "ended"
+    assert {h.info.span_id for h in rel.spans()} == {root.span_id, chat.span_id}
+    assert sorted(rel.seqs_done) == [1, 2]
+    assert buf.runs_held == 0 and buf.spans_held == 0 and buf.bytes_held == 0
+
+
+def test_timeout_releases_incomplete_runs() -> None:
+    buf = RunBuffer(limits(max_wait=10.0))
+    root = _span(1, op="invoke_agent")
+    chat = _span(1, parent=root.span_id, op="chat")
+    buf.hold([info(chat)], seq=1, size_each=10, now=0.0)
+    assert buf.poll(9.9) == []
+    (rel,) = buf.poll(10.0)
+    assert rel.cause == "timeout"
+    assert [u.run_span for u in rel.units] == [None]
+
+
+def test_late_spans_of_a_decided_run_use_the_decision_cache() -> None:
+    buf = RunBuffer(limits())
+    root = _span(1, op="invoke_agent")
+    chat = _span(1, parent=root.span_id, op="chat")
+    buf.hold([info(root), info(chat)], seq=1, size_each=10, now=0.0)
+    (rel,) = buf.poll(2.0)
+    note = object()
+    late_child = _span(1, parent=root.span_id, op="execute_tool")
+    buf.remember(rel.trace_id, {late_child.span_id: note})
+    hold, late, passed = buf.route([info(late_child)])
+    assert hold == [] and passed == []
+    assert late[0].note is note and late[0].run_span_id == root.span_id
+
+
+def test_a_new_run_in_a_finished_trace_is_held_again() -> None:
+    buf = RunBuffer(limits())
+    # Runs under a (not yet arrived) request span: finishing one leaves the trace open.
+    first = _span(1, op="invoke_agent", parent=b"\x09" * 8)
+    buf.hold([info(first)], seq=1, size_each=10, now=0.0)
+    (rel,) = buf.poll(2.0)
+    assert rel.cause == "ended"
+    second = _span(1, op="invoke_agent", parent=b"\x09" * 8)
+    hold, late, _ = buf.route([info(second)])
+    assert len(hold) == 1 and late == []
+
+
+def test_overflow_on_runs_releases_the_oldest_unannotated() -> None:
+    buf = RunBuffer(limits(max_runs=2))
+    for trace in (1, 2):
+        buf.hold([info(_span(trace, op="chat"))], seq=trace, size_each=10, now=float(trace))
+    releases = buf.hold([info(_span(3, op="chat"))], seq=3, size_each=10, now=3.0)
+    assert [(r.cause, r.limit, r.trace_id) for r in releases] == [
+        ("overflow", "runs", (1).to_bytes(16, "big"))
+    ]
+    assert buf.runs_held == 2
+
+
+def test_overflow_on_bytes_and_on_spans_per_run() -> None:
+    buf = RunBuffer(limits(max_bytes=25))
+    buf.hold([info(_span(1, op="chat"))], seq=1, size_each=10, now=0.0)
+    buf.hold([info(_span(2, op="chat"))], seq=2, size_each=10, now=0.0)
+    releases = buf.hold([info(_span(3, op="chat"))], seq=3, size_each=10, now=0.0)
+    assert [(r.limit, r.trace_id[-1]) for r in releases] == [("bytes", 1)]
+    assert buf.bytes_held == 20
+
+    buf = RunBuffer(limits(max_spans_per_run=2))
+    root = _span(9, op="invoke_agent")
+    spans = [info(_span(9, parent=root.span_id, op="chat")) for _ in range(3)]
+    (rel,) = buf.hold(spans, seq=1, size_each=1, now=0.0)
+    assert (rel.cause, rel.limit, rel.span_count) == ("overflow", "spans", 3)
+    # Later spans of that trace are late (decided unannotated), never held again.
+    _, late, _ = buf.route([info(root)])
+    assert len(late) == 1 and late[0].cause == "overflow"
+
+
+def test_nested_runs_release_separately() -> None:
+    buf = RunBuffer(limits())
+    outer = _span(1, op="invoke_agent")
+    inner = _span(1, parent=outer.span_id, op="invoke_agent")
+    inner_chat = _span(1, parent=inner.span_id, op="chat")
+    outer_chat = _span(1, parent=outer.span_id, op="chat")
+    buf.hold([info(inner_chat), info(inner), info(outer_chat)], seq=1, size_each=1, now=0.0)
+    (rel,) = buf.poll(1.5)
+    assert {h.info.span_id for h in rel.spans()} == {inner.span_id, inner_chat.span_id}
+    assert buf.spans_held == 1
+    buf.hold([info(outer)], seq=2, size_each=1, now=2.0)
+    (rel2,) = buf.poll(3.5)
+    assert {h.info.span_id for h in rel2.spans()} == {outer.span_id, outer_chat.span_id}
+    assert rel2.seqs_done == [1, 2]
+
+
+def test_the_root_span_closes_the_trace() -> None:
+    buf = RunBuffer(limits())
+    root = _span(1)  # a plain request span above the agent
+    run = _span(1, parent=root.span_id, op="invoke_agent")
+    stray = _span(1, parent=b"\x07" * 8, op="chat")  # its parent never arrives
+    buf.hold([info(run), info(stray)], seq=1, size_each=1, now=0.0)
+    (first,) = buf.poll(1.5)
+    assert {h.info.span_id for h in first.spans()} == {run.span_id}
+    _, _, passed = buf.route([info(root)])
+    assert passed == []  # the trace is still active: the root is held
+    buf.hold([info(root)], seq=2, size_each=1, now=2.0)
+    (last,) = buf.poll(3.5)
+    # The stray chat joins the trace's only run (already decided): it leaves as a late span.
+    assert [h.info.span_id for h in last.late] == [stray.span_id]
+    assert [h.info.span_id for h in last.others] == [root.span_id]
+    _, late, _ = buf.route([info(_span(1, parent=root.span_id))])
+    assert len(late) == 1  # the root closed the trace
+
+
+def test_log_events_join_and_are_freed_with_their_span() -> None:
+    from otel_footprint.runs.spans import SpanEventView
+
+    buf = RunBuffer(limits())
+    root = _span(1, op="invoke_agent")
+    chat = _span(1, parent=root.span_id, op="chat")
+    event = SpanEventView(semconv.EV_CONTEXT_EVALUATED, 1, (), via="log-record")
+    kept, _ = buf.hold_events([(bytes(chat.trace_id), bytes(chat.span_id), event)], seq=7, now=0.0)
+    assert kept == 1 and buf.runs_held == 1
+    buf.hold([info(chat), info(root)], seq=8, size_each=1, now=0.0)
+    (rel,) = buf.poll(1.5)
+    (unit,) = rel.units
+    assert unit.log_events == {bytes(chat.span_id): [event]}
+    assert sorted(rel.seqs_done) == [7, 8]
+
+
+def test_classification_reads_roles_and_footprint_events() -> None:
+    chat = _span(1, op="chat")
+    assert span_role(chat) is SpanRole.PASS
+    plain = _span(1)
+    assert span_role(plain) is SpanRole.OTHER and not has_footprint_events(plain)
+    plain.events.add(name=semconv.EV_CONTEXT_INJECTED)
+    assert has_footprint_events(plain)
+    garbage = _span(1)
+    garbage.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.int_value = 42
+    assert span_role(garbage) is SpanRole.OTHER

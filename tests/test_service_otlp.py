@@ -1,0 +1,189 @@
+"""OTLP wire helpers and the Prometheus exposition: JSON ids, bounded gzip, error bodies, metrics text."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from google.rpc import status_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_footprint import semconv
+from otel_footprint.service.metrics import HopMetrics, Registry
+from otel_footprint.service.otlp import (
+    BadRequestError,
+    build_request,
+    decode_body,
+    footprint_log_events,
+    group_spans,
+    gunzip_bounded,
+    iter_spans,
+    status_body,
+)
+
+TRACE_HEX = "5b8efff798038103d269b633813fc60c"
+SPAN_HEX = "eee19b7ec3c1b174"
+
+
+def _json_request() -> bytes:
+    return json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {
+                        "attributes": [{"key": "service.name", "value": {"stringValue": "a"}}]
+                    },
+                    "scopeSpans": [
+                        {
+                            "scope": {"name": "s"},
+                            "spans": [
+                                {
+                                    "traceId": TRACE_HEX,
+                                    "spanId": SPAN_HEX,
+                                    "parentSpanId": "",
+                                    "name": "invoke_agent x",
+                                    "kind": 1,
+                                    "startTimeUnixNano": "1",
+                                    "endTimeUnixNano": "2",
+                                    "someFutureField": True,
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    ).encode()
+
+
+def test_otlp_json_uses_hex_ids_and_ignores_unknown_fields() -> None:
+    msg = decode_body("traces", _json_request(), "application/json")
+    assert isinstance(msg, ExportTraceServiceRequest)
+    ((_, span),) = list(iter_spans(msg))
+    assert span.trace_id.hex() == TRACE_HEX and span.span_id.hex() == SPAN_HEX
+
+
+@pytest.mark.parametrize(
+    ("body", "ctype", "status"),
+    [
+        (b"\xff\xff\xff", "application/x-protobuf", 400),
+        (b"{not json", "application/json", 400),
+        (
+            json.dumps(
+                {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xyz"}]}]}]}
+            ).encode(),
+            "application/json",
+            400,
+        ),
+        (b"", "text/plain", 415),
+    ],
+)
+def test_bad_bodies_are_refused_with_the_otlp_status(body: bytes, ctype: str, status: int) -> None:
+    with pytest.raises(BadRequestError) as err:
+        decode_body("traces", body, ctype)
+    assert err.value.http_status == status
+
+
+def test_gzip_bodies_are_bounded_after_inflation() -> None:
+    data = b"a" * 10_000
+    assert gunzip_bounded(gzip.compress(data), 10_000) == data
+    with pytest.raises(BadRequestError) as err:
+        gunzip_bounded(gzip.compress(data), 9_999)
+    assert err.value.http_status == 413
+    with pytest.raises(BadRequestError):
+        gunzip_bounded(b"not gzip at all", 100)
+
+
+def test_error_bodies_follow_the_request_encoding() -> None:
+    body, ctype = status_body(3, "bad", "application/x-protobuf")
+    assert ctype == "application/x-protobuf"
+    assert status_pb2.Status.FromString(body).message == "bad"
+    body, ctype = status_body(3, "bad", "application/json; charset=utf-8")
+    assert ctype == "application/json" and json.loads(body)["message"] == "bad"
+
+
+def test_regrouping_keeps_resource_and_scope() -> None:
+    msg = decode_body("traces", _json_request(), "application/json")
+    assert isinstance(msg, ExportTraceServiceRequest)
+    rebuilt = build_request(group_spans(list(iter_spans(msg))))
+    assert rebuilt == msg
+
+
+def test_footprint_log_events_need_a_span_and_a_footprint_name() -> None:
+    req = ExportLogsServiceRequest()
+    scope = req.resource_logs.add().scope_logs.add()
+    good = scope.log_records.add(event_name=semconv.EV_CONTEXT_EVALUATED)
+    good.trace_id, good.span_id = bytes.fromhex(TRACE_HEX), bytes.fromhex(SPAN_HEX)
+    scope.log_records.add(event_name=semconv.EV_CONTEXT_EVALUATED)  # no span: not joinable
+    other = scope.log_records.add(event_name="app.login")
+    other.trace_id, other.span_id = good.trace_id, good.span_id
+    by_attr = scope.log_records.add()
+    by_attr.trace_id, by_attr.span_id = good.trace_id, good.span_id
+    kv = by_attr.attributes.add(key=semconv.LOG_EVENT_NAME_ATTR)
+    kv.value.string_value = semconv.EV_CONTEXT_INJECTED
+    events = footprint_log_events(req)
+    assert [e.event.name for e in events] == [
+        semconv.EV_CONTEXT_EVALUATED,
+        semconv.EV_CONTEXT_INJECTED,
+    ]
+
+
+def test_prometheus_text_format() -> None:
+    reg = Registry()
+    counter = reg.counter("things", "Things seen.", ("kind",))
+    counter.inc(2, 'a"b')
+    gauge = reg.gauge("level", "A level.", read=lambda: 1.5)
+    hist = reg.histogram("wait_seconds", "Waits.", buckets=(0.1, 1.0))
+    hist.observe(0.05)
+    hist.observe(5.0)
+    text = reg.render_prometheus()
+    assert "# TYPE otel_footprint_things_total counter" in text
+    assert 'otel_footprint_things_total{kind="a\\"b"} 2' in text
+    assert "otel_footprint_level 1.5" in text
+    assert 'otel_footprint_wait_seconds_bucket{le="0.1"} 1' in text
+    assert 'otel_footprint_wait_seconds_bucket{le="1"} 1' in text
+    assert 'otel_footprint_wait_seconds_bucket{le="+Inf"} 2' in text
+    assert "otel_footprint_wait_seconds_count 2" in text
+    assert gauge.value() == 1.5
+    with pytest.raises(ValueError):
+        counter.inc(-1, "a")
+
+
+def test_the_hop_metrics_cover_the_issue_list() -> None:
+    text = HopMetrics().registry.render_prometheus()
+    for name in (
+        "spans_received_total",
+        "spans_annotated_total",
+        "spans_forwarded_total",
+        "forward_retries_total",
+        "spans_queued_total",
+        "runs_released_timeout_total",
+        "runs_released_overflow_total",
+        "decision_latency_seconds",
+        "runs_held",
+        "bytes_held",
+    ):
+        assert f"otel_footprint_{name}" in text
+
+
+def test_metrics_bridge_to_opentelemetry() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    metrics = HopMetrics()
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    metrics.registry.bind_otel(provider.get_meter("t"))
+    metrics.spans_received.inc(7, "grpc")
+    metrics.decision_latency.observe(0.01)
+    data = reader.get_metrics_data()
+    assert data is not None
+    names = {
+        m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    }
+    received = names["otel_footprint.spans.received"]
+    assert [p.value for p in received.data.data_points] == [7]
+    assert "otel_footprint.decision.latency.seconds" in names
+    provider.shutdown()

@@ -1,0 +1,162 @@
+"""The pipeline in-process with a fake clock: what the annotation says on timeout, overflow, late spans.
+
+Real journal on disk, real engine and annotators; only time is driven by the test.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_footprint import semconv
+from otel_footprint.runs.spans import any_value_to_python
+from otel_footprint.service.annotation import FootprintAnnotation, NoAnnotation
+from otel_footprint.service.buffer import BufferLimits
+from otel_footprint.service.journal import Journal
+from otel_footprint.service.metrics import HopMetrics
+from otel_footprint.service.pipeline import Pipeline, PipelineOptions
+
+_ids = itertools.count(1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _span(trace: int, op: str | None, parent: bytes = b"", **attrs: Any) -> Span:
+    span = Span(
+        trace_id=trace.to_bytes(16, "big"),
+        span_id=next(_ids).to_bytes(8, "big"),
+        parent_span_id=parent,
+        name=op or "plain",
+        start_time_unix_nano=1,
+        end_time_unix_nano=2,
+    )
+    if op is not None:
+        span.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.string_value = op
+    for key, value in attrs.items():
+        span.attributes.add(key=key.replace("__", ".")).value.string_value = value
+    return span
+
+
+def _request(*spans: Span) -> ExportTraceServiceRequest:
+    req = ExportTraceServiceRequest()
+    scope = req.resource_spans.add().scope_spans.add()
+    scope.spans.extend(spans)
+    return req
+
+
+def _pipeline(tmp_path: Path, clock: Clock, **limits: Any) -> tuple[Pipeline, Journal, HopMetrics]:
+    journal = Journal(tmp_path / "queue", fsync=False)
+    journal.open()
+    metrics = HopMetrics()
+    base: dict[str, Any] = {"release_grace": 1.0, "max_wait": 10.0}
+    base.update(limits)
+    pipeline = Pipeline(
+        PipelineOptions(limits=BufferLimits(**base)),
+        journal,
+        FootprintAnnotation(),
+        metrics,
+        clock=clock,
+    )
+    return pipeline, journal, metrics
+
+
+def _forwarded(journal: Journal) -> dict[bytes, Span]:
+    """Every span in the journal's outbound records (what the forwarder would send)."""
+    out: dict[bytes, Span] = {}
+    while batch := journal.take_outbound(1 << 30, timeout=0):
+        for record in batch:
+            req = ExportTraceServiceRequest.FromString(journal.read(record))
+            for rs in req.resource_spans:
+                for ss in rs.scope_spans:
+                    for span in ss.spans:
+                        out[bytes(span.span_id)] = span
+        journal.mark_done([r.seq for r in batch])
+    return out
+
+
+def _attrs(span: Span) -> dict[str, Any]:
+    return {kv.key: any_value_to_python(kv.value) for kv in span.attributes}
+
+
+def test_a_run_is_decided_and_its_held_input_retired(tmp_path: Path) -> None:
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock)
+    run = _span(1, "invoke_agent", footprint__run__id="r1")
+    chat = _span(1, "chat", parent=run.span_id)
+    pipeline.ingest_traces(_request(chat), None, "test")
+    pipeline.ingest_traces(_request(run), None, "test")
+    assert pipeline.process_due() == 0
+    assert len(journal.pending_seqs()) == 2  # both held records wait in the journal
+    clock.now += 1.5
+    assert pipeline.process_due() == 1
+    out = _forwarded(journal)
+    assert _attrs(out[bytes(run.span_id)])[semconv.RUN_COMPLETE] is True
+    assert journal.pending_seqs() == []
+    assert metrics.runs_released.value("ended") == 1
+
+
+def test_timeout_marks_the_run_incomplete_and_a_late_run_span_says_so(tmp_path: Path) -> None:
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock)
+    run = _span(2, "invoke_agent", footprint__run__id="r2")
+    chat = _span(2, "chat", parent=run.span_id)
+    pipeline.ingest_traces(_request(chat), None, "test")
+    clock.now += 10.5
+    pipeline.process_due()
+    out = _forwarded(journal)
+    assert "timeout" in _attrs(out[bytes(chat.span_id)])[semconv.RUN_REASONS]
+    assert metrics.runs_released_timeout.value() == 1
+    # The run span comes after the decision: forwarded at once, marked incomplete.
+    pipeline.ingest_traces(_request(run), None, "test")
+    late = _forwarded(journal)[bytes(run.span_id)]
+    assert _attrs(late)[semconv.RUN_COMPLETE] is False
+    assert "timeout" in _attrs(late)[semconv.RUN_REASONS]
+    assert metrics.late_spans.value() == 1
+
+
+def test_overflow_forwards_unannotated_with_the_reason(tmp_path: Path) -> None:
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock, max_runs=1)
+    first = _span(3, "invoke_agent", footprint__run__id="first")
+    pipeline.ingest_traces(_request(_span(3, "chat", parent=first.span_id), first), None, "test")
+    pipeline.ingest_traces(_request(_span(4, "chat")), None, "test")  # pushes trace 3 out
+    pipeline.process_due()
+    out = _forwarded(journal)
+    first_attrs = _attrs(out[bytes(first.span_id)])
+    assert first_attrs[semconv.RUN_COMPLETE] is False
+    assert "overflow" in first_attrs[semconv.RUN_REASONS]
+    assert semconv.RUN_MODE not in first_attrs  # not decided
+    assert metrics.runs_released_overflow.value("runs") == 1
+
+
+def test_spans_of_no_run_are_forwarded_untouched_at_once(tmp_path: Path) -> None:
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock)
+    plain = _span(5, None)
+    request = _request(plain)
+    wire = request.SerializeToString()
+    pipeline.ingest_traces(request, wire, "test")
+    (record,) = journal.take_outbound(1 << 20, timeout=0)
+    assert journal.read(record) == wire  # the very bytes received: parsed once, never re-encoded
+    assert metrics.spans_passed_through.value() == 1
+
+
+def test_annotation_off_forwards_everything_as_received(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "q", fsync=False)
+    journal.open()
+    pipeline = Pipeline(PipelineOptions(annotate=False), journal, NoAnnotation(), HopMetrics())
+    run = _span(6, "invoke_agent")
+    request = _request(_span(6, "chat", parent=run.span_id), run)
+    pipeline.ingest_traces(request, request.SerializeToString(), "test")
+    assert pipeline.buffer.spans_held == 0
+    assert len(_forwarded(journal)) == 2

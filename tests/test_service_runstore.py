@@ -1,0 +1,163 @@
+"""Run stores on real backends: SQLite in tmp, and Redis when a redis-server binary is installed."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
+
+
+def test_sqlite_store_keeps_values_across_reopen(tmp_path: Path) -> None:
+    store = SqliteRunStore(tmp_path / "runs.sqlite")
+    assert store.get("run-1") is None
+    store.put("run-1", b"\x00leg-state")
+    store.put("run-1", b"newer")
+    store.close()
+    again = SqliteRunStore(tmp_path / "runs.sqlite")
+    assert again.get("run-1") == b"newer"
+    assert again.keys() == ["run-1"]
+    again.close()
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--requirepass",
+            "pw",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"redis://:pw@127.0.0.1:{port}/2"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_redis_store_is_shared_between_instances(redis_url: str) -> None:
+    a = RedisRunStore(redis_url, key_prefix="t:")
+    b = RedisRunStore(redis_url, key_prefix="t:")
+    value = bytes(range(256)) * 4  # binary-safe
+    a.put("run-9", value)
+    assert b.get("run-9") == value
+    assert b.get("missing") is None
+    other_prefix = RedisRunStore(redis_url, key_prefix="u:")
+    assert other_prefix.get("run-9") is None
+    for store in (a, b, other_prefix):
+        store.close()
+
+
+def test_an_unreachable_redis_degrades_to_no_state() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = RedisRunStore(f"redis://127.0.0.1:{port}/0", timeout=0.5)
+    store.put("run", b"x")  # logged, not raised: the run is still decided
+    assert store.get("run") is None
+
+
+def test_a_wrong_password_is_reported_as_no_state(redis_url: str) -> None:
+    bad = RedisRunStore(redis_url.replace(":pw@", ":nope@"))
+    assert bad.get("run-9") is None
+    with pytest.raises(ValueError):
+        RedisRunStore("http://not-redis:1")
+
+
+def test_a_resumed_leg_on_another_hop_reads_the_shared_store(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Scale-out: leg 1 decided by hop A, leg 2 (a new trace) by hop B, one Redis between them."""
+    from test_service_support import HopProcess, Sink, attrs, emit_run, sdk_client
+
+    from otel_footprint import semconv
+
+    sink = Sink().start()
+    shared = (
+        "--set",
+        "processing.run_store.kind=redis",
+        "--set",
+        f"processing.run_store.url={redis_url}",
+        "--set",
+        "processing.release_grace=200ms",
+    )
+    hop_a = HopProcess(tmp_path / "a", sink.endpoint, *shared).start()
+    hop_b = HopProcess(tmp_path / "b", sink.endpoint, *shared).start()
+    try:
+        client_a, client_b = sdk_client(hop_a.grpc), sdk_client(hop_b.grpc)
+        emit_run(client_a.tracer, "paused-run", passes=2, run_events=[semconv.EV_PAUSE_REQUEST])
+        client_a.flush()
+        _, leg2 = emit_run(
+            client_b.tracer,
+            "paused-run",
+            passes=1,
+            mounted=False,
+            run_events=[semconv.EV_PAUSE_RESUME],
+            first_iteration=3,
+        )
+        _, stray = emit_run(
+            client_b.tracer,
+            "never-seen",
+            passes=1,
+            mounted=False,
+            run_events=[semconv.EV_PAUSE_RESUME],
+            first_iteration=3,
+        )
+        client_b.flush()
+
+        def annotated(span_id: str) -> dict[str, object]:
+            assert sink.wait_for(
+                lambda: any(
+                    s.span_id.hex() == span_id and semconv.RUN_COMPLETE in attrs(s)
+                    for s in sink.spans()
+                ),
+                15,
+            )
+            return next(attrs(s) for s in sink.spans() if s.span_id.hex() == span_id)
+
+        resumed = annotated(leg2)
+        assert resumed[semconv.RUN_RESUMED] is True
+        assert "no-prior-leg" not in resumed.get(semconv.RUN_REASONS, ())
+        # The plan (maps.mounted) exists only in leg 1: hop B got it through Redis.
+        assert resumed[semconv.RUN_MODE] == semconv.MODE_SHADOW
+        control = annotated(stray)
+        # Without an earlier leg in the store there is no plan to decide with.
+        assert semconv.RUN_MODE not in control
+        assert control[semconv.RUN_REASONS]
+        client_a.shutdown()
+        client_b.shutdown()
+    finally:
+        assert hop_a.terminate() == 0, hop_a.stderr()
+        assert hop_b.terminate() == 0, hop_b.stderr()
+        sink.stop()
