@@ -263,8 +263,6 @@ RUN_FINDINGS: Final = "footprint.run.findings"
 finding rides a ``footprint.run.finding`` event with its sentence."""
 EV_RUN_FINDING: Final = "footprint.run.finding"
 FINDING_TEXT: Final = "footprint.finding.text"
-RUN_DECISION_LATENCY_MS: Final = "footprint.run.decision_latency_ms"
-RUN_LEG: Final = "footprint.run.leg"
 RUN_RESUMED: Final = "footprint.run.resumed"
 
 MODE_VERIFY: Final = "verify"

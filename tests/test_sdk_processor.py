@@ -193,7 +193,12 @@ def test_force_flush_releases_held_runs_open_ones_marked(pipeline: Any) -> None:
 def test_shutdown_exports_runs_in_flight_then_refuses_spans(pipeline: Any) -> None:
     p = pipeline(grace_seconds=60)
     run_script(p.tracer, SCENARIOS["stuck-verify"].script)
-    assert p.exported() == []
+    # Tool spans are passed on at once (they only serve as evidence); the run and its passes are
+    # held until the grace ends, which shutdown must not wait for.
+    held_roles = {"invoke_agent", "chat"}
+    assert not [
+        s for s in p.exported() if (s.attributes or {}).get(sc.GEN_AI_OPERATION_NAME) in held_roles
+    ]
     p.processor.shutdown()
     (run,) = p.attrs("invoke_agent ops-assistant")
     assert run[sc.RUN_PARKED_MAPS] == ("skill-map",) and run[sc.RUN_PASSES] == 30

@@ -1,9 +1,10 @@
 """The bounded per-trace run buffer shared by the span processor and the annotating exporter.
 
-Callers offer ended spans; spans of agent runs are held until the run span has ended plus a grace
-period (late children), or until a maximum wait, then decided and annotated on ONE background
-worker thread and handed to a sink. Bounded in runs and spans per run; overflow releases the oldest
-run unannotated with the reason on its spans, and every release is counted.
+Callers offer ended spans (and footprint events that arrived as log records); spans of agent runs
+are held until the run span has ended plus a grace period (late children), or until a maximum wait,
+then decided and annotated on ONE background worker thread and handed to a sink. Bounded in runs,
+spans and log records per run; overflow releases the oldest run unannotated with the reason on its
+spans, and every release is counted.
 """
 
 from __future__ import annotations
@@ -28,20 +29,23 @@ from otel_footprint.annotate.sdk import annotated_copy
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole, role_of
-from otel_footprint.runs.spans import SdkSpanView
+from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 from otel_footprint.sdk.decide import Decider
 
 _logger = logging.getLogger(__name__)
 
 Sink = Callable[[Sequence[ReadableSpan]], bool | None]
 """Hands released spans on; returning False counts a failed send (``sink_failures``)."""
-Cause = Literal["decide", "timeout", "flush", "overflow", "span-limit", "orphan", "backlog"]
+Cause = Literal[
+    "decide", "timeout", "flush", "overflow", "span-limit", "log-limit", "orphan", "backlog"
+]
 
 _PREFIXES = ("footprint.", "agentfootprint.")
 
 REASON_TIMEOUT = "timeout"
 REASON_OVERFLOW = "overflow"
 REASON_SPAN_LIMIT = "span-limit"
+REASON_LOG_LIMIT = "log-limit"
 REASON_FLUSH = "flush"
 REASON_ERROR = "decision-error"
 
@@ -68,6 +72,11 @@ def span_role(span: ReadableSpan) -> SpanRole:
     if not attributes or ROLE_KEYS.isdisjoint(attributes):
         return SpanRole.OTHER
     return role_of(attributes.get)
+
+
+def is_footprint_event_name(name: str) -> bool:
+    """Whether an event name (of a span event or a log record) is a footprint input event."""
+    return name.startswith(_PREFIXES) and is_footprint_input_event(name)
 
 
 def carries_footprint_events(span: ReadableSpan) -> bool:
@@ -106,6 +115,8 @@ class BufferStats:
     """Oldest runs released unannotated because ``max_runs`` were held."""
     runs_span_limit: int = 0
     """Runs released unannotated because they reached ``max_spans_per_run``."""
+    runs_log_limit: int = 0
+    """Runs released unannotated because they reached ``max_log_records_per_run``."""
     runs_released_raw: int = 0
     """Runs released unannotated (reason ``overflow``) on the releasing thread because the worker
     was ``max_runs`` runs behind."""
@@ -116,8 +127,19 @@ class BufferStats:
     """The sink raised (logged)."""
     sink_failures: int = 0
     """The sink reported a failed send (an exporter's FAILURE result)."""
+    log_records_seen: int = 0
+    """Footprint log records offered (log records of other names are never counted)."""
+    log_records_held: int = 0
+    """Footprint log records joined to a held run: its decision reads them as the span's events."""
+    log_records_unowned: int = 0
+    """Footprint log records of a trace with no run held (no run span started, no span id):
+    consumed without a decision."""
+    log_records_late: int = 0
+    """Footprint log records of a trace whose run was already released."""
+    log_records_after_shutdown: int = 0
     held_runs: int = 0
     held_spans: int = 0
+    held_log_records: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counters by name."""
@@ -141,15 +163,19 @@ class _Run:
     live: list[ReadableSpan] = field(default_factory=list)
     """Run spans that started and have not ended (a processor's ``on_start``): their events so
     far say whether this run has anything to decide before its children end."""
+    logs: dict[int, list[SpanEventView]] = field(default_factory=dict)
+    """Footprint events that arrived as log records, by the span id they name, in arrival order."""
+    log_count: int = 0
 
 
 class RunBuffer:
     """Holds spans per trace and releases each trace's run through ``decide`` to ``sink``.
 
-    ``run_started`` (from a processor's ``on_start``) and ``offer`` (an ended span) are called on
-    application threads and only append under one lock; deciding, annotating and the sink run on
-    the buffer's worker thread. ``offer`` returns False when the caller should hand the span on
-    itself right away (it is still kept as evidence when its trace is held).
+    ``run_started`` (from a processor's ``on_start``), ``offer`` (an ended span) and ``offer_log``
+    (a footprint event that arrived as a log record) are called on application threads and only
+    append under one lock; deciding, annotating and the sink run on the buffer's worker thread.
+    ``offer`` returns False when the caller should hand the span on itself right away (it is still
+    kept as evidence when its trace is held).
     """
 
     def __init__(
@@ -162,14 +188,15 @@ class RunBuffer:
         orphan_wait_seconds: float | None = None,
         max_runs: int = 1000,
         max_spans_per_run: int = 5000,
+        max_log_records_per_run: int = 5000,
         span_limits: SpanLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
         name: str = "footprint-runs",
     ) -> None:
         if grace_seconds < 0 or max_wait_seconds <= 0:
             raise ValueError("grace_seconds must be >= 0 and max_wait_seconds > 0")
-        if max_runs < 1 or max_spans_per_run < 1:
-            raise ValueError("max_runs and max_spans_per_run must be >= 1")
+        if max_runs < 1 or max_spans_per_run < 1 or max_log_records_per_run < 1:
+            raise ValueError("max_runs, max_spans_per_run and max_log_records_per_run must be >= 1")
         self._sink = sink
         self._decide = decide
         self._grace = grace_seconds
@@ -179,6 +206,7 @@ class RunBuffer:
         self._orphan_wait = max_wait_seconds if orphan_wait_seconds is None else orphan_wait_seconds
         self._max_runs = max_runs
         self._max_spans = max_spans_per_run
+        self._max_logs = max_log_records_per_run
         self._limits = span_limits
         self._clock = clock
         self._lock = threading.Condition(threading.Lock())
@@ -255,6 +283,10 @@ class RunBuffer:
                 # trace may hold several runs one after another.
                 run = self._track(trace_id)
             run.spans.append(span)
+            if not footprint and run.logs and context.span_id in run.logs:
+                # Its footprint events came as log records: it is held like a span carrying them
+                # (notes may name it), and the decision joins the records to it.
+                footprint = True
             if role is SpanRole.RUN and run.live:
                 # on_end gets a fresh ReadableSpan, not the live object: match by span id.
                 ended = context.span_id
@@ -288,6 +320,35 @@ class RunBuffer:
             if len(run.spans) >= self._max_spans:
                 self._release(run, "span-limit")
             return hold
+
+    def offer_log(self, trace_id: int, span_id: int, event: SpanEventView) -> bool:
+        """A footprint event that arrived as a log record naming span ``span_id`` of ``trace_id``.
+
+        Joined to the trace's held run: the run now has footprint events (its run and model-call
+        spans are held and it is decided, as for a span event) and the record's span is held when
+        it ends. A record of a trace with no run held is not kept and holds nothing: in-process a
+        run span starts (``run_started``) before any record can name it or its children, so such
+        a record belongs to no run this buffer could decide. True when the event was kept.
+        """
+        with self._lock:
+            counts = self._counts
+            counts["log_records_seen"] += 1
+            if self._closed:
+                counts["log_records_after_shutdown"] += 1
+                return False
+            # Ids 0 are the invalid context: a record emitted outside any span.
+            run = self._held.get(trace_id) if trace_id and span_id else None
+            if run is None:
+                late = trace_id in self._released
+                counts["log_records_late" if late else "log_records_unowned"] += 1
+                return False
+            run.logs.setdefault(span_id, []).append(event)
+            run.log_count += 1
+            run.has_footprint = True
+            counts["log_records_held"] += 1
+            if run.log_count >= self._max_logs:
+                self._release(run, "log-limit")
+            return True
 
     # ── bookkeeping (lock held) ───────────────────────────────────────────────────────────────
 
@@ -400,7 +461,7 @@ class RunBuffer:
             self._count("runs_decided" if run.has_footprint else "runs_without_footprint")
             return
         notes: dict[str, SpanNote]
-        if cause in ("overflow", "span-limit", "backlog"):
+        if cause in ("overflow", "span-limit", "log-limit", "backlog"):
             if cause == "overflow":
                 self._count("runs_overflowed")
                 reason = Reason(REASON_OVERFLOW, "released unannotated: too many runs held at once")
@@ -408,6 +469,12 @@ class RunBuffer:
                 self._count("runs_span_limit")
                 reason = Reason(
                     REASON_SPAN_LIMIT, "released unannotated: too many spans in one run"
+                )
+            elif cause == "log-limit":
+                self._count("runs_log_limit")
+                reason = Reason(
+                    REASON_LOG_LIMIT,
+                    "released unannotated: too many footprint log records in one run",
                 )
             else:  # counted as runs_released_raw where it happened
                 reason = Reason(
@@ -430,7 +497,13 @@ class RunBuffer:
                 self._count("runs_flushed_open")
                 incomplete = Reason(REASON_FLUSH, "decided at a flush before the run ended")
             try:
-                notes = self._decide(run.spans, incomplete)
+                if run.logs:
+                    log_events = {
+                        format(span_id, "016x"): events for span_id, events in run.logs.items()
+                    }
+                    notes = self._decide(run.spans, incomplete, log_events=log_events)
+                else:
+                    notes = self._decide(run.spans, incomplete)
                 self._count("runs_decided")
             except Exception as exc:  # a bad run must never stop the pipeline
                 _logger.exception(
@@ -510,4 +583,5 @@ class RunBuffer:
             counts["spans_passed"] += quick
             counts["held_runs"] = len(self._held)
             counts["held_spans"] = sum(len(r.held) for r in self._held.values())
+            counts["held_log_records"] = sum(r.log_count for r in self._held.values())
         return BufferStats(**counts)

@@ -1,4 +1,4 @@
-"""From one trace's held SDK spans to the notes to write on them: group, decide, annotate.
+"""From one trace's held SDK spans (and footprint log records) to the notes to write on them.
 
 The buffer calls this on its worker thread; it is the only place the SDK path meets runs/.
 """
@@ -6,7 +6,8 @@ The buffer calls this on its worker thread; it is the only place the SDK path me
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -20,10 +21,27 @@ from otel_footprint.annotate.form import (
 from otel_footprint.runs.engine import EngineOptions, decide_run
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.model import Reason, RunStore, RunVerdict
-from otel_footprint.runs.spans import SdkSpanView
+from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 
-Decider = Callable[[Sequence[ReadableSpan], Reason | None], dict[str, SpanNote]]
-"""``(spans of one trace, why it is incomplete or None) -> notes by span id``."""
+LogEvents = Mapping[str, Sequence[SpanEventView]]
+"""Footprint events that arrived as log records, by the span id (hex) they name."""
+
+
+class Decider(Protocol):
+    """``(spans of one trace, why it is incomplete or None) -> notes by span id``.
+
+    ``log_events`` is passed (by keyword) only when the trace has footprint events that arrived as
+    log records, so a decider written for span events alone keeps working for such traces.
+    """
+
+    def __call__(
+        self,
+        spans: Sequence[ReadableSpan],
+        incomplete: Reason | None,
+        /,
+        *,
+        log_events: LogEvents | None = None,
+    ) -> dict[str, SpanNote]: ...
 
 
 def make_decider(
@@ -33,7 +51,7 @@ def make_decider(
     annotate_options: AnnotateOptions | None = None,
     on_verdict: Callable[[RunVerdict], None] | None = None,
 ) -> Decider:
-    """The engine pipeline as a :data:`Decider`: group_runs -> decide_run -> annotations_for.
+    """The engine pipeline as a :class:`Decider`: group_runs -> decide_run -> annotations_for.
 
     ``incomplete`` (a timeout, a flush before the run span ended) marks every verdict of the trace
     ``complete=false`` with that reason: the decision stands on the spans that had arrived.
@@ -42,9 +60,17 @@ def make_decider(
     options = annotate_options or AnnotateOptions()
     engine = engine_options or EngineOptions()
 
-    def decide(spans: Sequence[ReadableSpan], incomplete: Reason | None) -> dict[str, SpanNote]:
+    def decide(
+        spans: Sequence[ReadableSpan],
+        incomplete: Reason | None,
+        /,
+        *,
+        log_events: LogEvents | None = None,
+    ) -> dict[str, SpanNote]:
         notes: dict[str, SpanNote] = {}
-        for run in group_runs(SdkSpanView(s) for s in spans):
+        # Log-record events join their spans inside group_runs: the engine then reads them exactly
+        # as it reads span events (ordered by time, then span order), so the verdict is the same.
+        for run in group_runs((SdkSpanView(s) for s in spans), log_events):
             if run.run_span is None:
                 notes = merge_notes(
                     notes, unannotated_notes(run, run.reason or _NO_RUN, complete=None)

@@ -24,6 +24,7 @@ _RUN_OUTCOMES = {
     "runs_flushed_open": "flushed-open",
     "runs_overflowed": "overflow",
     "runs_span_limit": "span-limit",
+    "runs_log_limit": "log-limit",
     "runs_released_raw": "released-raw",
     "decision_errors": "error",
 }

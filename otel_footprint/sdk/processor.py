@@ -1,4 +1,5 @@
-"""FootprintSpanProcessor: annotates agent runs in-process, then exports through a BatchSpanProcessor.
+"""FootprintSpanProcessor: annotates agent runs in-process, then exports through a BatchSpanProcessor;
+FootprintLogRecordProcessor: feeds it the footprint events that travel as log records.
 
 Spans of no agent run go straight to the batch queue. Spans of a run are held until its run span
 has ended plus a grace period, decided and annotated on a background worker, and only then queued;
@@ -7,20 +8,33 @@ nothing is decided or exported on the application's thread.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanLimits, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from otel_footprint import semconv
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.runs.engine import EngineOptions
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
+from otel_footprint.runs.spans import SpanEventView
+from otel_footprint.sdk.buffer import (
+    BufferStats,
+    RunBuffer,
+    carries_footprint_events,
+    is_footprint_event_name,
+    span_role,
+)
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
+
+_logger = logging.getLogger(__name__)
 
 
 class FootprintSpanProcessor(SpanProcessor):
@@ -31,6 +45,12 @@ class FootprintSpanProcessor(SpanProcessor):
     arrived, with ``footprint.run.complete=false`` and reason ``timeout``. At most ``max_runs`` traces
     and ``max_spans_per_run`` spans per trace are held; past either bound the oldest (or the full)
     run is released unannotated with reason ``overflow`` / ``span-limit`` on its spans.
+
+    Footprint events may also travel as log records tied to a span (the recorder's
+    ``emit_as="log"``): add :meth:`log_record_processor` to the ``LoggerProvider`` the agent logs
+    through (``setup(..., logger_provider=...)`` does). They are joined to their spans and the run
+    is decided exactly as with span events; at most ``max_log_records_per_run`` are kept per trace,
+    past which the run is released unannotated with reason ``log-limit``.
 
     Only spans that can receive notes are held back: run and model-call spans of a run whose
     spans (the live run span included: ``maps.mounted`` comes first) carry footprint events, and
@@ -52,6 +72,7 @@ class FootprintSpanProcessor(SpanProcessor):
         max_wait_seconds: float = 120.0,
         max_runs: int = 1000,
         max_spans_per_run: int = 5000,
+        max_log_records_per_run: int = 5000,
         annotate_options: AnnotateOptions | None = None,
         engine_options: EngineOptions | None = None,
         run_store: RunStore | None = None,
@@ -77,6 +98,7 @@ class FootprintSpanProcessor(SpanProcessor):
             orphan_wait_seconds=grace_seconds,
             max_runs=max_runs,
             max_spans_per_run=max_spans_per_run,
+            max_log_records_per_run=max_log_records_per_run,
             span_limits=span_limits,
             name="footprint-span-processor",
         )
@@ -115,6 +137,30 @@ class FootprintSpanProcessor(SpanProcessor):
         ) or not self._buffer.offer(span, role, footprint):
             self._batch.on_end(span)
 
+    def log_record_processor(
+        self,
+        exporter: LogRecordExporter | None = None,
+        *,
+        blrp_max_queue_size: int | None = None,
+        blrp_schedule_delay_millis: float | None = None,
+        blrp_max_export_batch_size: int | None = None,
+        blrp_export_timeout_millis: float | None = None,
+    ) -> FootprintLogRecordProcessor:
+        """A log record processor feeding this processor's runs (add it to a ``LoggerProvider``).
+
+        ``exporter``: where the log records go on, untouched, through a
+        ``BatchLogRecordProcessor`` (the ``blrp_*`` arguments are its usual settings). None: they
+        are read and go nowhere from here (other processors of the provider still see them).
+        """
+        return FootprintLogRecordProcessor(
+            self,
+            exporter,
+            blrp_max_queue_size=blrp_max_queue_size,
+            blrp_schedule_delay_millis=blrp_schedule_delay_millis,
+            blrp_max_export_batch_size=blrp_max_export_batch_size,
+            blrp_export_timeout_millis=blrp_export_timeout_millis,
+        )
+
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Decide and queue every held run now, then flush the batch processor."""
         released = self._buffer.flush(timeout_millis / 1000)
@@ -128,3 +174,83 @@ class FootprintSpanProcessor(SpanProcessor):
     def stats(self) -> BufferStats:
         """Counters: spans passed/held/late/annotated, runs decided/timed out/overflowed, ..."""
         return self._buffer.stats()
+
+
+class FootprintLogRecordProcessor(LogRecordProcessor):
+    """Hands footprint events that arrive as log records to a span processor's run buffer.
+
+    Pairs with one :class:`FootprintSpanProcessor` (or use its :meth:`~FootprintSpanProcessor.
+    log_record_processor`). A record whose event name
+    (``LogRecord.event_name``, or the older ``event.name`` attribute) starts ``footprint.`` or
+    ``agentfootprint.`` and that names a span is kept, under its trace and span id, with the run
+    that trace holds: the trace is held as for a footprint span event, and when the run is
+    released its decision reads the record as one of that span's events. A record of a trace with
+    no run held (no run span started, no span context, a run already released) is not kept and
+    holds nothing; counted in the span processor's ``stats()`` (``log_records_*``).
+
+    Every record, footprint or not, goes on untouched and at once to ``exporter`` (through a
+    ``BatchLogRecordProcessor``) when one is given; without one the records are only read here:
+    a footprint event then survives only as the annotations it leads to, unless another processor
+    of the ``LoggerProvider`` exports the records. Nothing here raises into the application.
+    """
+
+    def __init__(
+        self,
+        span_processor: FootprintSpanProcessor,
+        exporter: LogRecordExporter | None = None,
+        *,
+        blrp_max_queue_size: int | None = None,
+        blrp_schedule_delay_millis: float | None = None,
+        blrp_max_export_batch_size: int | None = None,
+        blrp_export_timeout_millis: float | None = None,
+    ) -> None:
+        self._buffer = span_processor._buffer
+        self._batch: BatchLogRecordProcessor | None = None
+        if exporter is not None:
+            self._batch = BatchLogRecordProcessor(
+                exporter,
+                max_queue_size=blrp_max_queue_size,
+                schedule_delay_millis=blrp_schedule_delay_millis,
+                max_export_batch_size=blrp_max_export_batch_size,
+                export_timeout_millis=blrp_export_timeout_millis,
+            )
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        try:
+            self._read(log_record)
+        except Exception:  # a malformed record must never reach the application
+            _logger.exception("reading a log record for footprint events failed")
+        if self._batch is not None:
+            self._batch.on_emit(log_record)
+
+    def _read(self, log_record: ReadWriteLogRecord) -> None:
+        record = log_record.log_record
+        attributes = record.attributes
+        name = record.event_name
+        if not name:
+            # Ordinary log records end here after one lookup (or none).
+            raw = attributes.get(semconv.LOG_EVENT_NAME_ATTR) if attributes else None
+            if not isinstance(raw, str):
+                return
+            name = raw
+        if not is_footprint_event_name(name):
+            return
+        # A snapshot: later processors may change the record; the decision reads what arrived.
+        event = SpanEventView(
+            name,
+            record.timestamp or record.observed_timestamp or 0,
+            list(attributes.items()) if attributes else [],
+            via="log-record",
+        )
+        self._buffer.offer_log(record.trace_id or 0, record.span_id or 0, event)
+
+    def shutdown(self) -> None:
+        """Shut the log exporter down (the runs belong to the span processor's shutdown)."""
+        if self._batch is not None:
+            self._batch.shutdown()  # type: ignore[no-untyped-call]  # unannotated in the SDK
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush the log exporter's batch queue (held runs are the span processor's to flush)."""
+        if self._batch is None:
+            return True
+        return self._batch.force_flush(timeout_millis)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.trace import Tracer
 
 from otel_footprint import record as footprint
@@ -84,11 +85,21 @@ class _Loop:
     picks: tuple[str, ...] = ()
 
 
-def run_script(tracer: Tracer, script: Script, *, agent_name: str = "ops-assistant") -> None:
-    """Emit one run of ``script`` through ``tracer`` with the recorder (a new trace per run)."""
+def run_script(
+    tracer: Tracer,
+    script: Script,
+    *,
+    agent_name: str = "ops-assistant",
+    emit_as: footprint.EmitAs = "span",
+    logger_provider: LoggerProvider | None = None,
+) -> None:
+    """Emit one run of ``script`` through ``tracer`` with the recorder (a new trace per run);
+    ``emit_as="log"`` writes its footprint events as log records through ``logger_provider``."""
     members = [m for mounted in script.plan.maps for m in mounted.member_ids]
     with footprint.run(
         tracer,
+        emit_as=emit_as,
+        logger_provider=logger_provider,
         agent=agent_name,
         run_id=script.run_id,
         maps=script.plan.maps,
