@@ -104,11 +104,16 @@ class RoutingVerdict:
 
     def at(self, key: str) -> Pointer | None:
         """The pointer of one field, if the verdict's source has it."""
-        return next((p for k, p in self.pointers if k == key), None)
+        # A plain loop: asked for every line of the row, over a handful of fields.
+        for field_key, pointer in self.pointers:
+            if field_key == key:
+                return pointer
+        return None
 
     def ats(self, *keys: str) -> tuple[Pointer, ...]:
         """The pointers of the fields that have one, in order."""
-        return tuple(p for p in (self.at(k) for k in keys) if p is not None)
+        found = [self.at(k) for k in keys]
+        return tuple([p for p in found if p is not None])
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
 from otel_footprint.runs.events import EventPointer, FootprintEvent
@@ -10,8 +12,11 @@ MAX_POINTERS: int = 12
 """Pointers per sentence (reference §4.9)."""
 
 
+@lru_cache(maxsize=1024, typed=True)  # typed: an index 1 is not a key True
 def json_path(*parts: str | int) -> str | None:
     """An RFC 6901 pointer (``/scores/0/score``); None for the whole value."""
+    # Memoized: the parts are the account's own field names and small indexes, asked again and
+    # again for every pointer of every line.
     if not parts:
         return None
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)

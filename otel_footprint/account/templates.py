@@ -374,9 +374,13 @@ CHIPS: Final[Mapping[str, ChipTemplate]] = {
 }
 
 
+# Chips are frozen: one instance per template serves every line.
+_CHIP_VALUES: Final[Mapping[str, Chip]] = {c.id: c.chip() for c in CHIPS.values()}
+
+
 def chip(chip_id: str) -> Chip:
     """The chip of a chip template id (KeyError on an unknown id: a programming error)."""
-    return CHIPS[chip_id].chip()
+    return _CHIP_VALUES[chip_id]
 
 
 # ── filling ──────────────────────────────────────────────────────────────────────────────────
@@ -395,6 +399,8 @@ def fill(template_id: str, values: Mapping[str, str]) -> str:
     so a model-chosen id can never inject a placeholder.
     """
     template = TEMPLATES[template_id]
+    if "{" not in template.text:
+        return template.text  # most templates have no placeholder: no regex pass
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -412,10 +418,11 @@ def placeholders(template_id: str) -> frozenset[str]:
 
 def weakest(sources: Iterable[str]) -> str:
     """The weakest voucher among ``sources`` (person > library > tool:<name> > model > app)."""
-    result = "person"
+    result, result_rank = "person", SOURCE_RANK["person"]
     for source in sources:
-        if _rank(source) > _rank(result):
-            result = source
+        rank = _rank(source)
+        if rank > result_rank:
+            result, result_rank = source, rank
     return result
 
 

@@ -86,7 +86,7 @@ class Writer:
         truth-deciding variable's and ``basis``), and its pointers (given, then the variables')."""
         values = values or {}
         try:
-            text = fill(template_id, {k: v.text for k, v in values.items()})
+            text = fill(template_id, {k: v.text for k, v in values.items()} if values else {})
         except FillError:
             self.unread += 1
             return Line(
@@ -99,15 +99,17 @@ class Writer:
                 item=item,
             )
         sources = [TEMPLATES[template_id].voucher, *basis]
-        sources += [v.source for v in values.values() if v.source is not None]
-        every = [*pointers, *(v.pointer for v in values.values() if v.pointer is not None)]
+        every = [*pointers]
+        if values:
+            sources += [v.source for v in values.values() if v.source is not None]
+            every += [v.pointer for v in values.values() if v.pointer is not None]
         return Line(
             row=row,
             template_id=template_id,
             text=text,
             status=status,
             source=weakest(sources),
-            pointers=bounded(every),
+            pointers=bounded(every) if every else (),
             chips=tuple(chips),
             missing=missing,
             item=item,

@@ -164,11 +164,18 @@ class _Shaper:
         return clip(self.scrub(text), self.options.max_text_chars)
 
     def strings(self, items: Iterable[str]) -> tuple[str, ...]:
+        # Runs for every list written (five per pass span), mostly on short or empty ones: the
+        # limits are read once and :meth:`value` is inlined.
+        options = self.options
+        limit, count = options.max_value_chars, options.max_list_items
+        keep = options.witness == "keep"
         out: list[str] = []
         for item in items:
-            if len(out) == self.options.max_list_items:
+            if len(out) == count:
                 break
-            out.append(self.value(item))
+            if not keep:
+                item = self.scrub(item)
+            out.append(item if len(item) <= limit else clip(item, limit))
         return tuple(out)
 
 

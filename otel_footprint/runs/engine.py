@@ -21,10 +21,12 @@ from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngage
 from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.model import Mode, PassVerdict, Reason, RunStore, RunVerdict
 from otel_footprint.runs.passes import (
+    Batch,
     Carry,
     RunFacts,
     batches_of,
     build_pass,
+    decode_run,
     gap_reason,
     latest_batch,
     read_run,
@@ -109,7 +111,8 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
             engagement=(),
             reasons=(run.reason,) if run.reason else (),
         )
-    facts = read_run(run)
+    decoded = decode_run(run)
+    facts = read_run(run, decoded=decoded)
     reasons: list[Reason] = []
     leg = _load_leg(store, run.run_id, reasons) if facts.resumed else None
     continuable = leg is None or leg.decided
@@ -124,7 +127,7 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     carry: Carry | None = leg.carry() if leg is not None and continuable else None
     if carry is not None:
         # Pass spans without an iteration continue the earlier leg's numbering.
-        facts = read_run(run, first_iteration=carry.last_iteration + 1)
+        facts = read_run(run, first_iteration=carry.last_iteration + 1, decoded=decoded)
     reasons[:0] = facts.reasons
 
     plan: EngagementPlan | None = facts.plan
@@ -135,6 +138,7 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     passes: list[PassVerdict] = []
     engagement: tuple[MapEngagementRecord, ...] = ()
     decided_all = True
+    batches = batches_of(facts, carry)
     if plan is None:
         reasons.append(
             Reason(
@@ -150,7 +154,7 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     else:
         mode = _mode_of(facts, enforced, options)
         if continuable:
-            passes, engagement, decided_all = _replay(facts, plan, mode, carry, reasons)
+            passes, engagement, decided_all = _replay(facts, plan, mode, carry, batches, reasons)
         else:
             decided_all = False
 
@@ -173,9 +177,9 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     )
     carried = leg.carried_verdict if leg is not None else None
     if options.account:
-        verdict, carried = _with_account(verdict, facts, leg)
+        verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
     if store is not None:
-        _remember(store, run, facts, plan, enforced, carry, verdict, carried, decided_all)
+        _remember(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided_all)
     return verdict
 
 
@@ -194,11 +198,11 @@ def _replay(
     plan: EngagementPlan,
     mode: Mode,
     carry: Carry | None,
+    batches: Mapping[int, Batch],
     reasons: list[Reason],
 ) -> tuple[list[PassVerdict], tuple[MapEngagementRecord, ...], bool]:
     """Advance the kernel pass by pass; stop (with a reason) at the first pass it cannot build."""
     prior: tuple[MapEngagementRecord, ...] | None = carry.engagement if carry else None
-    batches = batches_of(facts, carry)
     verdicts: list[PassVerdict] = []
     map_ids = [m.id for m in plan.maps]
     for index, pass_facts in enumerate(facts.passes):
@@ -216,7 +220,7 @@ def _replay(
         parked_ids = set(advance.parked_injection_ids)
         served_parked: tuple[str, ...] = ()
         if mode == "shadow":
-            served_parked = tuple(i for i in pass_facts.active_ids if i in parked_ids)
+            served_parked = tuple([i for i in pass_facts.active_ids if i in parked_ids])
         reported = pass_facts.reported if mode == "verify" else ()
         mismatch = mode == "verify" and _changes_json(advance.changes) != _changes_json(reported)
         verdicts.append(
@@ -224,8 +228,9 @@ def _replay(
                 iteration=pass_facts.iteration,
                 trace_id=facts.run.trace_id,
                 span_id=pass_facts.span_id,
-                engaged_maps=tuple(m for m in map_ids if standing.get(m) == "engaged"),
-                parked_maps=tuple(m for m in map_ids if standing.get(m) == "parked"),
+                # List comprehensions: tuple(<generator>) costs more on these short lists.
+                engaged_maps=tuple([m for m in map_ids if standing.get(m) == "engaged"]),
+                parked_maps=tuple([m for m in map_ids if standing.get(m) == "parked"]),
                 parked_injection_ids=advance.parked_injection_ids,
                 parked_tool_names=advance.parked_tool_names,
                 served_while_parked=served_parked,
@@ -248,6 +253,7 @@ def _remember(
     plan: EngagementPlan | None,
     enforced: bool | None,
     carry: Carry | None,
+    batches: Mapping[int, Batch],
     verdict: RunVerdict,
     carried: Mapping[str, Any] | None,
     decided: bool,
@@ -255,7 +261,6 @@ def _remember(
     """Write what the next leg (same run id) and the next turn (same session) need."""
     last = facts.passes[-1] if facts.passes else None
     last_iteration = last.iteration if last else (carry.last_iteration if carry else 0)
-    batches = batches_of(facts, carry)
     batch = latest_batch(batches, last_iteration + 1)
     served = last.served if last else (carry.served if carry else ())
     engagement = verdict.engagement if verdict.passes or carry is None else carry.engagement
@@ -380,10 +385,11 @@ def _account_tool_calls(facts: RunFacts) -> list[Any]:
 
 
 def _with_account(
-    verdict: RunVerdict, facts: RunFacts, leg: LegState | None
+    verdict: RunVerdict, facts: RunFacts, leg: LegState | None, *, hand_on: bool = True
 ) -> tuple[RunVerdict, Mapping[str, Any] | None]:
     """Fill ``verdict.account`` through the account module, when it is installed; also return the
-    carried routing verdict the next leg of this run should see."""
+    carried routing verdict the next leg of this run should see (only read when ``hand_on``: without
+    a run store there is no next leg to hand it to)."""
     carried_json = leg.carried_verdict if leg is not None else None
     try:
         from otel_footprint.account import input as account_input
@@ -414,7 +420,7 @@ def _with_account(
             carried=carried,
         )
         result = account_for(inp)
-        next_carried = _next_carried(inp, carried_json)
+        next_carried = _next_carried(inp, carried_json) if hand_on else carried_json
     except Exception as error:  # an account bug must not take the engagement verdict down
         _log.exception("the account of run %s failed", verdict.run_id)
         reason = Reason("account-failed", f"the account could not be computed: {error}")

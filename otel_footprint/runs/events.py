@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
@@ -31,6 +32,13 @@ _TEXT_FIELDS_BY_TYPE: Mapping[str, frozenset[str]] = {
     semconv.T_MAP_ENGAGED: frozenset({"witness"}),
     semconv.T_MAP_PARKED: frozenset({"witness"}),
 }
+_NO_FIELDS: frozenset[str] = frozenset()
+
+# Field names repeat on every event of every run, so their conversions are memoized. Names come
+# from the wire: only short ones are cached (a bounded cache of long garbage keys would still pin
+# a lot of memory), and the cache holds at most _NAME_CACHE_SIZE of them.
+_CACHED_NAME_CHARS = 64
+_NAME_CACHE_SIZE = 2048
 
 
 class EventDecodeError(ValueError):
@@ -78,20 +86,41 @@ class FootprintEvent:
         return field_attribute(field)
 
 
-def snake_case(name: str) -> str:
-    """``sourceBreakdown`` -> ``source_breakdown`` (top-level payload keys only)."""
+def _snake_case(name: str) -> str:
     return _CAMEL_BOUNDARY.sub(r"_\1", name).lower()
 
 
-def camel_case(name: str) -> str:
-    """``source_breakdown`` -> ``sourceBreakdown``; the inverse of :func:`snake_case` on upstream names."""
+def _camel_case(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+_snake_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_snake_case)
+_camel_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_camel_case)
+
+
+def snake_case(name: str) -> str:
+    """``sourceBreakdown`` -> ``source_breakdown`` (top-level payload keys only)."""
+    return _snake_cached(name) if len(name) <= _CACHED_NAME_CHARS else _snake_case(name)
+
+
+def camel_case(name: str) -> str:
+    """``source_breakdown`` -> ``sourceBreakdown``; the inverse of :func:`snake_case` on upstream names."""
+    return _camel_cached(name) if len(name) <= _CACHED_NAME_CHARS else _camel_case(name)
+
+
+def _field_attribute(field: str) -> str:
+    return semconv.PREFIX + _snake_case(field)
+
+
+_field_attribute_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_field_attribute)
+
+
 def field_attribute(field: str) -> str:
     """The attribute name of a camelCase payload field: ``activeIds`` -> ``footprint.active_ids``."""
-    return semconv.PREFIX + snake_case(field)
+    if len(field) <= _CACHED_NAME_CHARS:
+        return _field_attribute_cached(field)
+    return _field_attribute(field)
 
 
 def _is_homogeneous_scalar_list(values: Sequence[Any]) -> bool:
@@ -129,23 +158,29 @@ def encode_payload(
     return attributes
 
 
-def _decode_value(event_type: str, field: str, value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return list(value)
-    if (
-        isinstance(value, str)
-        and field in semconv.JSON_FIELDS
-        and field not in _TEXT_FIELDS_BY_TYPE.get(event_type, frozenset())
-        and value[:1] in ("{", "[")
-    ):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise EventDecodeError(
-                f"{semconv.event_name_of(event_type)}: attribute {semconv.PREFIX}{field} "
-                f"is not valid JSON ({exc.msg} at {exc.pos})"
-            ) from None
-    return value
+def _payload_field(key: str) -> tuple[str, str, bool] | None:
+    """``(snake field, camelCase field, may hold JSON)`` of a payload attribute key; None for keys
+    that are not payload (not ``footprint.``, dotted span identity, the composition id)."""
+    if key == semconv.COMPOSITION_ID or not key.startswith(semconv.PREFIX):
+        return None
+    field = key[len(semconv.PREFIX) :]
+    if "." in field:
+        # Dotted names (footprint.run.id, footprint.pass.iteration) are span identity, not payload.
+        return None
+    return field, _camel_case(field), field in semconv.JSON_FIELDS
+
+
+_payload_field_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_payload_field)
+
+
+def _json_value(event_type: str, field: str, value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise EventDecodeError(
+            f"{semconv.event_name_of(event_type)}: attribute {semconv.PREFIX}{field} "
+            f"is not valid JSON ({exc.msg} at {exc.pos})"
+        ) from None
 
 
 def decode_event(
@@ -162,19 +197,30 @@ def decode_event(
     event_type = semconv.event_type_of(name)
     if event_type is None:
         return None
+    text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
     payload: dict[str, Any] = {}
     composition_id: str | None = None
+    # This loop runs for every attribute of every footprint event: what a key means is memoized.
     for key, value in attributes:
-        if key == semconv.COMPOSITION_ID:
-            composition_id = str(value)
+        if len(key) <= _CACHED_NAME_CHARS:
+            known = _payload_field_cached(key)
+        else:
+            known = _payload_field(key)
+        if known is None:
+            if key == semconv.COMPOSITION_ID:
+                composition_id = str(value)
             continue
-        if not key.startswith(semconv.PREFIX):
-            continue
-        field = key[len(semconv.PREFIX) :]
-        if "." in field:
-            # Dotted names (footprint.run.id, footprint.pass.iteration) are span identity, not payload.
-            continue
-        payload[camel_case(field)] = _decode_value(event_type, field, value)
+        field, name, may_be_json = known
+        if isinstance(value, tuple | list):
+            value = list(value)
+        elif (
+            may_be_json
+            and isinstance(value, str)
+            and field not in text_fields
+            and value[:1] in ("{", "[")
+        ):
+            value = _json_value(event_type, field, value)
+        payload[name] = value
     return FootprintEvent(
         type=event_type,
         payload=MappingProxyType(payload),

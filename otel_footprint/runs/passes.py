@@ -25,11 +25,17 @@ from otel_footprint.kernel.types import (
     MapEngagementRecord,
     ToolResult,
 )
-from otel_footprint.runs.events import EventDecodeError, EventPointer, FootprintEvent, decode_event
+from otel_footprint.runs.events import (
+    EventDecodeError,
+    EventPointer,
+    EventVia,
+    FootprintEvent,
+    decode_event,
+)
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
-from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
+from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
 # Event types (upstream names without prefix) read here.
 
@@ -52,6 +58,9 @@ _CHANGE_KEYS = {
 _MISSING = Reason("missing-evaluated", "")
 # Sources of context rows that are conversation, not a map's contribution.
 _CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
+# Event types read_run keys by iteration together, and the ones that may refuse a pick.
+_STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, semconv.T_MAP_ENGAGED, semconv.T_MAP_PARKED})
+_REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,40 +238,38 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     out (the span still flows on).
     """
     rd = reader or _Reader()
-    keyed: list[tuple[tuple[int, int, int, int], FootprintEvent]] = []
-    for rank, view in enumerate(run.spans()):
-        sources = (
+    decoded: list[FootprintEvent] = []
+    for view in run.spans():
+        trace_id, span_id = view.trace_id, view.span_id
+        sources: tuple[tuple[EventVia, Sequence[SpanEventView]], ...] = (
             ("span-event", view.events()),
-            ("log-record", run.log_events.get(view.span_id, ())),
+            ("log-record", run.log_events.get(span_id, ())),
         )
-        for via_rank, (via, items) in enumerate(sources):
+        for via, items in sources:
             for index, raw in enumerate(items):
-                pointer = EventPointer(
-                    trace_id=view.trace_id,
-                    span_id=view.span_id,
-                    event_name=raw.name,
-                    event_index=index,
-                    via="span-event" if via == "span-event" else "log-record",
-                )
+                pointer = EventPointer(trace_id, span_id, raw.name, index, via)
                 try:
                     event = decode_event(raw.name, raw.attributes, pointer, raw.time_unix_nano)
                 except EventDecodeError as error:
-                    reason = rd.add("bad-attribute", str(error), view.span_id)
-                    rd.undecodable.setdefault(
-                        (view.span_id, semconv.event_type_of(raw.name)), reason
-                    )
+                    reason = rd.add("bad-attribute", str(error), span_id)
+                    rd.undecodable.setdefault((span_id, semconv.event_type_of(raw.name)), reason)
                     continue
-                if event is None:
-                    continue
-                keyed.append(((raw.time_unix_nano, rank, via_rank, index), event))
-    keyed.sort(key=lambda item: item[0])
-    return tuple(event for _, event in keyed)
+                if event is not None:
+                    decoded.append(event)
+    # Appended in span order, span events before log records, then by index: a stable sort on
+    # the time alone keeps that order among events of the same time.
+    decoded.sort(key=_time_of)
+    return tuple(decoded)
+
+
+def _time_of(event: FootprintEvent) -> int:
+    return event.time_unix_nano
 
 
 def _plan_of(
-    events: Sequence[FootprintEvent], rd: _Reader
+    mounted: Sequence[FootprintEvent], rd: _Reader
 ) -> tuple[EngagementPlan | None, bool | None, FootprintEvent | None]:
-    mounted = [e for e in events if e.type == semconv.T_MAPS_MOUNTED]
+    """The plan of the run's last ``maps.mounted`` event (``mounted``: all of them, in order)."""
     if not mounted:
         return None, None, None
     event = mounted[-1]
@@ -299,8 +306,8 @@ def _plan_of(
     return plan, enforced, event
 
 
-def _edges_of(events: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] | None:
-    declared = [e for e in events if e.type == semconv.T_GRAPH_DECLARED]
+def _edges_of(declared: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] | None:
+    """The edges of the run's last ``skill.graph_declared`` event (``declared``: all of them)."""
     if not declared:
         return None
     edges: set[tuple[str, str]] = set()
@@ -331,17 +338,50 @@ def _reported_change(event: FootprintEvent, fallback_iteration: int | None) -> E
     return change_from_json(body, path=semconv.event_name_of(event.type))
 
 
-def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
+@dataclass(frozen=True, slots=True)
+class DecodedRun:
+    """A run leg's events decoded once, with the reasons decoding gave (a resumed leg is read
+    twice, the second time with its earlier leg's numbering: it is decoded only once)."""
+
+    events: tuple[FootprintEvent, ...]
+    reasons: tuple[Reason, ...] = ()
+    undecodable: Mapping[tuple[str, str | None], Reason] = field(default_factory=dict)
+
+
+def decode_run(run: RunSpans) -> DecodedRun:
+    """Decode every footprint event of the leg (see :func:`decode_run_events`)."""
+    rd = _Reader()
+    events = decode_run_events(run, rd)
+    return DecodedRun(events, tuple(rd.reasons), dict(rd.undecodable))
+
+
+def read_run(
+    run: RunSpans, *, first_iteration: int = 1, decoded: DecodedRun | None = None
+) -> RunFacts:
     """Read a run leg's events into facts. ``first_iteration`` numbers pass spans that carry no
-    iteration at all (a resumed leg continues its run's numbering)."""
+    iteration at all (a resumed leg continues its run's numbering); ``decoded`` is the leg's
+    :func:`decode_run`, when the caller already has it."""
     rd = _Reader()
     if run.reason is not None:
         rd.reasons.append(run.reason)
-    events = decode_run_events(run, rd)
-    plan, enforced, plan_event = _plan_of(events, rd)
+    if decoded is None:
+        decoded = decode_run(run)
+    rd.reasons.extend(decoded.reasons)
+    rd.undecodable.update(decoded.undecodable)
+    events = decoded.events
+    # One pass indexes the events; every rule below reads only the lists it needs, in run order.
+    by_type: dict[str, list[FootprintEvent]] = {}
     by_span: dict[str, list[FootprintEvent]] = {}
+    steps: list[FootprintEvent] = []  # evaluations and the agent's own map changes
+    refusing: list[FootprintEvent] = []  # rejections and permission checks (refused picks)
     for event in events:
+        by_type.setdefault(event.type, []).append(event)
         by_span.setdefault(event.pointer.span_id, []).append(event)
+        if event.type in _STEP_TYPES:
+            steps.append(event)
+        elif event.type in _REFUSAL_TYPES:
+            refusing.append(event)
+    plan, enforced, plan_event = _plan_of(by_type.get(semconv.T_MAPS_MOUNTED, ()), rd)
 
     # ── pass spans and their iterations ──
     span_iteration: dict[str, int] = {}
@@ -364,18 +404,12 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
     reported: dict[int, list[FootprintEvent]] = {}
     conflicts: dict[int, Reason] = {}
     composed_iteration: dict[str, int] = {}
-    for event in events:
-        if event.type == semconv.T_SLOT_COMPOSED and event.composition_id is not None:
+    for event in by_type.get(semconv.T_SLOT_COMPOSED, ()):
+        if event.composition_id is not None:
             it = _as_int(event.payload.get("iteration"))
             if it is not None:
                 composed_iteration[event.composition_id] = it
-    for event in events:
-        if event.type not in (
-            semconv.T_CONTEXT_EVALUATED,
-            semconv.T_MAP_ENGAGED,
-            semconv.T_MAP_PARKED,
-        ):
-            continue
+    for event in steps:
         it = _as_int(event.payload.get("iteration"))
         if it is None:
             it = span_iteration.get(event.pointer.span_id)
@@ -403,26 +437,26 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
         target = evaluated if event.type == semconv.T_CONTEXT_EVALUATED else reported
         target.setdefault(it, []).append(event)
     injected: dict[int, list[InjectedRow]] = {}
-    for event in events:
-        if event.type != semconv.T_CONTEXT_INJECTED:
-            continue
+    for event in by_type.get(semconv.T_CONTEXT_INJECTED, ()):
         it = span_iteration.get(event.pointer.span_id)
         if it is None and event.composition_id is not None:
             it = composed_iteration.get(event.composition_id)
-        chars = _as_int(event.payload.get("chars"))
+        if it is None:
+            continue  # a row of no known pass rides no pass
+        payload = event.payload
+        chars = _as_int(payload.get("chars"))
         if chars is None:
-            summary = event.payload.get("contentSummary")
+            summary = payload.get("contentSummary")
             chars = len(summary) if isinstance(summary, str) else 0
         row = InjectedRow(
             iteration=it,
-            slot=_as_str(event.payload.get("slot")),
-            source=_as_str(event.payload.get("source")),
-            source_id=_as_str(event.payload.get("sourceId")),
+            slot=_as_str(payload.get("slot")),
+            source=_as_str(payload.get("source")),
+            source_id=_as_str(payload.get("sourceId")),
             chars=chars,
             event=event,
         )
-        if it is not None:
-            injected.setdefault(it, []).append(row)
+        injected.setdefault(it, []).append(row)
 
     # ── one PassFacts per iteration seen on a span or in an evaluation ──
     passes: list[PassFacts] = []
@@ -462,7 +496,7 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
         for view in run.tools
     )
     refusals = _refusals_by_iteration(
-        events, frozenset(v.span_id for v in run.tools), span_iteration
+        refusing, frozenset(v.span_id for v in run.tools), span_iteration
     )
     if refusals:
         tool_calls = tuple(
@@ -483,12 +517,12 @@ def read_run(run: RunSpans, *, first_iteration: int = 1) -> RunFacts:
         events=events,
         plan=plan,
         enforced=enforced,
-        has_map_events=any(e.type in (semconv.T_MAP_ENGAGED, semconv.T_MAP_PARKED) for e in events),
-        resumed=any(e.type == semconv.T_PAUSE_RESUME for e in events),
-        paused=any(e.type == semconv.T_PAUSE_REQUEST for e in events),
+        has_map_events=semconv.T_MAP_ENGAGED in by_type or semconv.T_MAP_PARKED in by_type,
+        resumed=semconv.T_PAUSE_RESUME in by_type,
+        paused=semconv.T_PAUSE_REQUEST in by_type,
         passes=tuple(passes),
         tool_calls=tool_calls,
-        edges=_edges_of(events),
+        edges=_edges_of(by_type.get(semconv.T_GRAPH_DECLARED, ())),
         reasons=tuple(rd.reasons),
         plan_event=plan_event,
         undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),

@@ -7,7 +7,7 @@ lazily: a span that is not a run, model-call or tool span costs one attribute lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -50,6 +50,8 @@ class SpanView(Protocol):
 def any_value_to_python(value: AnyValue) -> Any:
     """An OTLP ``AnyValue`` as plain Python (arrays as tuples, kvlists as dicts)."""
     kind = value.WhichOneof("value")
+    if kind == "string_value":  # by far the most common kind: skip the other tests
+        return value.string_value
     if kind is None:
         return None
     if kind == "array_value":
@@ -69,19 +71,26 @@ def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:
 class OtlpSpanView:
     """A :class:`SpanView` over an OTLP protobuf ``Span`` (the collector path; no copies)."""
 
-    __slots__ = ("_attrs", "pb")
+    __slots__ = ("_attrs", "_span_id", "_trace_id", "pb")
 
     def __init__(self, pb: PbSpan) -> None:
         self.pb = pb
         self._attrs: dict[str, Any] | None = None
+        # Ids are read for every event of the span; hex them once (they never change).
+        self._trace_id: str | None = None
+        self._span_id: str | None = None
 
     @property
     def trace_id(self) -> str:
-        return self.pb.trace_id.hex()
+        if self._trace_id is None:
+            self._trace_id = self.pb.trace_id.hex()
+        return self._trace_id
 
     @property
     def span_id(self) -> str:
-        return self.pb.span_id.hex()
+        if self._span_id is None:
+            self._span_id = self.pb.span_id.hex()
+        return self._span_id
 
     @property
     def parent_span_id(self) -> str | None:
@@ -116,20 +125,30 @@ class OtlpSpanView:
 class SdkSpanView:
     """A :class:`SpanView` over an SDK ``ReadableSpan`` (the in-process path)."""
 
-    __slots__ = ("span",)
+    __slots__ = ("_seen", "_span_id", "_trace_id", "span")
 
     def __init__(self, span: ReadableSpan) -> None:
         self.span = span
+        # Ids are read for every event of the span; format them once (they never change).
+        self._trace_id: str | None = None
+        self._span_id: str | None = None
+        # Attributes already asked for: the SDK builds a read-only proxy on every access, and the
+        # rules ask some keys (the run id, a pass's iteration) many times per run.
+        self._seen: dict[str, Any] = {}
 
     @property
     def trace_id(self) -> str:
-        ctx = self.span.context
-        return format(ctx.trace_id, "032x") if ctx is not None else ""
+        if self._trace_id is None:
+            ctx = self.span.context
+            self._trace_id = format(ctx.trace_id, "032x") if ctx is not None else ""
+        return self._trace_id
 
     @property
     def span_id(self) -> str:
-        ctx = self.span.context
-        return format(ctx.span_id, "016x") if ctx is not None else ""
+        if self._span_id is None:
+            ctx = self.span.context
+            self._span_id = format(ctx.span_id, "016x") if ctx is not None else ""
+        return self._span_id
 
     @property
     def parent_span_id(self) -> str | None:
@@ -149,14 +168,24 @@ class SdkSpanView:
         return self.span.end_time or 0
 
     def attribute(self, key: str) -> Any | None:
-        attrs = self.span.attributes
-        return None if attrs is None else attrs.get(key)
+        seen = self._seen
+        if key not in seen:
+            attrs = self.span.attributes
+            seen[key] = None if attrs is None else attrs.get(key)
+        return seen[key]
 
     def events(self) -> Sequence[SpanEventView]:
         return [
-            SpanEventView(ev.name, ev.timestamp, list((ev.attributes or {}).items()))
-            for ev in self.span.events
+            SpanEventView(ev.name, ev.timestamp, _pairs(ev.attributes)) for ev in self.span.events
         ]
+
+
+def _pairs(attributes: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    # Plain key iteration: the SDK's attribute mapping goes through the abstract Mapping layers
+    # for ``items()``, which costs more than reading each key back.
+    if not attributes:
+        return []
+    return [(key, attributes[key]) for key in attributes]
 
 
 def log_record_event(
