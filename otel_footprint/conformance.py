@@ -296,9 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m otel_footprint.conformance",
         description="Replay engagement reducer reference vectors (JSON Lines) through the kernel.",
     )
-    parser.add_argument("vectors", help="the vectors file, or - for standard input")
-    args = parser.parse_args(argv)
-    return run_conformance_engagement(str(args.vectors), sys.stdout)
+    add_arguments(parser)
+    return run(parser.parse_args(argv), sys.stdout)
 
 
 if __name__ == "__main__":

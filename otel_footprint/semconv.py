@@ -277,6 +277,16 @@ SUMMARY: Final = "footprint.summary"
 SUMMARY_TONE: Final = "footprint.summary.tone"
 
 EV_ACCOUNT_LINE: Final = "footprint.account.line"
+OUTPUT_EVENTS: Final = frozenset(
+    {
+        EV_ENGAGEMENT_ENGAGED,
+        EV_ENGAGEMENT_PARKED,
+        EV_ENGAGEMENT_MISMATCH,
+        EV_RUN_FINDING,
+        EV_ACCOUNT_LINE,
+    }
+)
+"""The ``footprint.*`` events the processor writes: never read back as agent input."""
 LINE_ROW: Final = "footprint.line.row"
 LINE_TEMPLATE: Final = "footprint.line.template"
 LINE_TEXT: Final = "footprint.line.text"
@@ -354,6 +364,8 @@ METRIC_PROCESSOR_HELD_RUNS: Final = "footprint.processor.held_runs"
 """Gauge: runs held in memory waiting for their run span (plus grace)."""
 METRIC_PROCESSOR_HELD_SPANS: Final = "footprint.processor.held_spans"
 """Gauge: spans held in memory across all held runs."""
+METRIC_ATTR_COMPONENT: Final = "footprint.component"
+"""Metric attribute: which buffer the measurement is of (``span_processor`` / ``otlp_exporter``)."""
 METRIC_ATTR_OUTCOME: Final = "footprint.outcome"
 """Metric attribute: what happened to a span or run (``passed``, ``annotated``, ``overflow``, ...)."""
 
@@ -432,6 +444,29 @@ F_CANNOT_COVER: Final = "footprint.cannot_cover"
 
 SKILL_MAP_ID: Final = "skill-map"
 """The id of the skill map, the one map the upstream mounts (``.maps()``)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Added by helper-13 (review pass): upstream vocabulary that several readers and writers share
+# ---------------------------------------------------------------------------------------------
+
+MAP_CHANGE_KINDS: Final = {T_MAP_ENGAGED: "engaged", T_MAP_PARKED: "parked"}
+"""The agent's own kernel decisions (verify mode): event type -> the change's ``kind`` in the
+kernel's change JSON. The event payload is that JSON without ``kind``."""
+
+# Events the importer places on the tool call in flight (the upstream's gate and check-ins).
+T_MIDDLEWARE_DECISION: Final = "middleware.decision"
+T_CHECKIN_REQUEST: Final = "checkin.request"
+T_CHECKIN_DECISION: Final = "checkin.decision"
+
+# permission.check payload values
+CAPABILITY_SKILL_READ: Final = "skill_read"
+"""``capability`` of a skill read; its ``target`` is ``skill:<id>`` (or the bare id)."""
+SKILL_TARGET_PREFIX: Final = "skill:"
+CAPABILITY_TOOL_CALL: Final = "tool_call"
+"""``capability`` of a tool call; its ``target`` is the tool name."""
+PERMISSION_REFUSING_RESULTS: Final = frozenset({"deny", "halt"})
+"""``result`` values that refuse what was asked (``allow`` and ``gate_open`` let it through)."""
 
 
 if __name__ == "__main__":  # pragma: no cover - a tiny export for non-Python clients

@@ -19,6 +19,7 @@ from opentelemetry.trace import Span, Status, StatusCode, set_span_in_context
 from otel_footprint import semconv
 from otel_footprint.kernel.jsoncodec import change_to_json, record_to_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
+from otel_footprint.runs import engine
 from otel_footprint.runs.engine import EngineOptions, decide_run
 from otel_footprint.runs.events import encode_payload
 from otel_footprint.runs.group import RunSpans, group_runs
@@ -1001,12 +1002,10 @@ def test_a_rejection_on_the_pass_span_refuses_that_passes_pick() -> None:
 def test_an_account_that_raises_is_a_reason_and_the_engagement_stands(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    account = pytest.importorskip("otel_footprint.account.account")
-
     def broken(_: object) -> object:
         raise RuntimeError("template missing")
 
-    monkeypatch.setattr(account, "account_for", broken)
+    monkeypatch.setattr(engine, "account_for", broken)
     t = Tracer()
     build_run(t, trap_passes(6))
     (run,) = runs_of(t)
@@ -1017,8 +1016,7 @@ def test_an_account_that_raises_is_a_reason_and_the_engagement_stands(
     assert changes(verdict) == [ENGAGED_AT_1, PARKED_AT_4]
 
 
-def test_the_account_is_filled_when_installed() -> None:
-    pytest.importorskip("otel_footprint.account.account")
+def test_the_account_is_filled() -> None:
     t = Tracer()
     build_run(t, trap_passes(6))
     (run,) = runs_of(t)

@@ -109,12 +109,11 @@ class CheckOutcome:
 def calls_of(inp: AccountInput, view: LegView) -> tuple[tuple[Call, ...], int]:
     """Every call of the leg (tool spans first, then calls only coverage events name) and the
     number of unreadable coverage items skipped."""
-    by_id = {c.call_id: c for c in inp.tool_calls if c.call_id is not None}
     by_span = {(c.trace_id, c.span_id): c for c in inp.tool_calls}
     coverage: dict[str, list[FootprintEvent]] = {}
     for event in view.events:  # in leg order, both coverage event types interleaved
         if event.type in COVERAGE_EVENTS:
-            coverage.setdefault(_call_key(event, by_id, by_span), []).append(event)
+            coverage.setdefault(_call_key(event, by_span), []).append(event)
     refusals = _tool_refusals(view)
     unread = 0
     calls: list[Call] = []
@@ -164,11 +163,7 @@ def _span_key(span: ToolCall) -> str:
     return span.call_id if span.call_id is not None else f"span:{span.trace_id}/{span.span_id}"
 
 
-def _call_key(
-    event: FootprintEvent,
-    by_id: dict[str, ToolCall],
-    by_span: dict[tuple[str, str], ToolCall],
-) -> str:
+def _call_key(event: FootprintEvent, by_span: dict[tuple[str, str], ToolCall]) -> str:
     call_id = as_str(event.payload.get("toolCallId"))
     if call_id is not None:
         return call_id
@@ -215,7 +210,7 @@ def _tool_refusals(view: LegView) -> dict[tuple[str, str], list[FootprintEvent]]
     """Refusing ``permission.check`` events by the span they sit on."""
     found: dict[tuple[str, str], list[FootprintEvent]] = {}
     for event in view.of(semconv.T_PERMISSION_CHECK):
-        if event.payload.get("result") in ("deny", "halt"):
+        if event.payload.get("result") in semconv.PERMISSION_REFUSING_RESULTS:
             key = (event.pointer.trace_id, event.pointer.span_id)
             found.setdefault(key, []).append(event)
     return found

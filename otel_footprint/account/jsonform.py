@@ -1,4 +1,7 @@
-"""The account as plain JSON data (camelCase), for ``explain --format json`` and size bounds."""
+"""The whole account as plain JSON data (camelCase), and its size against the reference's bound.
+
+``explain --format json`` writes its own, smaller contract shape (runs/explain.py), not this one.
+"""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from otel_footprint import semconv
 from otel_footprint.account.input import (
@@ -22,10 +22,9 @@ from otel_footprint.account.input import (
     ToolCall,
     leg_input,
 )
+from otel_footprint.bridges.recording import UpstreamEvent, parse_recording, split_legs
 from otel_footprint.runs.events import EventPointer, FootprintEvent, decode_event, encode_payload
 
-CONSUMER_SCOPE = "consumer-scope"
-"""The run id the upstream stamps on pause events: they belong to the leg around them."""
 _COMPOSED_TYPES = frozenset({semconv.T_CONTEXT_INJECTED, semconv.T_SLOT_COMPOSED})
 _TOOL_SPAN_TYPES = frozenset(
     {
@@ -71,105 +70,62 @@ class RecordedLeg:
         )
 
 
-def read_envelopes(path: Path) -> list[dict[str, Any]]:
-    """Every ``{type, payload, meta}`` line of an NDJSON recording (blank lines skipped)."""
-    envelopes: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            value = json.loads(line)
-            if not isinstance(value, dict) or not {"type", "payload", "meta"} <= value.keys():
-                raise ValueError(f"{path}:{number}: not an agentfootprint event envelope")
-            envelopes.append(cast(dict[str, Any], value))
-    return envelopes
-
-
 def recording_legs(path: Path) -> tuple[RecordedLeg, ...]:
-    """The legs of a recording file, in order."""
-    return legs_of(read_envelopes(path), label=path.name)
+    """The legs of a recording file, in order (read and split as the importer does)."""
+    with path.open(encoding="utf-8") as handle:
+        events = parse_recording(handle)
+    return legs_of(events, label=path.name)
 
 
-def _leg_ids(envelopes: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The leg (run id) of each envelope: pause.request stays with the leg before it,
-    pause.resume opens the leg after it."""
-    own = [str(e["meta"].get("runId", CONSUMER_SCOPE)) for e in envelopes]
-    result: list[str] = []
-    last: str | None = None
-    for i, (envelope, run_id) in enumerate(zip(envelopes, own, strict=True)):
-        if run_id != CONSUMER_SCOPE:
-            last = run_id
-            result.append(run_id)
-            continue
-        following = next((r for r in own[i + 1 :] if r != CONSUMER_SCOPE), None)
-        if str(envelope["type"]).endswith(semconv.T_PAUSE_RESUME) or last is None:
-            result.append(following or last or CONSUMER_SCOPE)
-        else:
-            result.append(last)
-    return result
-
-
-def legs_of(
-    envelopes: Sequence[Mapping[str, Any]], label: str = "recording"
-) -> tuple[RecordedLeg, ...]:
-    """Split envelopes into legs and give each event the span it would sit on: pass events on
+def legs_of(events: Sequence[UpstreamEvent], label: str = "recording") -> tuple[RecordedLeg, ...]:
+    """Split events into legs and give each event the span it would sit on: pass events on
     the pass span of their iteration, coverage/permission events on the open tool span, the
     rest on the run span."""
-    leg_ids = _leg_ids(envelopes)
-    order = list(dict.fromkeys(leg_ids))
+    legs = split_legs(events)
+    leg_of = {event.line: leg.upstream_run_id for leg in legs for event in leg.events}
     starts: dict[str, tuple[str | None, str | None, int | None]] = {}
     end_leg: dict[str, str] = {}
     iteration: int | None = None
-    for envelope, leg in zip(envelopes, leg_ids, strict=True):
-        kind = semconv.event_type_of(str(envelope["type"])) or ""
-        payload = envelope["payload"]
-        if kind == semconv.T_LLM_START and isinstance(payload.get("iteration"), int):
+    for event in events:
+        payload = event.payload
+        if event.type == semconv.T_LLM_START and isinstance(payload.get("iteration"), int):
             iteration = payload["iteration"]
-        elif kind == semconv.T_TOOL_START:
+        elif event.type == semconv.T_TOOL_START:
             args = payload.get("args")
             starts[str(payload.get("toolCallId"))] = (
                 payload.get("toolName"),
                 json.dumps(args, separators=(",", ":")) if args is not None else None,
                 iteration,
             )
-        elif kind == semconv.T_TOOL_END:
-            end_leg[str(payload.get("toolCallId"))] = leg
-    return tuple(
-        _leg(
-            run_id,
-            label,
-            [e for e, leg in zip(envelopes, leg_ids, strict=True) if leg == run_id],
-            starts,
-            end_leg,
-        )
-        for run_id in order
-    )
+        elif event.type == semconv.T_TOOL_END:
+            end_leg[str(payload.get("toolCallId"))] = leg_of[event.line]
+    return tuple(_leg(leg.upstream_run_id, label, leg.events, starts, end_leg) for leg in legs)
 
 
 def _leg(
     run_id: str,
     label: str,
-    envelopes: list[Mapping[str, Any]],
+    upstream: Sequence[UpstreamEvent],
     starts: Mapping[str, tuple[str | None, str | None, int | None]],
     end_leg: Mapping[str, str],
 ) -> RecordedLeg:
     trace_id = synthetic_id(label, run_id)
     run_span = synthetic_id(trace_id, "run", hex_chars=16)
     stage_iteration: dict[str, int] = {}
-    for envelope in envelopes:
-        composed = envelope["payload"].get("iteration")
-        if str(envelope["type"]).endswith("slot_composed") and isinstance(composed, int):
-            stage_iteration[str(envelope["meta"].get("runtimeStageId"))] = composed
+    for upstream_event in upstream:
+        composed = upstream_event.payload.get("iteration")
+        if upstream_event.type == semconv.T_SLOT_COMPOSED and isinstance(composed, int):
+            stage_iteration[str(upstream_event.meta.get("runtimeStageId"))] = composed
     counters: dict[str, int] = {}
     events: list[FootprintEvent] = []
     calls: list[ToolCall] = []
     open_call: str | None = None
     last_llm: int | None = None
     answering: int | None = None
-    for envelope in envelopes:
-        kind = semconv.event_type_of(str(envelope["type"])) or ""
-        payload: Mapping[str, Any] = envelope["payload"]
-        meta: Mapping[str, Any] = envelope["meta"]
+    for upstream_event in upstream:
+        kind = upstream_event.type
+        payload = upstream_event.payload
+        meta = upstream_event.meta
         if kind == semconv.T_LLM_START and isinstance(payload.get("iteration"), int):
             last_llm = payload["iteration"]
         elif kind == semconv.T_TURN_END:

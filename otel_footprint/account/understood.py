@@ -63,8 +63,6 @@ MAX_REFUSAL_LINES = 3
 """Refusal LINES (distinct rules) in the row."""
 LIBRARY_DECISIONS = frozenset({"entry", "intent", "continuity", "decider"})
 """Verdicts that decide a skill: only these make check 1 apply."""
-PERMISSION_REFUSALS = frozenset({"deny", "halt"})
-"""``permission.check`` results that refuse; ``gate_open`` lets the read proceed."""
 
 SYSTEM_PROMPT = "system-prompt"
 
@@ -340,11 +338,11 @@ def _refusals(view: LegView) -> list[_Refusal]:
     for e in view.of(semconv.T_PERMISSION_CHECK):
         p = e.payload
         target = as_str(p.get("target"))
-        if p.get("capability") != "skill_read" or target is None:
+        if p.get("capability") != semconv.CAPABILITY_SKILL_READ or target is None:
             continue
-        if p.get("result") not in PERMISSION_REFUSALS:
+        if p.get("result") not in semconv.PERMISSION_REFUSING_RESULTS:
             continue
-        sid = target.removeprefix("skill:")
+        sid = target.removeprefix(semconv.SKILL_TARGET_PREFIX)
         rule = as_str(p.get("policyRuleId"))
         found.append(_Refusal(sid, rule or "permission", rule is not None, e, "target"))
     return found

@@ -187,15 +187,13 @@ class _Builder:
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
     events: list[NoteEvent] = field(default_factory=list)
     links: list[NoteLink] = field(default_factory=list)
-    dropped_attributes: int = 0
     dropped_events: int = 0
     dropped_links: int = 0
 
     def put(self, key: str, value: AttributeValue) -> None:
+        # Past the cap a new key is left off uncounted: no output name says how many were cut.
         if key in self.attributes or len(self.attributes) < self.options.max_attributes_per_span:
             self.attributes[key] = value
-        else:
-            self.dropped_attributes += 1
 
     def event(self, event: NoteEvent) -> None:
         if len(self.events) < self.options.max_events_per_span:

@@ -67,9 +67,9 @@ _DURING_CALL = frozenset(
         semconv.T_SKILL_PICKED,
         semconv.T_PERMISSION_CHECK,
         semconv.T_PERMISSION_HALT,
-        "middleware.decision",
-        "checkin.request",
-        "checkin.decision",
+        semconv.T_MIDDLEWARE_DECISION,
+        semconv.T_CHECKIN_REQUEST,
+        semconv.T_CHECKIN_DECISION,
     }
 )
 _STATUS_MESSAGE_LIMIT = 256

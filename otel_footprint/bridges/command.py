@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from otel_footprint.bridges.agentfootprint import (
+    DEFAULT_SERVICE_NAME,
     ImportOptions,
     RecordingError,
     recording_to_requests,
@@ -282,7 +283,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         args.service_name
         or os.environ.get("OTEL_SERVICE_NAME")
         or resource.pop("service.name", None)
-        or "agentfootprint"
+        or DEFAULT_SERVICE_NAME
     )
     resource.pop("service.name", None)
     options = ImportOptions(

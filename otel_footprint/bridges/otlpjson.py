@@ -54,6 +54,13 @@ def _id_to_base64(value: str) -> str:
     return value
 
 
+def ids_to_base64(tree: Any) -> Any:
+    """Rewrite every trace/span id of an OTLP JSON tree, in place, as ``json_format`` reads ids
+    (base64); hex ids (the OTLP/JSON rule, the Collector ``file`` exporter's form) are converted,
+    base64 ones are kept. Returns ``tree``."""
+    return _map_ids(tree, _id_to_base64)
+
+
 def request_to_json(request: ExportRequest) -> str:
     """One export request as a compact OTLP JSON line (no newline)."""
     tree = json_format.MessageToDict(request, use_integers_for_enums=True)
@@ -84,7 +91,7 @@ def _parse_line(number: int, text: str) -> ExportRequest | None:
     else:
         raise OtlpJsonError(number, "neither resourceSpans nor resourceLogs at the top level")
     try:
-        json_format.ParseDict(_map_ids(tree, _id_to_base64), message, ignore_unknown_fields=True)
+        json_format.ParseDict(ids_to_base64(tree), message, ignore_unknown_fields=True)
     except (json_format.ParseError, binascii.Error, ValueError) as exc:
         raise OtlpJsonError(number, f"not an OTLP export request ({exc})") from None
     return message

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from otel_footprint import semconv
-from otel_footprint.bridges.recording import Leg, UpstreamEvent, composition_iterations
+from otel_footprint.bridges.recording import (
+    Leg,
+    UpstreamEvent,
+    composition_iterations,
+    iteration_of,
+)
 from otel_footprint.kernel import (
     DEFAULT_RENEWAL_GRACE,
     PARK_CARD_ID,
@@ -20,14 +25,13 @@ from otel_footprint.kernel import (
     ToolResult,
     advance_engagement,
 )
-from otel_footprint.kernel.jsoncodec import change_to_json, mounted_map_to_json
+from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
 
 GraceSource = Literal["option", "map.parked", "default"]
 ParkableSource = Literal["option", "replay", "default"]
 
 _UNLOCKED_TOOL = re.compile(r"unlocked tool '([^']+)'")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
-_REFUSING_RESULTS = frozenset({"deny", "halt"})
 # The fields that identify a kernel decision; witnesses and positions are compared by the engine.
 _CHANGE_KEYS = ("kind", "mapId", "iteration", "by", "idleCalls", "reengaged", "upgraded")
 
@@ -47,11 +51,7 @@ class DerivedPlan:
 
     def payload(self) -> dict[str, Any]:
         """The upstream-style payload of ``maps.mounted`` (camelCase, for ``encode_payload``)."""
-        return {
-            "maps": [mounted_map_to_json(mounted) for mounted in self.plan.maps],
-            "renewalGrace": self.plan.renewal_grace,
-            "enforced": self.enforced,
-        }
+        return {**plan_to_json(self.plan), "enforced": self.enforced}
 
 
 def member_ids_of(events: Sequence[UpstreamEvent]) -> tuple[str, ...]:
@@ -123,7 +123,7 @@ def owned_tool_names(events: Sequence[UpstreamEvent], members: Sequence[str]) ->
 def is_enforced(events: Sequence[UpstreamEvent]) -> bool:
     """The agent applied the kernel itself: a ``map.*`` event or the park card is in the recording."""
     for event in events:
-        if event.type.startswith("map."):
+        if event.type in semconv.MAP_CHANGE_KINDS:
             return True
         if (
             event.type == semconv.T_CONTEXT_INJECTED
@@ -214,13 +214,13 @@ def _recorded_passes(chain: Sequence[UpstreamEvent]) -> list[_RecordedPass]:
     passes: list[_RecordedPass] = []
     for event in chain:
         kind = event.type
-        if kind in (semconv.T_MAP_ENGAGED, semconv.T_MAP_PARKED):
+        if kind in semconv.MAP_CHANGE_KINDS:
             iteration = event.int_field("iteration")
             if iteration is not None:
-                payload = {"kind": kind.removeprefix("map."), **event.payload}
+                payload = {"kind": semconv.MAP_CHANGE_KINDS[kind], **event.payload}
                 reported.setdefault(iteration, []).append(_key_of(payload))
         elif kind in (semconv.T_ITERATION_START, semconv.T_LLM_START):
-            number = event.int_field("iterIndex" if kind.startswith("agent.") else "iteration")
+            number = iteration_of(event)
             if number is not None:
                 current_iteration = number
         elif kind == semconv.T_TOOL_START:
@@ -241,8 +241,8 @@ def _recorded_passes(chain: Sequence[UpstreamEvent]) -> list[_RecordedPass]:
             current.refused = True
         elif kind == semconv.T_PERMISSION_CHECK and current is not None:
             if (
-                event.payload.get("capability") == "skill_read"
-                and event.payload.get("result") in _REFUSING_RESULTS
+                event.payload.get("capability") == semconv.CAPABILITY_SKILL_READ
+                and event.payload.get("result") in semconv.PERMISSION_REFUSING_RESULTS
             ):
                 current.refused = True
         elif kind == semconv.T_CONTEXT_INJECTED and event.payload.get("sourceId") == PARK_CARD_ID:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from otel_footprint.kernel.ladder import strength_of_move, strongest_of
+from otel_footprint.kernel.ladder import NON_MOVES, strength_of_move, strongest_of
 from otel_footprint.kernel.types import EngagementPass, MountedMap, Strength
 
 
@@ -66,8 +66,7 @@ def renewal_evidence_of(mounted: MountedMap, pass_: EngagementPass) -> tuple[Ren
     # about it. Presence is tested, not truthiness: ``moveBy: ""`` is a (structural) clause.
     if (
         move_by is not None
-        and move_by != "stay"
-        and move_by != "none"
+        and move_by not in NON_MOVES
         and pass_.current_node is not None
         and pass_.current_node in members
     ):

@@ -1,10 +1,12 @@
 """The one edge where kernel data meets the reference's camelCase JSON (vectors, CLI, events).
 
 Absent optional keys stay absent and ``null`` is never written; a present ``""`` stays present.
-Decoding checks every value's JSON type and names the offending path, and unknown keys are refused
-(a misspelt optional key would otherwise be read silently as absent). For any value this module
-writes, ``x_from_json(x_to_json(v)) == v``, and for valid JSON ``x_to_json(x_from_json(j)) == j``
-(extra keys inside ``toolResults`` entries, which the kernel never reads, are the one thing dropped).
+Decoding checks every value's JSON type and names the offending path. Unknown keys are ignored, as
+the upstream reducer ignores them, except a known key spelt in another case: that one is refused
+(it would otherwise be read silently as absent). For any value this module writes,
+``x_from_json(x_to_json(v)) == v``, and for valid JSON without unknown keys
+``x_to_json(x_from_json(j)) == j`` (unknown keys, which the kernel never reads, are not written
+back).
 """
 
 from __future__ import annotations

@@ -14,12 +14,9 @@ LADDER: Final[tuple[Strength, ...]] = ("explicit", "structural", "semantic", "le
 """Every rung, strongest first."""
 
 _RANK: Final[dict[Strength, int]] = {
-    "explicit": 4,
-    "structural": 3,
-    "semantic": 2,
-    "lexical": 1,
-    "assumed": 0,
+    strength: len(LADDER) - 1 - index for index, strength in enumerate(LADDER)
 }
+"""4 for ``explicit`` down to 0 for ``assumed``: read off the ladder, so they cannot disagree."""
 
 # The clause vocabulary of the skill map's cursor moves. Anything not listed here is a clause
 # from a newer engine and reads as structural: a wrongly strong reading merely delays a park,
@@ -36,6 +33,9 @@ _MOVE_STRENGTH: Final[dict[str, Strength]] = {
     "stay": "assumed",
     "none": "assumed",
 }
+
+NON_MOVES: Final[frozenset[str]] = frozenset({"stay", "none"})
+"""Clauses that say the cursor did not move: never renewal evidence for the map it is on."""
 
 _TENTATIVE: Final[frozenset[Strength]] = frozenset({"semantic", "lexical", "assumed"})
 

@@ -17,8 +17,14 @@ from opentelemetry._logs import Logger, LoggerProvider, get_logger
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_footprint import __version__, semconv
-from otel_footprint.kernel import EngagementChange, MountedMap, engagement_plan
-from otel_footprint.kernel.jsoncodec import change_to_json, mounted_map_to_json
+from otel_footprint.kernel import (
+    DEFAULT_RENEWAL_GRACE,
+    EngagementChange,
+    MountedMap,
+    ParkedChange,
+    engagement_plan,
+)
+from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
 from otel_footprint.runs.events import encode_payload
 
 EmitAs: TypeAlias = Literal["span", "log"]
@@ -167,8 +173,11 @@ class ModelCall:
     def engagement(self, change: EngagementChange) -> None:
         """Verify mode: a decision of the agent's own kernel (``map.engaged`` / ``map.parked``)."""
         payload = change_to_json(change)
-        kind = payload.pop("kind")
-        self._run.emit(self.span, f"map.{kind}", payload)
+        del payload["kind"]  # the event type says it
+        event_type = (
+            semconv.T_MAP_PARKED if isinstance(change, ParkedChange) else semconv.T_MAP_ENGAGED
+        )
+        self._run.emit(self.span, event_type, payload)
 
     def usage(self, *, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
         """Token usage of the call (``gen_ai.usage.*``)."""
@@ -421,7 +430,7 @@ def run(
     agent: str,
     run_id: str | None = None,
     maps: Sequence[MountedMap] = (),
-    renewal_grace: int = 3,
+    renewal_grace: int = DEFAULT_RENEWAL_GRACE,
     enforced: bool | None = None,
     user_prompt: str | None = None,
     conversation_id: str | None = None,
@@ -460,8 +469,8 @@ def run(
     maps = [
         MountedMap(m.id, tuple(m.member_ids), tuple(m.tool_names), m.non_parkable) for m in maps
     ]
-    if maps:
-        engagement_plan(maps, renewal_grace)  # fail here, loudly, rather than in the processor
+    # Checked here, loudly, rather than in the processor.
+    plan = engagement_plan(maps, renewal_grace) if maps else None
     emitter = _Emitter(emit_as, logger_provider)
     tracer = tracer or trace.get_tracer(SCOPE_NAME, __version__)
     identifier = run_id or uuid.uuid4().hex
@@ -486,13 +495,8 @@ def run(
             leg.event(semconv.T_RUN_CONFIGURED, {"agentId": agent, **configured})
         if graph is not None:
             leg.event(semconv.T_GRAPH_DECLARED, graph)
-        if maps:
-            mounted = {
-                "maps": [mounted_map_to_json(m) for m in maps],
-                "renewalGrace": renewal_grace,
-                "enforced": enforced,
-            }
-            leg.event(semconv.T_MAPS_MOUNTED, mounted)
+        if plan is not None:
+            leg.event(semconv.T_MAPS_MOUNTED, {**plan_to_json(plan), "enforced": enforced})
         if not resumed:
             leg.event(semconv.T_TURN_START, {"turnIndex": turn_index, "userPrompt": user_prompt})
         yield leg

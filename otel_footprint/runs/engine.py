@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from otel_footprint import semconv
-from otel_footprint.kernel.jsoncodec import change_to_json
+from otel_footprint.account.account import account_for
+from otel_footprint.account.input import (
+    AccountInput,
+    CarriedVerdict,
+    CarriedVerdictError,
+    leg_input,
+)
+from otel_footprint.account.input import ToolCall as AccountToolCall
+from otel_footprint.account.understood import verdict_to_carry
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
@@ -27,6 +35,7 @@ from otel_footprint.runs.passes import (
     batches_of,
     build_pass,
     decode_run,
+    expected_first_iteration,
     gap_reason,
     latest_batch,
     read_run,
@@ -49,7 +58,7 @@ class EngineOptions:
     """``auto``: verify when ``maps.mounted.enforced`` is true (or absent and the run has
     ``footprint.map.*`` events), else shadow."""
     account: bool = True
-    """Compute the account (check 1 …) when the account module is available."""
+    """Compute the account (check 1 …) and hand its carried routing verdict to the next leg."""
     findings: bool = True
     """Look for cross-turn findings through the store (needs a store and a session id)."""
 
@@ -95,10 +104,6 @@ def _mode_of(facts: RunFacts, enforced: bool | None, options: EngineOptions) -> 
     return "verify" if facts.has_map_events else "shadow"
 
 
-def _changes_json(changes: Sequence[Any]) -> list[dict[str, Any]]:
-    return [change_to_json(c) for c in changes]
-
-
 def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> RunVerdict:
     if run.run_span is None:
         return RunVerdict(
@@ -112,9 +117,10 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
             reasons=(run.reason,) if run.reason else (),
         )
     decoded = decode_run(run)
-    facts = read_run(run, decoded=decoded)
+    # Whether the leg resumes decides how it is read (below), so it is asked of the events first.
+    resumed = any(event.type == semconv.T_PAUSE_RESUME for event in decoded.events)
     reasons: list[Reason] = []
-    leg = _load_leg(store, run.run_id, reasons) if facts.resumed else None
+    leg = _load_leg(store, run.run_id, reasons) if resumed else None
     continuable = leg is None or leg.decided
     if not continuable:
         reasons.append(
@@ -125,9 +131,8 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
             )
         )
     carry: Carry | None = leg.carry() if leg is not None and continuable else None
-    if carry is not None:
-        # Pass spans without an iteration continue the earlier leg's numbering.
-        facts = read_run(run, first_iteration=carry.last_iteration + 1, decoded=decoded)
+    # Pass spans without an iteration continue the earlier leg's numbering.
+    facts = read_run(run, first_iteration=expected_first_iteration(carry), decoded=decoded)
     reasons[:0] = facts.reasons
 
     plan: EngagementPlan | None = facts.plan
@@ -222,7 +227,8 @@ def _replay(
         if mode == "shadow":
             served_parked = tuple([i for i in pass_facts.active_ids if i in parked_ids])
         reported = pass_facts.reported if mode == "verify" else ()
-        mismatch = mode == "verify" and _changes_json(advance.changes) != _changes_json(reported)
+        # Changes are frozen data that the codec round-trips exactly: equal data, equal JSON.
+        mismatch = mode == "verify" and advance.changes != reported
         verdicts.append(
             PassVerdict(
                 iteration=pass_facts.iteration,
@@ -362,47 +368,33 @@ def _continuity_sentence(
     )
 
 
-def _account_tool_calls(facts: RunFacts) -> list[Any]:
-    from otel_footprint.account.input import ToolCall as AccountToolCall
-
-    calls = []
-    for call in facts.tool_calls:
-        raw = call.arguments_text
-        calls.append(
-            AccountToolCall(
-                name=call.name,
-                call_id=call.call_id,
-                arguments=raw,
-                result=call.result,
-                error=call.failed,
-                status=call.status,
-                trace_id=call.trace_id,
-                span_id=call.span_id,
-                iteration=call.iteration,
-            )
+def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
+    return [
+        AccountToolCall(
+            name=call.name,
+            call_id=call.call_id,
+            arguments=call.arguments_text,
+            result=call.result,
+            error=call.failed,
+            status=call.status,
+            trace_id=call.trace_id,
+            span_id=call.span_id,
+            iteration=call.iteration,
         )
-    return calls
+        for call in facts.tool_calls
+    ]
 
 
 def _with_account(
     verdict: RunVerdict, facts: RunFacts, leg: LegState | None, *, hand_on: bool = True
 ) -> tuple[RunVerdict, Mapping[str, Any] | None]:
-    """Fill ``verdict.account`` through the account module, when it is installed; also return the
-    carried routing verdict the next leg of this run should see (only read when ``hand_on``: without
-    a run store there is no next leg to hand it to)."""
+    """Fill ``verdict.account``; also return the carried routing verdict the next leg of this run
+    should see (only read when ``hand_on``: without a run store there is no next leg to hand it
+    to)."""
     carried_json = leg.carried_verdict if leg is not None else None
     try:
-        from otel_footprint.account import input as account_input
-        from otel_footprint.account.account import account_for
-    except ImportError:  # the account is optional: the engagement verdict stands alone
-        return verdict, carried_json
-    try:
-        carried = (
-            account_input.CarriedVerdict.from_dict(carried_json)
-            if carried_json is not None
-            else None
-        )
-    except account_input.CarriedVerdictError as error:
+        carried = CarriedVerdict.from_dict(carried_json) if carried_json is not None else None
+    except CarriedVerdictError as error:
         carried = None
         verdict = dataclasses.replace(
             verdict,
@@ -413,7 +405,7 @@ def _with_account(
         )
     last_pass = max((p.iteration for p in facts.passes), default=None)
     try:
-        inp = account_input.leg_input(
+        inp = leg_input(
             facts.events,
             _account_tool_calls(facts),
             answering_iteration=last_pass,
@@ -428,14 +420,9 @@ def _with_account(
     return dataclasses.replace(verdict, account=result), next_carried
 
 
-def _next_carried(inp: Any, previous: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def _next_carried(
+    inp: AccountInput, previous: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
     """The routing verdict (as carried-verdict JSON) the next leg of this run inherits."""
-    try:
-        from otel_footprint.account.understood import verdict_to_carry
-    except ImportError:
-        return previous
     carried = verdict_to_carry(inp)
-    if carried is None:
-        return previous
-    out: dict[str, Any] = carried.to_dict()
-    return out
+    return previous if carried is None else carried.to_dict()

@@ -7,10 +7,8 @@ them, hex or base64 ids) or agentfootprint NDJSON recordings (detected, converte
 from __future__ import annotations
 
 import argparse
-import base64
 import html
 import json
-import string
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +19,11 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_footprint import semconv
+from otel_footprint.bridges.otlpjson import ids_to_base64
 from otel_footprint.kernel.jsoncodec import change_to_json, record_to_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
-from otel_footprint.kernel.types import MapEngagementRecord, ParkedChange
+from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord, ParkedChange
 from otel_footprint.runs.engine import EngineOptions, decide_run
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.model import PassVerdict, RunVerdict
@@ -31,8 +31,6 @@ from otel_footprint.runs.spans import OtlpSpanView, SpanEventView, log_record_ev
 from otel_footprint.runs.store import MemoryRunStore
 
 FORMATS = ("text", "json", "html")
-_HEX = frozenset(string.hexdigits)
-_ID_KEYS = ("traceId", "spanId", "parentSpanId")
 
 
 class InputError(ValueError):
@@ -80,38 +78,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 # ── reading inputs ───────────────────────────────────────────────────────────────────────────
 
 
-def _hex_to_base64(value: Any, size: int) -> Any:
-    # The Collector file exporter writes ids as hex; the protobuf JSON mapping wants base64.
-    # A hex id has exactly 2*size hex digits; a base64 id of that size never has that length.
-    if isinstance(value, str) and len(value) == 2 * size and set(value) <= _HEX:
-        return base64.b64encode(bytes.fromhex(value)).decode()
-    return value
-
-
-def _fix_ids(node: Any) -> None:
-    """Rewrite hex trace/span ids in place, anywhere in an OTLP JSON document."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "traceId":
-                node[key] = _hex_to_base64(value, 16)
-            elif key in ("spanId", "parentSpanId"):
-                node[key] = _hex_to_base64(value, 8)
-            else:
-                _fix_ids(value)
-    elif isinstance(node, list):
-        for item in node:
-            _fix_ids(item)
-
-
 def _is_recording(first: Any) -> bool:
     kind = first.get("type") if isinstance(first, dict) else None
-    return isinstance(kind, str) and kind.startswith("agentfootprint.")
+    return isinstance(kind, str) and kind.startswith(semconv.UPSTREAM_PREFIX)
 
 
 def _parse_otlp(document: Any, where: str, loaded: Loaded) -> None:
     if not isinstance(document, dict):
         raise InputError(f"{where}: expected an OTLP JSON object")
-    _fix_ids(document)
+    # The Collector file exporter writes hex ids; the protobuf JSON mapping reads base64.
+    ids_to_base64(document)
     try:
         if "resourceSpans" in document or "resource_spans" in document:
             loaded.traces.append(json_format.ParseDict(document, ExportTraceServiceRequest()))
@@ -286,7 +262,7 @@ _ROW_TITLES = {
 }
 
 
-def describe_change(change: Any) -> str:
+def describe_change(change: EngagementChange) -> str:
     """A change in words: ``engaged by lexical (witness "zone")``."""
     if isinstance(change, ParkedChange):
         text = f"{change.map_id} PARKED (rested on {change.by}, {change.idle_calls} idle calls)"

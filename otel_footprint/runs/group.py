@@ -18,13 +18,12 @@ from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, 
 
 # Our own output events ride spans that may come back through the hop (a second pass, a replay of an
 # annotated file); they are not agent input and must not make a plain span "carry footprint events".
-_OUTPUT_EVENT_TYPES = ("engagement.", "account.", "mismatch.")
 
 
 def is_footprint_input_event(name: str) -> bool:
     """True for ``footprint.*`` / ``agentfootprint.*`` event names that agents emit (not our output)."""
     event_type = semconv.event_type_of(name)
-    return event_type is not None and not event_type.startswith(_OUTPUT_EVENT_TYPES)
+    return event_type is not None and semconv.event_name_of(event_type) not in semconv.OUTPUT_EVENTS
 
 
 def _event_names(view: SpanView) -> Iterable[str]:

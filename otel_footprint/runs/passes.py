@@ -37,29 +37,12 @@ from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
-# Event types (upstream names without prefix) read here.
-
-_REFUSING_RESULTS = frozenset({"deny", "halt"})
-_CHANGE_KEYS = {
-    "engaged": (
-        "mapId",
-        "iteration",
-        "by",
-        "witness",
-        "reengaged",
-        "upgraded",
-        "tenantChanged",
-        "at",
-        "foundedBy",
-    ),
-    "parked": ("mapId", "iteration", "by", "idleCalls", "witness"),
-}
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
 # Sources of context rows that are conversation, not a map's contribution.
 _CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
 # Event types read_run keys by iteration together, and the ones that may refuse a pick.
-_STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, semconv.T_MAP_ENGAGED, semconv.T_MAP_PARKED})
+_STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, *semconv.MAP_CHANGE_KINDS})
 _REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
 
 
@@ -276,7 +259,7 @@ def _plan_of(
     if len(mounted) > 1 and any(dict(m.payload) != dict(event.payload) for m in mounted[:-1]):
         rd.add(
             "conflicting-plan",
-            f"{len(mounted)} footprint.maps.mounted events disagree; the last one is used",
+            f"{len(mounted)} {semconv.EV_MAPS_MOUNTED} events disagree; the last one is used",
             event.pointer.span_id,
         )
     payload = event.payload
@@ -327,21 +310,19 @@ def _witness_text(value: Any) -> str | None:
     return _as_str(value)
 
 
-def _reported_change(event: FootprintEvent, fallback_iteration: int | None) -> EngagementChange:
-    kind = "engaged" if event.type == semconv.T_MAP_ENGAGED else "parked"
-    body: dict[str, object] = {"kind": kind}
-    for key in _CHANGE_KEYS[kind]:
-        if key in event.payload:
-            body[key] = event.payload[key]
-    if "iteration" not in body and fallback_iteration is not None:
-        body["iteration"] = fallback_iteration
+def _reported_change(event: FootprintEvent, fallback_iteration: int) -> EngagementChange:
+    """The agent's own decision on a ``map.*`` event: its payload is the kernel's change JSON
+    without ``kind`` (the event type says it), so the kernel's codec reads it; raises
+    :class:`JsonShapeError` naming the event when it is not that shape."""
+    body: dict[str, object] = {"iteration": fallback_iteration, **event.payload}
+    body["kind"] = semconv.MAP_CHANGE_KINDS[event.type]
     return change_from_json(body, path=semconv.event_name_of(event.type))
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedRun:
-    """A run leg's events decoded once, with the reasons decoding gave (a resumed leg is read
-    twice, the second time with its earlier leg's numbering: it is decoded only once)."""
+    """A run leg's events decoded once, with the reasons decoding gave (the engine reads the
+    events before the leg: whether it resumes decides the numbering :func:`read_run` uses)."""
 
     events: tuple[FootprintEvent, ...]
     reasons: tuple[Reason, ...] = ()
@@ -478,8 +459,8 @@ def read_run(
         listed = ", ".join(str(p.iteration) for p in missing)
         reason = rd.add(
             "missing-evaluated",
-            f"no footprint.context.evaluated event for iteration(s) {listed}: the cursor move and "
-            "what rode cannot be told, so passes from there on are not decided",
+            f"no {semconv.EV_CONTEXT_EVALUATED} event for iteration(s) {listed}: the cursor move "
+            "and what rode cannot be told, so passes from there on are not decided",
             missing[0].span_id,
         )
         passes = [replace(p, problem=reason) if p.problem is _MISSING else p for p in passes]
@@ -487,7 +468,7 @@ def read_run(
         rd.add(
             "no-model-call-span",
             f"the agent reported engagement changes for iteration {iteration}, which has neither a "
-            "model-call span nor a footprint.context.evaluated event",
+            f"model-call span nor a {semconv.EV_CONTEXT_EVALUATED} event",
             reported[iteration][0].pointer.span_id,
         )
 
@@ -517,7 +498,7 @@ def read_run(
         events=events,
         plan=plan,
         enforced=enforced,
-        has_map_events=semconv.T_MAP_ENGAGED in by_type or semconv.T_MAP_PARKED in by_type,
+        has_map_events=any(t in by_type for t in semconv.MAP_CHANGE_KINDS),
         resumed=semconv.T_PAUSE_RESUME in by_type,
         paused=semconv.T_PAUSE_REQUEST in by_type,
         passes=tuple(passes),
@@ -551,15 +532,15 @@ def _pass_facts(
     elif problem is None and len(evaluations) > 1:
         problem = rd.add(
             "duplicate-iteration",
-            f"{len(evaluations)} footprint.context.evaluated events claim iteration {iteration}; "
-            "passes from here on are not decided",
+            f"{len(evaluations)} {semconv.EV_CONTEXT_EVALUATED} events claim iteration "
+            f"{iteration}; passes from here on are not decided",
             evaluations[1].pointer.span_id,
         )
     if span_id is None:
         rd.add(
             "no-model-call-span",
-            f"iteration {iteration} has a footprint.context.evaluated event but no model-call span "
-            "(chat); its decision is made but cannot be written on a pass span",
+            f"iteration {iteration} has a {semconv.EV_CONTEXT_EVALUATED} event but no model-call "
+            "span (chat); its decision is made but cannot be written on a pass span",
             evaluations[0].pointer.span_id if evaluations else None,
         )
     reported: list[EngagementChange] = []
@@ -717,26 +698,35 @@ def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool =
             requested == skill_id or (on_call and requested is None)
         ):
             return True
-        if event.type == semconv.T_PERMISSION_CHECK and payload.get("result") in _REFUSING_RESULTS:
+        if (
+            event.type == semconv.T_PERMISSION_CHECK
+            and payload.get("result") in semconv.PERMISSION_REFUSING_RESULTS
+        ):
             capability, target = payload.get("capability"), payload.get("target")
-            if capability == "skill_read" and target in (f"skill:{skill_id}", skill_id):
+            if capability == semconv.CAPABILITY_SKILL_READ and target in (
+                semconv.SKILL_TARGET_PREFIX + skill_id,
+                skill_id,
+            ):
                 return True
-            if on_call and capability == "tool_call" and target == semconv.READ_SKILL_TOOL:
+            if (
+                on_call
+                and capability == semconv.CAPABILITY_TOOL_CALL
+                and target == semconv.READ_SKILL_TOOL
+            ):
                 return True
     return False
 
 
 def _refusals_by_iteration(
-    events: Sequence[FootprintEvent],
+    refusing: Sequence[FootprintEvent],
     tool_span_ids: frozenset[str],
     span_iteration: Mapping[str, int],
 ) -> dict[int, list[FootprintEvent]]:
-    """Refusal events carried on a pass or run span instead of the call's own span, by iteration
-    (their payload ``iteration``, else the pass span they are on)."""
+    """Of ``refusing`` (the run's rejections and permission checks), those carried on a pass or
+    run span instead of the call's own span, by iteration (their payload ``iteration``, else the
+    pass span they are on)."""
     found: dict[int, list[FootprintEvent]] = {}
-    for event in events:
-        if event.type not in (semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK):
-            continue
+    for event in refusing:
         if event.pointer.span_id in tool_span_ids:
             continue
         iteration = _as_int(event.payload.get("iteration"))

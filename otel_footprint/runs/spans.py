@@ -7,7 +7,7 @@ lazily: a span that is not a run, model-call or tool span costs one attribute lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -200,11 +200,3 @@ def log_record_event(
         return None
     time = int(record.time_unix_nano or record.observed_time_unix_nano)
     return SpanEventView(name, time, pairs, via="log-record")
-
-
-def iter_attribute_keys(view: SpanView, keys: Sequence[str]) -> Iterator[tuple[str, Any]]:
-    """The (key, value) pairs of ``keys`` that are present on ``view``."""
-    for key in keys:
-        value = view.attribute(key)
-        if value is not None:
-            yield key, value

@@ -94,6 +94,7 @@ class LegState:
         )
 
     def to_bytes(self) -> bytes:
+        """Compact JSON (camelCase, versioned) for the run store."""
         body: dict[str, Any] = {
             "v": STATE_VERSION,
             "runId": self.run_id,
@@ -124,6 +125,7 @@ class LegState:
 
     @staticmethod
     def from_bytes(data: bytes) -> LegState:
+        """Read :meth:`to_bytes` output; raises :class:`StateError` on anything else."""
         try:
             body = json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -171,6 +173,7 @@ class SessionState:
     final_cursor: str | None = None
 
     def to_bytes(self) -> bytes:
+        """Compact JSON (camelCase, versioned) for the run store."""
         body = {
             "v": STATE_VERSION,
             "runId": self.run_id,
@@ -182,6 +185,7 @@ class SessionState:
 
     @staticmethod
     def from_bytes(data: bytes) -> SessionState:
+        """Read :meth:`to_bytes` output; raises :class:`StateError` on anything else."""
         try:
             body = json.loads(data)
             if not isinstance(body, dict) or body.get("v") != STATE_VERSION:
@@ -193,9 +197,13 @@ class SessionState:
                 engagement=engagement_from_json(body.get("engagement")),
                 final_cursor=cursor if isinstance(cursor, str) else None,
             )
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
-            raise StateError(f"session state is not readable: {error}") from None
-        except JsonShapeError as error:
+        except (
+            json.JSONDecodeError,
+            UnicodeDecodeError,
+            KeyError,
+            TypeError,
+            JsonShapeError,
+        ) as error:
             raise StateError(f"session state is not readable: {error}") from None
 
 

@@ -40,7 +40,8 @@ Cause = Literal[
     "decide", "timeout", "flush", "overflow", "span-limit", "log-limit", "orphan", "backlog"
 ]
 
-_PREFIXES = ("footprint.", "agentfootprint.")
+# A prefix test settles most event names before the full rule (our own output events excluded).
+_PREFIXES = (semconv.PREFIX, semconv.UPSTREAM_PREFIX)
 
 REASON_TIMEOUT = "timeout"
 REASON_OVERFLOW = "overflow"

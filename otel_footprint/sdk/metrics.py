@@ -35,7 +35,7 @@ def register_metrics(
 ) -> None:
     """Observable counters (spans, runs by outcome) and gauges (held runs/spans) for one buffer."""
     meter = meter_provider.get_meter("otel_footprint.sdk")
-    base = {"footprint.component": component}
+    base = {semconv.METRIC_ATTR_COMPONENT: component}
 
     def outcomes(table: dict[str, str]) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def callback(_options: CallbackOptions) -> Iterable[Observation]:

@@ -9,7 +9,7 @@ nothing is decided or exported on the application's thread.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
@@ -113,7 +113,7 @@ class FootprintSpanProcessor(SpanProcessor):
         if meter_provider is not None:
             register_metrics(meter_provider, self.stats, "span_processor")
 
-    def _enqueue(self, spans: Any) -> None:
+    def _enqueue(self, spans: Sequence[ReadableSpan]) -> None:
         on_end = self._batch.on_end
         for span in spans:
             on_end(span)
