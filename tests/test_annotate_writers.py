@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.proto.trace.v1.trace_pb2 import SpanFlags
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -132,3 +139,103 @@ def test_annotated_copy_respects_limits_and_counts_what_did_not_fit() -> None:
     assert copy.links == () and copy.dropped_links == 1
     pb = _pb(copy)
     assert pb.dropped_attributes_count == 3 and pb.dropped_events_count == 1
+
+
+# ── the protobuf writer against a plain message-by-message reference ────────────────────────────
+
+
+def _reference_apply(pb: PbSpan, note: SpanNote) -> None:
+    """The obvious implementation: one KeyValue message per value, equal keys replaced in place."""
+
+    def put(target: Any, pairs: Sequence[tuple[str, Any]]) -> None:
+        index = {kv.key: kv for kv in target}
+        for key, value in pairs:
+            kv = index.get(key)
+            if kv is None:
+                kv = index[key] = target.add(key=key)
+            else:
+                kv.value.Clear()
+            to_any_value(value, kv.value)
+
+    put(pb.attributes, note.attributes)
+    for event in note.events:
+        at = pb.start_time_unix_nano if event.anchor == "start" else pb.end_time_unix_nano
+        put(pb.events.add(name=event.name, time_unix_nano=at).attributes, event.attributes)
+    for link in note.links:
+        pb_link = pb.links.add(
+            trace_id=bytes.fromhex(link.trace_id),
+            span_id=bytes.fromhex(link.span_id),
+            flags=SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK,
+        )
+        put(pb_link.attributes, link.attributes)
+
+
+_KEYS = st.sampled_from(["existing", "keep", sc.RUN_ID, sc.RUN_PASSES, "a", "b", "ünï"])
+_SCALARS = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=300),
+)
+_VALUES = st.one_of(
+    _SCALARS,
+    st.lists(st.text(max_size=20), max_size=4).map(tuple),
+    st.lists(_SCALARS, max_size=3).map(tuple),
+)
+_PAIRS = st.lists(st.tuples(_KEYS, _VALUES), max_size=8).map(tuple)
+_NOTES = st.builds(
+    SpanNote,
+    attributes=_PAIRS,
+    events=st.lists(
+        st.builds(
+            NoteEvent,
+            name=st.sampled_from([sc.EV_EVALUATION_RESULT, sc.EV_ENGAGEMENT_PARKED, "é"]),
+            attributes=_PAIRS,
+            anchor=st.sampled_from(["start", "end"]),
+        ),
+        max_size=4,
+    ).map(tuple),
+    links=st.lists(
+        st.builds(NoteLink, st.just(LINKED_TRACE), st.just(LINKED_SPAN), _PAIRS), max_size=2
+    ).map(tuple),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_NOTES, st.booleans())
+def test_apply_note_writes_the_same_message_as_the_plain_reference(
+    note: SpanNote, twice: bool
+) -> None:
+    base = _pb(_sdk_span())
+    base.attributes.add(key=sc.RUN_ID).value.string_value = "run-1"
+    ours, reference = PbSpan(), PbSpan()
+    ours.CopyFrom(base)
+    reference.CopyFrom(base)
+    for _ in range(2 if twice else 1):  # the second time every value comes from the cache
+        apply_note(ours, note)
+        _reference_apply(reference, note)
+    assert ours == reference
+    keys = [kv.key for kv in ours.attributes]
+    assert len(keys) == len(set(keys))  # never a duplicate key, even when the note repeats one
+
+
+def test_apply_note_never_confuses_values_that_compare_equal() -> None:
+    # True == 1 == 1.0 and 0.0 == -0.0 in Python; on the wire they are different values.
+    for value in (True, 1, 1.0, (True,), (1,), ("1",), 0.0, -0.0, (), ("",), ""):
+        pb = PbSpan()
+        apply_note(pb, SpanNote(attributes=(("k", value),)))
+        reference = PbSpan()
+        _reference_apply(reference, SpanNote(attributes=(("k", value),)))
+        assert pb == reference, value
+        assert pb.attributes[0].value == to_any_value(value)
+
+
+def test_apply_note_refuses_what_protobuf_refuses() -> None:
+    with pytest.raises(ValueError):
+        apply_note(PbSpan(), SpanNote(attributes=(("too-big", 1 << 63),)))
+    with pytest.raises(TypeError):
+        apply_note(PbSpan(), SpanNote(attributes=(("none", None),)))  # type: ignore[arg-type]
+    # A list where the form gives tuples still encodes (it cannot be cached).
+    pb = PbSpan()
+    apply_note(pb, SpanNote(attributes=(("list", ["a", "b"]),)))  # type: ignore[arg-type]
+    assert [v.string_value for v in pb.attributes[0].value.array_value.values] == ["a", "b"]

@@ -160,3 +160,133 @@ def test_annotation_off_forwards_everything_as_received(tmp_path: Path) -> None:
     pipeline.ingest_traces(request, request.SerializeToString(), "test")
     assert pipeline.buffer.spans_held == 0
     assert len(_forwarded(journal)) == 2
+
+
+class RecordingJournal(Journal):
+    """A real journal that records the order of appends, syncs and done marks."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory, fsync=False)
+        self.calls: list[tuple[str, Any]] = []
+
+    def append(self, items: Any, *, admit: bool = True) -> list[int]:
+        seqs = super().append(items, admit=admit)
+        self.calls.append(("append", seqs))
+        return seqs
+
+    def sync(self, seq: int) -> None:
+        self.calls.append(("sync", (seq, self.pending_seqs())))
+        super().sync(seq)
+
+    def mark_done(self, seqs: Any) -> None:
+        seqs = list(seqs)
+        self.calls.append(("done", seqs))
+        super().mark_done(seqs)
+
+
+def test_released_runs_share_one_append_and_fsync_and_input_is_retired_after_it(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    journal = RecordingJournal(tmp_path / "queue")
+    journal.open()
+    flushed_with_pending: list[list[int]] = []
+    pipeline = Pipeline(
+        PipelineOptions(limits=BufferLimits(release_grace=1.0, max_wait=10.0)),
+        journal,
+        FootprintAnnotation(),
+        HopMetrics(),
+        clock=clock,
+        commit_hooks=[lambda: flushed_with_pending.append(journal.pending_seqs())],
+    )
+    held: list[int] = []
+    for trace in range(100, 120):
+        run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
+        pipeline.ingest_traces(_request(_span(trace, "chat", parent=run.span_id), run), None, "t")
+        (held_seq,) = next(seqs for kind, seqs in reversed(journal.calls) if kind == "append")
+        held.append(held_seq)
+    journal.calls.clear()
+    clock.now += 1.5
+    assert pipeline.process_due() == 20
+    kinds = [kind for kind, _ in journal.calls]
+    assert kinds == ["append", "sync", "done"]  # one group commit for the twenty runs
+    (_, appended), (_, (synced, pending_at_sync)), (_, retired) = journal.calls
+    assert len(appended) == 20 and synced == appended[-1]
+    assert set(held) <= set(pending_at_sync)  # input retired only after the outbound fsync
+    assert sorted(retired) == sorted(held)
+    assert flushed_with_pending and set(held) <= set(flushed_with_pending[0])
+    out = _forwarded(journal)
+    assert len(out) == 40 and all(
+        semconv.RUN_COMPLETE in _attrs(s) for s in out.values() if s.name == "invoke_agent"
+    )
+
+
+def test_a_failing_commit_hook_does_not_stop_the_spans(tmp_path: Path) -> None:
+    clock = Clock()
+    journal = Journal(tmp_path / "queue", fsync=False)
+    journal.open()
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    pipeline = Pipeline(
+        PipelineOptions(limits=BufferLimits(release_grace=1.0, max_wait=10.0)),
+        journal,
+        FootprintAnnotation(),
+        HopMetrics(),
+        clock=clock,
+        commit_hooks=[broken],
+    )
+    run = _span(130, "invoke_agent", footprint__run__id="r130")
+    pipeline.ingest_traces(_request(run), None, "t")
+    clock.now += 1.5
+    assert pipeline.process_due() == 1
+    assert bytes(run.span_id) in _forwarded(journal)
+    assert journal.pending_seqs() == []
+
+
+def _event(span: Span, name: str, payload: dict[str, Any]) -> None:
+    from otel_footprint.annotate.otlp import to_any_value
+    from otel_footprint.runs.events import encode_payload
+
+    event = span.events.add(name=name, time_unix_nano=span.start_time_unix_nano)
+    for key, value in encode_payload(payload).items():
+        to_any_value(value, event.attributes.add(key=key).value)
+
+
+def test_plain_spans_between_a_run_and_its_calls_change_nothing_in_the_decision(
+    tmp_path: Path,
+) -> None:
+    """The stage gives the engine only a run's role-bearing spans; a chain through plain spans
+    (an agent framework's step spans) must still lead every call to its run, as group_runs does."""
+    from otel_footprint.annotate.form import annotations_for
+    from otel_footprint.annotate.otlp import apply_note
+    from otel_footprint.runs.engine import decide_run
+    from otel_footprint.runs.group import group_runs
+    from otel_footprint.runs.spans import OtlpSpanView
+
+    run = _span(140, "invoke_agent", footprint__run__id="r140")
+    maps = [{"id": "skills", "memberIds": ["billing"], "toolNames": ["read_skill"]}]
+    _event(run, semconv.EV_MAPS_MOUNTED, {"maps": maps, "renewalGrace": 1, "enforced": False})
+    spans = [run]
+    for i in (1, 2, 3):
+        step = _span(140, None, parent=run.span_id)  # a plain framework span per step
+        chat = _span(140, "chat", parent=step.span_id)
+        chat.attributes.add(key=semconv.PASS_ITERATION).value.int_value = i
+        _event(chat, semconv.EV_CONTEXT_EVALUATED, {"iteration": i, "activeIds": ["billing"]})
+        http = _span(140, None, parent=chat.span_id)
+        spans += [step, chat, http]
+    reference = {bytes(s.span_id): Span.FromString(s.SerializeToString()) for s in spans}
+    (leg,) = group_runs([OtlpSpanView(s) for s in reference.values()])
+    for span_hex, note in annotations_for(decide_run(leg)).items():
+        apply_note(reference[bytes.fromhex(span_hex)], note)
+
+    clock = Clock()
+    pipeline, journal, _ = _pipeline(tmp_path, clock)
+    pipeline.ingest_traces(_request(*spans), None, "t")
+    clock.now += 1.5
+    pipeline.process_due()
+    out = _forwarded(journal)
+    assert _attrs(out[bytes(run.span_id)])[semconv.RUN_PASSES] == 3
+    for span_id, expected in reference.items():
+        assert out[span_id] == expected

@@ -161,3 +161,43 @@ def test_a_resumed_leg_on_another_hop_reads_the_shared_store(
         assert hop_a.terminate() == 0, hop_a.stderr()
         assert hop_b.terminate() == 0, hop_b.stderr()
         sink.stop()
+
+
+def test_sqlite_store_writes_behind_until_flush_and_reads_its_own_writes(tmp_path: Path) -> None:
+    store = SqliteRunStore(tmp_path / "runs.sqlite", max_pending=3)
+    other = SqliteRunStore(tmp_path / "runs.sqlite")  # another connection sees the file only
+    store.put("a", b"1")
+    store.put("b", b"2")
+    assert store.get("a") == b"1"  # pending, but visible to its own reads
+    assert other.get("a") is None
+    store.flush()
+    assert (other.get("a"), other.get("b")) == (b"1", b"2")
+    store.put("c", b"3")
+    store.put("d", b"4")
+    store.put("c", b"5")  # still 2 keys pending: the bound counts keys
+    assert other.get("c") is None
+    store.put("e", b"6")  # the third pending key writes them all
+    assert (other.get("c"), other.get("d"), other.get("e")) == (b"5", b"4", b"6")
+    store.close()
+    other.close()
+
+
+def test_verdict_log_writes_accounts_behind_and_queries_see_them(tmp_path: Path) -> None:
+    from otel_footprint.runs.model import RunVerdict
+    from otel_footprint.service.annotation import Decision
+    from otel_footprint.service.verdicts import VerdictLog
+
+    path = tmp_path / "accounts.sqlite"
+    log = VerdictLog(path, max_unwritten=100)
+
+    def decided(trace_id: str) -> Decision:
+        verdict = RunVerdict("run-v", trace_id, "cd" * 8, None, True, (), ())
+        return Decision(trace_id, "run-v", "cd" * 8, True, (), verdict, {}, 1, 5)
+
+    log.publish(decided("ab" * 16))
+    assert len(log.legs("run-v")) == 1  # a query first writes what is pending
+    log.publish(decided("ef" * 16))
+    log.close()  # close writes the rest
+    again = VerdictLog(path)
+    assert len(again.legs("run-v")) == 2
+    again.close()

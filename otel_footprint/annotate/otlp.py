@@ -1,15 +1,18 @@
 """Writer for OTLP protobuf spans: appends a SpanNote to a ``Span`` message in place (the hop's path).
 
-No copies, no SDK objects: the hop parses a request once, applies notes, and serializes once.
+No copies, no SDK objects: the note is encoded straight to protobuf wire bytes (repeated fields
+concatenate) and merged into the span with one parse, instead of one message object per value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import struct
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import SpanFlags
+from google.protobuf.descriptor import FieldDescriptor
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags
 
 from otel_footprint.annotate.form import Pairs, SpanNote
 from otel_footprint.runs.events import AttributeValue
@@ -39,37 +42,196 @@ def to_any_value(value: AttributeValue, out: AnyValue | None = None) -> AnyValue
     return target
 
 
-def _put_attributes(target: RepeatedCompositeFieldContainer[KeyValue], pairs: Pairs) -> None:
-    index: Mapping[str, KeyValue] = {kv.key: kv for kv in target}
-    for key, value in pairs:
-        existing = index.get(key)
-        if existing is not None:
-            existing.value.Clear()
-            to_any_value(value, existing.value)
-        else:
-            kv = target.add(key=key)
-            to_any_value(value, kv.value)
+# ── wire encoding ─────────────────────────────────────────────────────────────────────────────
+# Building one KeyValue message per value costs several Python-level protobuf calls each; a run
+# span's note has ~100 of them. Encoding the bytes here and merging them with one MergeFromString
+# is the same message (tests compare both ways), and repeated values come from a small cache.
+
+
+def _tag(descriptor: FieldDescriptor, wire_type: int) -> bytes:
+    return bytes([descriptor.number << 3 | wire_type])
+
+
+_LEN, _I64, _I32, _VARINT = 2, 1, 5, 0
+
+
+def _field(message: type, name: str, wire_type: int) -> bytes:
+    return _tag(message.DESCRIPTOR.fields_by_name[name], wire_type)  # type: ignore[attr-defined]
+
+
+_SPAN_ATTRIBUTE: Final = _field(Span, "attributes", _LEN)
+_SPAN_EVENT: Final = _field(Span, "events", _LEN)
+_SPAN_LINK: Final = _field(Span, "links", _LEN)
+_EVENT_TIME: Final = _field(Span.Event, "time_unix_nano", _I64)
+_EVENT_NAME: Final = _field(Span.Event, "name", _LEN)
+_EVENT_ATTRIBUTE: Final = _field(Span.Event, "attributes", _LEN)
+_LINK_TRACE_ID: Final = _field(Span.Link, "trace_id", _LEN)
+_LINK_SPAN_ID: Final = _field(Span.Link, "span_id", _LEN)
+_LINK_ATTRIBUTE: Final = _field(Span.Link, "attributes", _LEN)
+_LINK_FLAGS: Final = _field(Span.Link, "flags", _I32)
+_KV_KEY: Final = _field(KeyValue, "key", _LEN)
+_KV_VALUE: Final = _field(KeyValue, "value", _LEN)
+_ANY_STRING: Final = _field(AnyValue, "string_value", _LEN)
+_ANY_BOOL: Final = _field(AnyValue, "bool_value", _VARINT)
+_ANY_INT: Final = _field(AnyValue, "int_value", _VARINT)
+_ANY_DOUBLE: Final = _field(AnyValue, "double_value", _I64)
+_ANY_ARRAY: Final = _field(AnyValue, "array_value", _LEN)
+_ARRAY_VALUE: Final = _field(ArrayValue, "values", _LEN)
+
+_FIXED64 = struct.Struct("<Q").pack
+_FIXED32 = struct.Struct("<I").pack
+_DOUBLE = struct.Struct("<d").pack
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_LINK_FLAG_BYTES: Final = _LINK_FLAGS + _FIXED32(SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
+_SMALL: Final = tuple(bytes([n]) for n in range(128))
+
+
+def _varint(n: int) -> bytes:
+    if n < 128:
+        return _SMALL[n]
+    out = bytearray()
+    while n >= 128:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _delimited(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
+def _any_value_bytes(value: AttributeValue) -> bytes:
+    """The ``AnyValue`` message of ``value`` (the same cases, in the same order, as to_any_value)."""
+    if isinstance(value, bool):
+        return _ANY_BOOL + (b"\x01" if value else b"\x00")
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise ValueError(f"{value} does not fit an OTLP int_value (int64)")
+        return _ANY_INT + _varint(value & 0xFFFF_FFFF_FFFF_FFFF)
+    if isinstance(value, float):
+        return _ANY_DOUBLE + _DOUBLE(value)
+    if isinstance(value, str):
+        return _delimited(_ANY_STRING, value.encode("utf-8"))
+    items = b"".join([_delimited(_ARRAY_VALUE, _any_value_bytes(item)) for item in value])
+    return _delimited(_ANY_ARRAY, items)
+
+
+_CACHE_ENTRIES: Final = 16384
+_cache: dict[tuple[object, ...], bytes] = {}
+"""Encoded key-value fields by (field tag, key, value class, value): checks, states, map ids and
+templates repeat from run to run. Bounded (cleared when full); plain dict operations, thread-safe.
+
+Only values whose equality implies equal bytes are stored: str, bool and int (the class is in the
+key, since True == 1), and tuples of str. A lookup of any other value can therefore only hit an
+entry that encodes the same (a (1,) never equals a stored ("1",); 0.0 and -0.0 are not stored)."""
+
+
+_key_fields: dict[str, bytes] = {}
+"""Encoded ``KeyValue.key`` fields (attribute names are a small vocabulary)."""
+_event_names: dict[str, bytes] = {}
+"""Encoded event-name fields (a small vocabulary: the form's event names)."""
+
+
+def _encode_key_value(tag: bytes, key: str, value: AttributeValue, store: bool = True) -> bytes:
+    """One ``KeyValue`` as a field of the repeated attributes field ``tag`` (and cache it)."""
+    key_field = _key_fields.get(key)
+    if key_field is None:
+        key_field = _delimited(_KV_KEY, key.encode("utf-8"))
+        if len(_key_fields) < _CACHE_ENTRIES:
+            _key_fields[key] = key_field
+    cls = value.__class__
+    if cls is str:  # most values: skip the type dispatch
+        text = value.encode("utf-8")  # type: ignore[union-attr]
+        any_value = _ANY_STRING + _varint(len(text)) + text
+    else:
+        any_value = _any_value_bytes(value)
+    body = key_field + _KV_VALUE + _varint(len(any_value)) + any_value
+    encoded = tag + _varint(len(body)) + body
+    if store and (
+        cls is str
+        or cls is int
+        or cls is bool
+        or (cls is tuple and all(item.__class__ is str for item in value))  # type: ignore[union-attr]
+    ):
+        if len(_cache) >= _CACHE_ENTRIES:
+            _cache.clear()
+        _cache[(tag, key, cls, value)] = encoded
+    return encoded
+
+
+def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -> bytes:
+    get = _cache.get
+    try:
+        return b"".join(
+            [
+                get((tag, key, value.__class__, value)) or _encode_key_value(tag, key, value)
+                for key, value in pairs
+            ]
+        )
+    except TypeError:
+        # An unhashable value (a list where a tuple was expected): encode without the cache.
+        return b"".join([_encode_key_value(tag, key, value, store=False) for key, value in pairs])
+
+
+def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
+    """``pairs`` with one entry per key: the later value at the first position (as a dict merges)."""
+    if len(pairs) < 2 or len({key for key, _ in pairs}) == len(pairs):
+        return pairs
+    return dict(pairs).items()
+
+
+def _replace_in_place(
+    target: RepeatedCompositeFieldContainer[KeyValue],
+    replacements: dict[str, AttributeValue],
+) -> None:
+    for kv in target:
+        if kv.key in replacements:
+            kv.value.Clear()
+            to_any_value(replacements[kv.key], kv.value)
 
 
 def apply_note(pb_span: PbSpan, note: SpanNote) -> None:
     """Add ``note``'s attributes, events and links to ``pb_span`` in place.
 
-    An attribute key already on the span is replaced rather than duplicated (OTLP says keys are
-    unique). Events without their own time sit at the span's start or end, per their anchor.
+    An attribute key already on the span is replaced where it stands rather than duplicated (OTLP
+    says keys are unique); a key given twice in the note keeps its later value. Events without
+    their own time sit at the span's start or end, per their anchor.
     """
-    _put_attributes(pb_span.attributes, note.attributes)
-    for event in note.events:
-        time = (
-            pb_span.start_time_unix_nano if event.anchor == "start" else pb_span.end_time_unix_nano
-        )
-        pb_event = pb_span.events.add(name=event.name, time_unix_nano=time)
-        _put_attributes(pb_event.attributes, event.attributes)
+    parts: list[bytes] = []
+    if note.attributes:
+        pairs = _unique(note.attributes)
+        existing = {kv.key for kv in pb_span.attributes}
+        if existing and not existing.isdisjoint(key for key, _ in pairs):
+            # Rare (a note restating e.g. footprint.run.id): those keys change where they stand.
+            replace = {key: value for key, value in pairs if key in existing}
+            _replace_in_place(pb_span.attributes, replace)
+            pairs = [(key, value) for key, value in pairs if key not in replace]
+        parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs))
+    if note.events:
+        start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)
+        end = _EVENT_TIME + _FIXED64(pb_span.end_time_unix_nano)
+        for event in note.events:
+            name = _event_names.get(event.name)
+            if name is None:
+                name = _delimited(_EVENT_NAME, event.name.encode("utf-8"))
+                if len(_event_names) < _CACHE_ENTRIES:
+                    _event_names[event.name] = name
+            body = (
+                (start if event.anchor == "start" else end)
+                + name
+                + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes))
+            )
+            parts.append(_delimited(_SPAN_EVENT, body))
     for link in note.links:
-        pb_link = pb_span.links.add(
-            trace_id=bytes.fromhex(link.trace_id),
-            span_id=bytes.fromhex(link.span_id),
+        body = (
+            _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))
+            + _delimited(_LINK_SPAN_ID, bytes.fromhex(link.span_id))
+            + _attributes_bytes(_LINK_ATTRIBUTE, _unique(link.attributes))
             # As the SDK encoder writes links: "is_remote is known, and false" (same process/trace
             # store), so both writers produce identical links.
-            flags=SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK,
+            + _LINK_FLAG_BYTES
         )
-        _put_attributes(pb_link.attributes, link.attributes)
+        parts.append(_delimited(_SPAN_LINK, body))
+    if parts:
+        pb_span.MergeFromString(b"".join(parts))

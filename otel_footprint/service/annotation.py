@@ -112,7 +112,14 @@ class FootprintAnnotation:
         return decisions
 
     def _unit(self, release: Release, unit: RunUnit) -> list[Decision]:
-        views = {m.info.span_id: OtlpSpanView(m.info.span) for m in unit.members}
+        members = unit.members
+        if unit.run_span is not None:
+            # The buffer grouped these members under this one run span by their parent chains, so
+            # spans of no role and without footprint events (HTTP, DB, ...: often most of a trace)
+            # need no view: group_runs would only drop them, and a chain broken by leaving them out
+            # still leads to the one run span here.
+            members = [m for m in members if m.info.runish or m.info.span_id in unit.log_events]
+        views = {m.info.span_id: OtlpSpanView(m.info.span) for m in members}
         log_events: dict[str, Sequence[SpanEventView]] = {
             span_id.hex(): events for span_id, events in unit.log_events.items()
         }
@@ -124,7 +131,7 @@ class FootprintAnnotation:
         if not runs and incomplete is not None:
             # Model-call / tool spans with no run span and no footprint events form no run; they
             # still say why they leave undecided.
-            loose = [views[m.info.span_id] for m in unit.members if m.info.runish]
+            loose = [views[m.info.span_id] for m in members if m.info.runish]
             for span_hex, note in unannotated_notes(loose, incomplete, complete=None).items():
                 view = views.get(bytes.fromhex(span_hex))
                 if view is not None:

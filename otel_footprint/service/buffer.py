@@ -39,6 +39,7 @@ class SpanInfo:
     span: Span
     role: SpanRole
     has_footprint_events: bool
+    """For a span of no role: whether it carries footprint events (not read for the others)."""
     trace_id: bytes
     span_id: bytes
     parent_id: bytes

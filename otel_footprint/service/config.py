@@ -152,6 +152,23 @@ class ExporterConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PhoenixAnnotationsConfig:
+    """Posting check results as Phoenix span annotations (``exporters.phoenix_annotations``)."""
+
+    endpoint: str
+    """Phoenix's root URL (``http://phoenix:6006``); ``/v1/span_annotations`` is appended."""
+    project: str | None = None
+    """Recorded in each annotation's metadata (Phoenix keys span annotations by span id alone)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    timeout: float = 5.0
+    max_attempts: int = 6
+    """Per chunk of annotations; 404 (spans not ingested yet) and 5xx are retried with backoff."""
+    retry_delay: float = 0.2
+    max_pending: int = 10000
+    """Annotations waiting for their spans to be forwarded, and (separately) waiting to be posted."""
+
+
+@dataclass(frozen=True, slots=True)
 class OtlpMetricsConfig:
     endpoint: str
     protocol: Protocol_
@@ -177,6 +194,8 @@ class HopConfig:
     service: ServiceConfig
     sources: tuple[str, ...] = field(default=())
     """Where settings came from (for the startup log)."""
+    phoenix_annotations: PhoenixAnnotationsConfig | None = None
+    """Off (None) unless ``exporters.phoenix_annotations.endpoint`` is set."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +420,15 @@ SCHEMA: Schema = {
                 "batch_max_size": parse_size,
                 "fsync": _bool,
             },
-        }
+        },
+        "phoenix_annotations": {
+            "endpoint": _opt_str,
+            "project": _opt_str,
+            "headers": _headers,
+            "timeout": parse_duration,
+            "max_attempts": _positive_int,
+            "max_pending": _positive_int,
+        },
     },
     "service": {
         "data_dir": _opt_path,
@@ -462,7 +489,8 @@ DEFAULTS: dict[str, Any] = {
                 "batch_max_size": "2MiB",
                 "fsync": True,
             },
-        }
+        },
+        "phoenix_annotations": {"timeout": "5s", "max_attempts": 6, "max_pending": 10000},
     },
     "service": {
         "shutdown_timeout": "15s",
@@ -767,6 +795,29 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
     )
 
 
+def _phoenix_annotations(tree: Mapping[str, Any]) -> PhoenixAnnotationsConfig | None:
+    section = _get(tree, "exporters.phoenix_annotations") or {}
+    endpoint = section.get("endpoint")
+    if not endpoint:
+        return None
+    from otel_footprint.annotate.phoenix import annotations_url
+
+    try:
+        annotations_url(endpoint)
+    except ValueError as exc:
+        raise ConfigError(f"exporters.phoenix_annotations.endpoint: {exc}") from exc
+    if section["timeout"] <= 0:
+        raise ConfigError("exporters.phoenix_annotations.timeout must be more than 0s")
+    return PhoenixAnnotationsConfig(
+        endpoint=endpoint,
+        project=section.get("project"),
+        headers=tuple(sorted((section.get("headers") or {}).items())),
+        timeout=section["timeout"],
+        max_attempts=section["max_attempts"],
+        max_pending=section["max_pending"],
+    )
+
+
 def _default_data_dir(environ: Mapping[str, str]) -> Path:
     state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "otel-footprint"
@@ -867,6 +918,7 @@ def build(
             recent_verdicts=proc["recent_verdicts"],
         ),
         exporter=_exporter(tree, endpoint_source),
+        phoenix_annotations=_phoenix_annotations(tree),
         service=ServiceConfig(
             data_dir=data_dir,
             telemetry_endpoint=svc["telemetry"]["endpoint"],

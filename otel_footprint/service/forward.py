@@ -253,10 +253,13 @@ class Forwarder:
         metrics: HopMetrics,
         sender: Sender | None = None,
         sleep: Callable[[float], bool] | None = None,
+        on_settled: Callable[[list[int], bool], None] | None = None,
     ) -> None:
         self.cfg = cfg
         self.journal = journal
         self.metrics = metrics
+        self.on_settled = on_settled
+        """Told which journal records left the queue, and whether the next hop took them."""
         self.sender = sender or make_sender(cfg)
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -295,6 +298,7 @@ class Forwarder:
             outcome = self.sender.send(kind, payload)
             if outcome.verdict == "ok":
                 self.journal.mark_done(seqs)
+                self._settled(seqs, True)
                 (
                     self.metrics.spans_forwarded
                     if kind == KIND_OUT_TRACES
@@ -321,6 +325,7 @@ class Forwarder:
                     extra={"signal": signal, "items": count, "error": outcome.message},
                 )
                 self.journal.mark_done(seqs)
+                self._settled(seqs, False)
                 return
             self.metrics.forward_retries.inc()
             if self.last_error != outcome.message:
@@ -334,6 +339,14 @@ class Forwarder:
             if self._sleep(delay) or self._stop.is_set():
                 self.journal.give_back(batch)
                 return
+
+    def _settled(self, seqs: list[int], delivered: bool) -> None:
+        if self.on_settled is None:
+            return
+        try:
+            self.on_settled(seqs, delivered)
+        except Exception:  # a listener's failure is not the batch's
+            _log.exception("a forwarding listener failed")
 
     def _backoff(self, attempt: int, hint: float | None) -> float:
         retry = self.cfg.retry

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,6 +27,7 @@ from otel_footprint.service.forward import Forwarder
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.ops import OpsServer
+from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.pipeline import Pipeline, PipelineOptions
 from otel_footprint.service.receivers import GrpcReceiver, HttpReceiver
 from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
@@ -58,6 +60,7 @@ class Hop:
         self.bound: Bound | None = None
         self.store: RunStore | None = None
         self.verdicts: VerdictLog | None = None
+        self.phoenix: PhoenixAnnotations | None = None
         self._meter_provider: Any = None
 
     # -- start ---------------------------------------------------------------------------------
@@ -129,6 +132,12 @@ class Hop:
             cache_traces=proc.decision_cache_traces,
             cache_spans=proc.decision_cache_spans,
         )
+        hooks: list[Callable[[], None]] = [self.verdicts.flush]
+        if isinstance(self.store, SqliteRunStore):
+            hooks.append(self.store.flush)
+        self.phoenix = None
+        if cfg.phoenix_annotations is not None and proc.annotate:
+            self.phoenix = PhoenixAnnotations(cfg.phoenix_annotations, self.metrics)
         self.pipeline = Pipeline(
             PipelineOptions(
                 annotate=proc.annotate,
@@ -139,9 +148,18 @@ class Hop:
             stage,
             self.metrics,
             self.verdicts,
+            commit_hooks=hooks,
+            phoenix=self.phoenix,
         )
         self.pipeline.recover(replay)
-        self.forwarder = Forwarder(cfg.exporter, self.journal, self.metrics)
+        self.forwarder = Forwarder(
+            cfg.exporter,
+            self.journal,
+            self.metrics,
+            on_settled=self.phoenix.settled if self.phoenix is not None else None,
+        )
+        if self.phoenix is not None:
+            self.phoenix.start()
         self.forwarder.start()
         self.pipeline.start()
 
@@ -197,6 +215,9 @@ class Hop:
                 "telemetry": str(ops_bound),
                 "forward": f"{cfg.exporter.protocol} {cfg.exporter.traces_target}",
                 "annotate": proc.annotate,
+                "phoenix_annotations": (
+                    self.phoenix.cfg.endpoint if self.phoenix is not None else None
+                ),
                 "data_dir": str(data_dir),
                 "config_sources": list(cfg.sources),
             },
@@ -265,6 +286,9 @@ class Hop:
         self.pipeline.flush()
         drained = self.forwarder.drain(deadline)
         self.forwarder.stop()
+        if self.phoenix is not None:
+            # What is left of the deadline (at least a second) for annotations already due.
+            self.phoenix.stop(max(deadline, time.monotonic() + 1.0))
         pending = self.journal.outbound_count
         self.journal.close()
         self.ops.stop()

@@ -328,3 +328,19 @@ class HopMetrics:
         self.spans_queued = r.counter(
             "spans_queued", "Spans written to the disk queue for forwarding."
         )
+        self.phoenix_annotations_posted = r.counter(
+            "phoenix_annotations_posted", "Check results Phoenix accepted as span annotations."
+        )
+        self.phoenix_annotations_failed = r.counter(
+            "phoenix_annotations_failed",
+            "Span annotations Phoenix refused, or that could not be delivered after retries.",
+        )
+        self.phoenix_annotations_dropped = r.counter(
+            "phoenix_annotations_dropped",
+            "Span annotations not attempted: queue full, spans not forwarded, or shutdown.",
+            ("reason",),
+        )
+        self.phoenix_annotations_pending = r.gauge(
+            "phoenix_annotations_pending",
+            "Span annotations waiting for their spans to be forwarded or to be posted.",
+        )

@@ -3,7 +3,8 @@
 A receiver hands over a parsed request; the pipeline classifies its spans, journals them (held
 input or outbound batch), updates the run buffer and returns only once the journal is fsync'd —
 then the receiver acknowledges. The release worker decides released runs, writes their annotated
-spans to the journal as one outbound batch, and only then retires the held input records.
+spans to the journal as outbound batches (several runs per append and fsync: a group commit), and
+only then retires the held input records.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otel_footprint.annotate.phoenix import Annotation
+from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, Decision
 from otel_footprint.service.buffer import BufferLimits, LateSpan, Release, RunBuffer, SpanInfo
@@ -42,9 +46,26 @@ from otel_footprint.service.otlp import (
     iter_spans,
     span_role,
 )
+from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.verdicts import VerdictLog
 
 _log = jsonlog.get("pipeline")
+
+GROUP_COMMIT_RELEASES = 64
+"""At most this many decided traces share one journal append and fsync (when that many are due)."""
+GROUP_COMMIT_SECONDS = 0.05
+"""... and a decided trace waits at most about this long for the others of its group."""
+
+
+@dataclass(slots=True)
+class _Decided:
+    """A release decided and serialized, waiting for its group commit."""
+
+    release: Release
+    decisions: list[Decision]
+    payload: bytes | None
+    count: int
+    annotations: list[Annotation]
 
 
 class OverloadedError(Exception):
@@ -65,16 +86,19 @@ class PipelineOptions:
 def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
     """Every span of a request with its role (reads only the recognition keys and event names)."""
     out: list[SpanInfo] = []
+    other = SpanRole.OTHER
     for origin, span in iter_spans(request):
+        role = span_role(span)
         out.append(
             SpanInfo(
                 origin,
                 span,
-                span_role(span),
-                has_footprint_events(span),
-                bytes(span.trace_id),
-                bytes(span.span_id),
-                bytes(span.parent_span_id),
+                role,
+                # Only a span of no role needs its event names read: a role already makes it runish.
+                role is other and has_footprint_events(span),
+                span.trace_id,
+                span.span_id,
+                span.parent_span_id,
             )
         )
     return out
@@ -95,6 +119,9 @@ class Pipeline:
         metrics: HopMetrics,
         verdicts: VerdictLog | None = None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        commit_hooks: Sequence[Callable[[], None]] = (),
+        phoenix: PhoenixAnnotations | None = None,
     ) -> None:
         self.options = options
         self.journal = journal
@@ -102,6 +129,9 @@ class Pipeline:
         self.metrics = metrics
         self.verdicts = verdicts
         self.clock = clock
+        self.commit_hooks = tuple(commit_hooks)
+        """Called at each group commit, before held input is retired (flush the run store...)."""
+        self.phoenix = phoenix
         self.buffer = RunBuffer(options.limits)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -299,8 +329,22 @@ class Pipeline:
     def _settle(self, releases: list[Release], orphans: list[int]) -> None:
         if orphans:
             self.journal.mark_done(orphans)
+        # Group commit: several decided releases go to the journal as one append (one write, and
+        # one wake-up of the forwarder, which then merges them into one send) and share one fsync;
+        # only then are their held input records retired (a crash before the fsync replays them).
+        batch: list[_Decided] = []
+        opened = time.monotonic()
         for release in releases:
-            self._process(release)
+            batch.append(self._decide(release))
+            if (
+                len(batch) >= GROUP_COMMIT_RELEASES
+                or time.monotonic() - opened >= GROUP_COMMIT_SECONDS
+            ):
+                self._commit(batch)
+                batch = []
+                opened = time.monotonic()
+        if batch:
+            self._commit(batch)
 
     def process_due(self) -> int:
         """Decide and queue whatever is due now, on the calling thread; returns releases handled.
@@ -312,7 +356,8 @@ class Pipeline:
         self._settle(releases, orphans)
         return len(releases)
 
-    def _process(self, release: Release) -> None:
+    def _decide(self, release: Release) -> _Decided:
+        """Decide a release, annotate its spans in place and serialize them (no journal yet)."""
         started = time.perf_counter()
         decisions: list[Decision] = []
         try:
@@ -327,24 +372,53 @@ class Pipeline:
         if self.verdicts is not None:
             # Before the spans leave: whoever sees the annotation can query the account.
             for d in decisions:
-                self.verdicts.publish(d)
-        spans = list(release.spans())
-        if spans:
-            self.metrics.decision_latency.observe(elapsed)
-            payload = _serialize([(h.info.origin, h.info.span) for h in spans])
-            with self._lock:
-                last = self.journal.append([(KIND_OUT_TRACES, payload, len(spans))], admit=False)[
-                    -1
-                ]
+                try:
+                    self.verdicts.publish(d)
+                except Exception:  # the query service's copy must not hold the spans back
+                    _log.exception("cannot record a decided run for the query service")
+        spans = [h.info.span for h in release.spans()]
+        if not spans:
+            return _Decided(release, decisions, None, 0, [])
+        self.metrics.decision_latency.observe(elapsed)
+        annotations: list[Annotation] = []
+        if self.phoenix is not None and decisions:
+            annotations = self.phoenix.annotations_for(release, decisions)
+        payload = _serialize([(h.info.origin, h.info.span) for h in release.spans()])
+        return _Decided(release, decisions, payload, len(spans), annotations)
+
+    def _commit(self, batch: list[_Decided]) -> None:
+        queued = [d for d in batch if d.payload is not None]
+        records = [(KIND_OUT_TRACES, d.payload, d.count) for d in queued if d.payload is not None]
+        for d in batch:
+            # Counted before the forwarder can see the records: whoever sees the spans arrive
+            # downstream sees them counted.
+            self._account(d.release, d.decisions, d.count)
+        last = 0
+        with self._lock:
+            with self.phoenix.registering() if self.phoenix is not None else nullcontext():
+                if records:
+                    seqs = self.journal.append(records, admit=False)
+                    last = seqs[-1]
+                    if self.phoenix is not None:
+                        for d, seq in zip(queued, seqs, strict=True):
+                            self.phoenix.expect(seq, d.annotations)
+            for d in queued:
                 notes: dict[bytes, object] = {}
-                for d in decisions:
-                    notes.update(d.notes)
+                for decision in d.decisions:
+                    notes.update(decision.notes)
                 if notes:
-                    self.buffer.remember(release.trace_id, notes)
-                self._pending_release_bytes = max(0, self._pending_release_bytes - release.size)
+                    self.buffer.remember(d.release.trace_id, notes)
+                self._pending_release_bytes = max(0, self._pending_release_bytes - d.release.size)
+        for hook in self.commit_hooks:
+            try:
+                hook()
+            except Exception:  # a state store that cannot write must not stop the spans
+                _log.exception("cannot write decided run state; going on without it")
+        if last:
             self.journal.sync(last)
-        self.journal.mark_done(release.seqs_done)
-        self._account(release, decisions, len(spans))
+        retire = [seq for d in batch for seq in d.release.seqs_done]
+        if retire:
+            self.journal.mark_done(retire)
 
     def _account(self, release: Release, decisions: list[Decision], spans: int) -> None:
         m = self.metrics

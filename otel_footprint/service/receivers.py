@@ -1,5 +1,8 @@
 """OTLP receivers: gRPC (TraceService, LogsService) and HTTP (/v1/traces, /v1/logs; protobuf, JSON, gzip).
 
+OTLP/HTTP bodies come with a Content-Length or chunked (the OpenTelemetry JS exporter's way), both
+bounded by the receiver's request size.
+
 gRPC uses the synchronous server with a bounded thread pool: the per-request work is CPU-bound
 Python under the GIL (parse, classify, journal write) plus an fsync wait, so an event loop would
 need the same thread offload; the bounded pool and ``maximum_concurrent_rpcs`` give backpressure
@@ -36,6 +39,7 @@ from otel_footprint.service.otlp import (
     Signal,
     decode_body,
     gunzip_bounded,
+    read_chunked,
     status_body,
     success_body,
 )
@@ -290,6 +294,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
             413: code_pb2.INVALID_ARGUMENT,
             415: code_pb2.INVALID_ARGUMENT,
             429: code_pb2.RESOURCE_EXHAUSTED,
+            501: code_pb2.UNIMPLEMENTED,
             503: code_pb2.UNAVAILABLE,
         }
         body, ctype = status_body(codes.get(status, code_pb2.UNKNOWN), message, content_type)
@@ -320,40 +325,13 @@ class _OtlpHandler(BaseHTTPRequestHandler):
             self._drain_or_close()
             self._fail(401, "unauthenticated", "missing or wrong bearer token", content_type)
             return
-        if self.headers.get("Transfer-Encoding"):
-            self._fail(
-                411,
-                "length_required",
-                "send a Content-Length (chunked bodies are not accepted)",
-                content_type,
-                close=True,
-            )
-            return
         try:
-            length = int(self.headers.get("Content-Length", ""))
-            if length < 0:
-                raise ValueError(length)
-        except ValueError:
-            self._fail(
-                411,
-                "length_required",
-                "a valid Content-Length is required",
-                content_type,
-                close=True,
-            )
+            body = self._read_body(receiver.cfg.max_request_bytes)
+        except BadRequestError as exc:
+            # The body was not (wholly) read: the connection cannot carry another request.
+            self._fail(exc.http_status, exc.reason, exc.message, content_type, close=True)
             return
-        if length > receiver.cfg.max_request_bytes:
-            # Do not read an oversized body: answer and close the connection.
-            self._fail(
-                413,
-                "too_large",
-                f"body of {length} bytes exceeds {receiver.cfg.max_request_bytes}",
-                content_type,
-                close=True,
-            )
-            return
-        body = self.rfile.read(length)
-        if len(body) != length:
+        if body is None:  # the client went away mid-body
             self.close_connection = True
             return
         if not receiver.slots.acquire(blocking=False):
@@ -365,6 +343,47 @@ class _OtlpHandler(BaseHTTPRequestHandler):
             self._export(signal, body, content_type)
         finally:
             receiver.slots.release()
+
+    def _read_body(self, limit: int) -> bytes | None:
+        """The request body, framed by Content-Length or chunked (as the OpenTelemetry JS exporter
+        sends it); None when the connection ended early. Raises BadRequestError (411, 413, 400, 501).
+        """
+        codings = [
+            c.strip().lower()
+            for header in self.headers.get_all("Transfer-Encoding") or ()
+            for c in header.split(",")
+            if c.strip()
+        ]
+        if codings:
+            if self.headers.get("Content-Length") is not None:
+                # Both framings: chunked wins (RFC 9112 §6.1), and the connection is not reused,
+                # so a disagreeing intermediary cannot smuggle a second request.
+                self.close_connection = True
+            if codings[-1] != "chunked":
+                raise BadRequestError(
+                    400, "malformed", "Transfer-Encoding of a request must end with chunked"
+                )
+            if len(codings) > 1:
+                raise BadRequestError(
+                    501,
+                    "unsupported_encoding",
+                    f"unsupported transfer coding {', '.join(codings[:-1])!r} (only chunked is "
+                    "accepted); compress with Content-Encoding: gzip",
+                )
+            return read_chunked(self.rfile, limit)
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+            if length < 0:
+                raise ValueError(length)
+        except ValueError:
+            raise BadRequestError(
+                411, "length_required", "a valid Content-Length or chunked body is required"
+            ) from None
+        if length > limit:
+            # Do not read an oversized body: answer and close the connection.
+            raise BadRequestError(413, "too_large", f"body of {length} bytes exceeds {limit}")
+        body = self.rfile.read(length)
+        return body if len(body) == length else None
 
     def _export(self, signal: Signal, body: bytes, content_type: str) -> None:
         receiver = self.server.receiver

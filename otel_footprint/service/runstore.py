@@ -22,15 +22,25 @@ _log = jsonlog.get("runstore")
 
 
 class SqliteRunStore:
-    """``get``/``put`` of opaque bytes by key in one SQLite file (WAL mode, safe across threads)."""
+    """``get``/``put`` of opaque bytes by key in one SQLite file (WAL mode, safe across threads).
 
-    def __init__(self, path: Path, table: str = "run_state") -> None:
+    Writes are kept in memory until :meth:`flush` (the hop flushes at each group commit of its
+    journal, before it retires the input the state came from), when ``max_pending`` keys wait, or
+    at :meth:`close`; ``get`` sees them at once. One transaction per flush instead of one per run:
+    each statement is a WAL write and a GIL round trip on the hop's single decision thread.
+    """
+
+    def __init__(self, path: Path, table: str = "run_state", *, max_pending: int = 1024) -> None:
         if not table.isidentifier():
             raise ValueError(f"not a table name: {table!r}")
+        if max_pending < 1:
+            raise ValueError(f"max_pending must be >= 1, got {max_pending}")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._table = table
         self._lock = threading.Lock()
+        self._pending: dict[str, bytes] = {}
+        self._max_pending = max_pending
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the tail).
@@ -42,6 +52,9 @@ class SqliteRunStore:
 
     def get(self, key: str) -> bytes | None:
         with self._lock:
+            pending = self._pending.get(key)
+            if pending is not None:
+                return pending
             row = self._db.execute(
                 f"SELECT value FROM {self._table} WHERE key = ?", (key,)
             ).fetchone()
@@ -49,15 +62,42 @@ class SqliteRunStore:
 
     def put(self, key: str, value: bytes) -> None:
         with self._lock:
-            self._db.execute(
+            self._pending.pop(key, None)  # re-inserted last: flush order follows write order
+            self._pending[key] = bytes(value)
+            if len(self._pending) >= self._max_pending:
+                self._write_pending()
+
+    def flush(self) -> None:
+        """Write every pending value in one transaction (durable against a process crash)."""
+        with self._lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        # Called with the lock held.
+        if not self._pending:
+            return
+        rows = list(self._pending.items())
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(
                 f"INSERT INTO {self._table} (key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = julianday('now')",
-                (key, value),
+                rows,
             )
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        finally:
+            # Dropped even when the write failed (disk full, ...): memory stays bounded, and the
+            # error reaches the caller (the hop logs it and goes on without this state).
+            self._pending.clear()
 
     def keys(self, limit: int = 1000) -> list[str]:
         """The most recently written keys, newest first."""
         with self._lock:
+            self._write_pending()
             rows = self._db.execute(
                 f"SELECT key FROM {self._table} ORDER BY updated DESC LIMIT ?", (limit,)
             ).fetchall()
@@ -65,7 +105,10 @@ class SqliteRunStore:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            try:
+                self._write_pending()
+            finally:
+                self._db.close()
 
 
 class RedisRunStore:

@@ -115,11 +115,31 @@ def account_message(verdict: RunVerdict, decided_unix_nano: int) -> RunAccount:
     return msg
 
 
-class VerdictLog:
-    """Recent verdicts in memory, every account by run id (SQLite or memory), live subscribers."""
+_UPSERT = (
+    "INSERT INTO run_accounts (run_id, trace_id, decided, account) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT(run_id, trace_id) DO UPDATE SET decided = excluded.decided, "
+    "account = excluded.account"
+)
 
-    def __init__(self, path: Path | None, recent: int = 1000, subscriber_queue: int = 1000) -> None:
+
+class VerdictLog:
+    """Recent verdicts in memory, every account by run id (SQLite or memory), live subscribers.
+
+    SQLite rows are written in one transaction per :meth:`flush` (the hop's group commit), when
+    ``max_unwritten`` wait, before any query, and at :meth:`close`, rather than one per run.
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        recent: int = 1000,
+        subscriber_queue: int = 1000,
+        *,
+        max_unwritten: int = 1024,
+    ) -> None:
         self._lock = threading.Lock()
+        self._unwritten: list[tuple[str, str, int, bytes]] = []
+        self._max_unwritten = max(1, max_unwritten)
         self._recent: collections.deque[bytes] = collections.deque(maxlen=recent)
         self._memory: dict[str, list[bytes]] = {}
         self._memory_order: collections.deque[str] = collections.deque()
@@ -146,12 +166,11 @@ class VerdictLog:
         with self._lock:
             self._recent.append(data)
             if self._db is not None:
-                self._db.execute(
-                    "INSERT INTO run_accounts (run_id, trace_id, decided, account) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(run_id, trace_id) DO UPDATE SET decided = excluded.decided, "
-                    "account = excluded.account",
-                    (verdict.run_id, verdict.trace_id, decision.decided_unix_nano, data),
+                self._unwritten.append(
+                    (verdict.run_id, verdict.trace_id, decision.decided_unix_nano, data)
                 )
+                if len(self._unwritten) >= self._max_unwritten:
+                    self._write_unwritten()
             else:
                 if verdict.run_id not in self._memory:
                     self._memory_order.append(verdict.run_id)
@@ -162,10 +181,33 @@ class VerdictLog:
         for sub in subscribers:
             _offer(sub, data)
 
+    def flush(self) -> None:
+        """Write the accounts published since the last flush (one transaction)."""
+        with self._lock:
+            self._write_unwritten()
+
+    def _write_unwritten(self) -> None:
+        # Called with the lock held.
+        if self._db is None or not self._unwritten:
+            return
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(_UPSERT, self._unwritten)
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
+        finally:
+            # Dropped even when the write failed (disk full, ...): memory stays bounded, and the
+            # error reaches the caller (the hop logs it and goes on without this state).
+            self._unwritten.clear()
+
     def legs(self, run_id: str) -> list[bytes]:
         """Serialized RunAccount messages of every decided leg of ``run_id``, oldest first."""
         with self._lock:
             if self._db is not None:
+                self._write_unwritten()
                 rows = self._db.execute(
                     "SELECT account FROM run_accounts WHERE run_id = ? ORDER BY decided", (run_id,)
                 ).fetchall()
@@ -212,8 +254,11 @@ class VerdictLog:
         self.end_streams()
         with self._lock:
             if self._db is not None:
-                self._db.close()
-                self._db = None
+                try:
+                    self._write_unwritten()
+                finally:
+                    self._db.close()
+                    self._db = None
 
 
 def _offer(sub: queue.Queue[bytes | None], item: bytes | None) -> None:

@@ -20,9 +20,6 @@ from .phoenix_api import PhoenixClient
 
 pytestmark = pytest.mark.e2e
 
-CHUNKED_REFUSED = "Length Required"
-"""What the JS OTLP/HTTP exporter reports when the hop refuses its chunked request body."""
-
 
 @pytest.fixture(scope="module")
 def hop(phoenix: PhoenixClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HopProcess]:
@@ -49,13 +46,6 @@ def run_node_agent(agent: Path, *args: str) -> dict[str, Any]:
     done = subprocess.run(
         ["node", str(agent), *args], capture_output=True, text=True, timeout=60, check=False
     )
-    if done.returncode == 1 and CHUNKED_REFUSED in done.stderr:
-        # Known product gap, only this exact symptom: the hop's OTLP/HTTP receiver answers 411 to
-        # a body without Content-Length (otel_footprint/service/receivers.py, do_POST), and the
-        # OpenTelemetry JS OTLP/HTTP exporter always sends chunked bodies. The Collector takes them.
-        pytest.xfail(
-            f"otel-footprint serve refuses chunked OTLP/HTTP bodies: {done.stderr.strip()}"
-        )
     assert done.returncode == 0, f"agent.mjs exited {done.returncode}: {done.stderr[-2000:]}"
     summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return summary
