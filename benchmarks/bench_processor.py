@@ -11,7 +11,7 @@ workload it reports, side by side:
 Workloads: plain spans of no agent run; agent runs without footprint events; agent runs recorded
 with footprint events (the recorder's scripted routed run). Usage:
 
-    .venv/bin/python benchmarks/bench_processor.py [--scale 1.0] [--repeat 3]
+    .venv/bin/python benchmarks/bench_processor.py [--scale 1.0] [--repeat 5]
 """
 
 from __future__ import annotations

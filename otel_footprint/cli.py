@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Protocol, TextIO, cast
@@ -77,7 +78,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
-    return _load(args._module).run(args, out or sys.stdout)
+    try:
+        return _load(args._module).run(args, out or sys.stdout)
+    except BrokenPipeError:
+        # The reader went away (``explain ... | head``): not an error of ours. Point stdout at
+        # devnull so the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -469,10 +469,28 @@ PERMISSION_REFUSING_RESULTS: Final = frozenset({"deny", "halt"})
 """``result`` values that refuse what was asked (``allow`` and ``gate_open`` let it through)."""
 
 
-if __name__ == "__main__":  # pragma: no cover - a tiny export for non-Python clients
-    if sys.argv[1:] == ["--json"]:
+def _main(argv: list[str]) -> int:
+    """``python -m otel_footprint.semconv [--json]``: every name, as TSV or as one JSON object."""
+    import argparse  # only for the command line; importing semconv stays cheap
+
+    parser = argparse.ArgumentParser(
+        prog="python -m otel_footprint.semconv",
+        description="Print every name otel_footprint reads or writes (constant name and value).",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of TSV lines")
+    args = parser.parse_args(argv)
+    if args.json:
         json.dump(all_names(), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
         for key, value in sorted(all_names().items()):
-            print(f"{key}\t{value}")
+            sys.stdout.write(f"{key}\t{value}\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - a tiny export for non-Python clients
+    try:
+        raise SystemExit(_main(sys.argv[1:]))
+    except BrokenPipeError:  # piped into ``head``: the reader has what it wanted
+        sys.stdout = None  # no final flush into the closed pipe
+        raise SystemExit(0) from None

@@ -1,7 +1,8 @@
 """``otel-footprint explain``: every run's engagement timeline and account, from files.
 
-Inputs are OTLP JSON files (one export request per line, as the Collector ``file`` exporter writes
-them, hex or base64 ids) or agentfootprint NDJSON recordings (detected, converted by the importer).
+Inputs are OTLP JSON files (one trace or log export request per line, as the Collector ``file``
+exporter writes them, hex or base64 ids; or one pretty-printed request) or agentfootprint NDJSON
+recordings (detected, converted by the importer).
 """
 
 from __future__ import annotations
@@ -51,9 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "inputs",
         nargs="+",
         metavar="INPUT",
-        help="OTLP JSON file (one ExportTraceServiceRequest per line) or agentfootprint NDJSON",
+        help="OTLP JSON file (one trace or log export request per line, as the Collector file "
+        "exporter writes) or agentfootprint NDJSON recording (detected)",
     )
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    parser.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

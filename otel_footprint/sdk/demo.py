@@ -40,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"run only this scenario (repeatable; default: all of {', '.join(SCENARIOS)})",
     )
     parser.add_argument(
-        "-o", "--output", type=Path, metavar="FILE", help="write the annotated spans as OTLP JSON"
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the annotated spans as OTLP JSON lines (one export request per run)",
     )
     parser.add_argument(
         "--endpoint", metavar="URL", help="also send the annotated spans to this OTLP endpoint"
@@ -135,7 +139,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     stats = processor.stats()
     out.write(
         f"{len(collector.spans)} spans exported, {stats.spans_annotated} annotated, "
-        f"{stats.runs_decided} runs decided\n"
+        f"{stats.runs_decided} run{'' if stats.runs_decided == 1 else 's'} decided\n"
     )
     status = 0
     if args.output is not None:

@@ -1,9 +1,11 @@
 """FootprintSpanProcessor: annotates agent runs in-process, then exports through a BatchSpanProcessor;
 FootprintLogRecordProcessor: feeds it the footprint events that travel as log records.
 
-Spans of no agent run go straight to the batch queue. Spans of a run are held until its run span
-has ended plus a grace period, decided and annotated on a background worker, and only then queued;
-nothing is decided or exported on the application's thread.
+Spans of no agent run go straight to the batch queue. The spans of a run that can receive notes (its
+run and model-call spans, and any span carrying footprint events) are held until the run span has
+ended plus a grace period, decided and annotated on a background worker, and only then queued; its
+other spans go on at once and are kept by reference as evidence. Nothing is decided or exported on
+the application's thread.
 """
 
 from __future__ import annotations
