@@ -89,6 +89,7 @@ def test_run_released_after_grace_once_its_run_span_arrives() -> None:
     assert {h.info.span_id for h in rel.spans()} == {root.span_id, chat.span_id}
     assert sorted(rel.seqs_done) == [1, 2]
     assert buf.runs_held == 0 and buf.spans_held == 0 and buf.bytes_held == 0
+    assert buf.cached_traces() == 1  # kept for late spans (the decision_cache_traces gauge)
 
 
 def test_timeout_releases_incomplete_runs() -> None:
@@ -199,13 +200,38 @@ def test_log_events_join_and_are_freed_with_their_span() -> None:
     root = _span(1, op="invoke_agent")
     chat = _span(1, parent=root.span_id, op="chat")
     event = SpanEventView(semconv.EV_CONTEXT_EVALUATED, 1, (), via="log-record")
-    kept, _ = buf.hold_events([(bytes(chat.trace_id), bytes(chat.span_id), event)], seq=7, now=0.0)
-    assert kept == 1 and buf.runs_held == 1
+    kept, _ = buf.hold_events(
+        [(bytes(chat.trace_id), bytes(chat.span_id), event)], seq=7, size_each=5, now=0.0
+    )
+    assert kept == 1 and buf.runs_held == 1 and buf.bytes_held == 5
     buf.hold([info(chat), info(root)], seq=8, size_each=1, now=0.0)
     (rel,) = buf.poll(1.5)
     (unit,) = rel.units
     assert unit.log_events == {bytes(chat.span_id): [event]}
     assert sorted(rel.seqs_done) == [7, 8]
+    assert buf.bytes_held == 0 and rel.size == 2 + 5
+
+
+def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
+    """Held log events count against max_bytes: the oldest trace is released, not kept forever."""
+    from otel_footprint.runs.spans import SpanEventView
+
+    buf = RunBuffer(limits(max_bytes=100))
+    event = SpanEventView(semconv.EV_CONTEXT_EVALUATED, 1, (), via="log-record")
+    first = _span(1, op="chat")
+    kept, releases = buf.hold_events(
+        [(bytes(first.trace_id), bytes(first.span_id), event)], seq=1, size_each=60, now=0.0
+    )
+    assert kept == 1 and releases == [] and buf.bytes_held == 60
+    second = _span(2, op="chat")
+    kept, releases = buf.hold_events(
+        [(bytes(second.trace_id), bytes(second.span_id), event)], seq=2, size_each=60, now=0.1
+    )
+    assert kept == 1
+    assert [(r.cause, r.limit, r.trace_id) for r in releases] == [
+        ("overflow", "bytes", bytes(first.trace_id))
+    ]
+    assert buf.bytes_held == 60 and buf.runs_held == 1
 
 
 def test_classification_reads_roles_and_footprint_events() -> None:

@@ -164,6 +164,7 @@ def test_the_hop_metrics_cover_the_issue_list() -> None:
         "decision_latency_seconds",
         "runs_held",
         "bytes_held",
+        "decision_cache_traces",
     ):
         assert f"otel_footprint_{name}" in text
 

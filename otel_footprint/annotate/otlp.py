@@ -19,7 +19,6 @@ from otel_footprint.runs.events import AttributeValue
 
 if TYPE_CHECKING:
     from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 
 def to_any_value(value: AttributeValue, out: AnyValue | None = None) -> AnyValue:
@@ -48,8 +47,23 @@ def to_any_value(value: AttributeValue, out: AnyValue | None = None) -> AnyValue
 # is the same message (tests compare both ways), and repeated values come from a small cache.
 
 
+_SMALL: Final = tuple(bytes([n]) for n in range(128))
+
+
+def _varint(n: int) -> bytes:
+    if n < 128:
+        return _SMALL[n]
+    out = bytearray()
+    while n >= 128:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 def _tag(descriptor: FieldDescriptor, wire_type: int) -> bytes:
-    return bytes([descriptor.number << 3 | wire_type])
+    # A varint, not one byte: a field number of 16 or more takes two (none used here, today).
+    return _varint(descriptor.number << 3 | wire_type)
 
 
 _LEN, _I64, _I32, _VARINT = 2, 1, 5, 0
@@ -83,18 +97,6 @@ _FIXED32 = struct.Struct("<I").pack
 _DOUBLE = struct.Struct("<d").pack
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _LINK_FLAG_BYTES: Final = _LINK_FLAGS + _FIXED32(SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
-_SMALL: Final = tuple(bytes([n]) for n in range(128))
-
-
-def _varint(n: int) -> bytes:
-    if n < 128:
-        return _SMALL[n]
-    out = bytearray()
-    while n >= 128:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _delimited(tag: bytes, payload: bytes) -> bytes:
@@ -191,7 +193,7 @@ def _replace_in_place(
             to_any_value(replacements[kv.key], kv.value)
 
 
-def apply_note(pb_span: PbSpan, note: SpanNote) -> None:
+def apply_note(pb_span: Span, note: SpanNote) -> None:
     """Add ``note``'s attributes, events and links to ``pb_span`` in place.
 
     An attribute key already on the span is replaced where it stands rather than duplicated (OTLP

@@ -62,6 +62,8 @@ class HeldSpan:
 class HeldEvent:
     event: SpanEventView
     seq: int
+    size: int = 0
+    """Wire bytes it stands for (its share of the held logs record), counted in ``bytes_held``."""
 
 
 @dataclass(slots=True, eq=False)
@@ -270,12 +272,17 @@ class RunBuffer:
         return releases
 
     def hold_events(
-        self, events: Sequence[tuple[bytes, bytes, SpanEventView]], seq: int, now: float
+        self,
+        events: Sequence[tuple[bytes, bytes, SpanEventView]],
+        seq: int,
+        size_each: int,
+        now: float,
     ) -> tuple[int, list[Release]]:
         """Keep footprint log events ``(trace_id, span_id, event)`` for the join.
 
-        Events of an already-decided run are not kept (counted late by the caller). Returns how
-        many were kept and any releases forced by the limits.
+        Events of an already-decided run are not kept (counted late by the caller). They count
+        against the byte bound like spans, so log records whose spans never come cannot pile up.
+        Returns how many were kept and any releases forced by the limits.
         """
         releases: list[Release] = []
         kept = 0
@@ -286,10 +293,13 @@ class RunBuffer:
                 if entry.state is _State.CLOSED or (run is not None and run in entry.released_runs):
                     continue
             entry = self._activate(trace_id, now, releases)
-            entry.events.setdefault(span_id, []).append(HeldEvent(event, seq))
+            entry.events.setdefault(span_id, []).append(HeldEvent(event, seq, size_each))
+            entry.size += size_each
+            self.bytes_held += size_each
             self._refs[seq] = self._refs.get(seq, 0) + 1
             self._schedule(entry)
             kept += 1
+        releases.extend(self._enforce_bytes(now))
         return kept, releases
 
     def _activate(self, trace_id: bytes, now: float, releases: list[Release]) -> _Entry:
@@ -449,8 +459,15 @@ class RunBuffer:
             release.size += held.size
             self._unref(held.seq, done)
             for ev in entry.events.pop(held.info.span_id, []):
+                self._drop_event(entry, ev, release)
                 self._unref(ev.seq, done)
         release.seqs_done = done
+
+    def _drop_event(self, entry: _Entry, ev: HeldEvent, release: Release | None) -> None:
+        entry.size -= ev.size
+        self.bytes_held -= ev.size
+        if release is not None:
+            release.size += ev.size
 
     def _unref(self, seq: int, done: list[int]) -> None:
         left = self._refs.get(seq, 0) - 1
@@ -464,6 +481,7 @@ class RunBuffer:
         """The entry holds nothing more: drop never-joined events, move it to the decision cache."""
         for evs in entry.events.values():
             for ev in evs:
+                self._drop_event(entry, ev, None)
                 self._unref(ev.seq, self._orphan_done)
         entry.events.clear()
         entry.state = state

@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeAlias
 
 import yaml
 
+from otel_footprint.service.otlp import LOGS_PATH, TRACES_PATH
+
 Protocol_: TypeAlias = Literal["grpc", "http/protobuf"]
 PROTOCOLS: tuple[str, ...] = ("grpc", "http/protobuf")
 
@@ -727,7 +729,7 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
     protocol = exp.get("protocol")
     if protocol is None:
         # Unambiguous only when the URL names the OTLP/HTTP path; otherwise gRPC, the Collector norm.
-        protocol = "http/protobuf" if "/v1/traces" in str(traces_url or base) else "grpc"
+        protocol = "http/protobuf" if TRACES_PATH in str(traces_url or base) else "grpc"
     forward_logs = bool(exp.get("forward_logs", True))
     tls = exp.get("tls") or {}
     client_tls = ClientTls(tls.get("ca_file"), tls.get("cert_file"), tls.get("key_file"))
@@ -750,10 +752,8 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
             b = str(base)
             if "://" not in b:
                 b = "http://" + b
-            if b.rstrip("/").endswith("/v1/traces"):
-                traces_target = b.rstrip("/")
-            else:
-                traces_target = b.rstrip("/") + "/v1/traces"
+            b = b.rstrip("/")
+            traces_target = b if b.endswith(TRACES_PATH) else b + TRACES_PATH
         parts = _split_url(traces_target, where)
         if parts.scheme not in ("http", "https"):
             raise ConfigError(
@@ -765,8 +765,8 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
             logs_target = None
         elif logs_url:
             logs_target = str(logs_url)
-        elif traces_target.endswith("/v1/traces"):
-            logs_target = traces_target[: -len("/v1/traces")] + "/v1/logs"
+        elif traces_target.endswith(TRACES_PATH):
+            logs_target = traces_target[: -len(TRACES_PATH)] + LOGS_PATH
         else:
             logs_target = None
     retry, queue = exp["retry"], exp["queue"]

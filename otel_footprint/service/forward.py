@@ -31,11 +31,12 @@ from otel_footprint.service import jsonlog
 from otel_footprint.service.config import ExporterConfig
 from otel_footprint.service.journal import KIND_OUT_LOGS, KIND_OUT_TRACES, Journal, Record
 from otel_footprint.service.metrics import HopMetrics
+from otel_footprint.service.otlp import CONTENT_PROTOBUF, LOGS_SERVICE, TRACE_SERVICE
 
 _log = jsonlog.get("forward")
 
-TRACE_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-LOGS_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+TRACE_METHOD = f"/{TRACE_SERVICE}/Export"
+LOGS_METHOD = f"/{LOGS_SERVICE}/Export"
 
 Verdict = Literal["ok", "retry", "permanent"]
 
@@ -175,7 +176,7 @@ class HttpSender:
         if target is None:
             return Outcome("permanent", "no logs endpoint configured")
         url = urllib.parse.urlsplit(target)
-        headers = {"Content-Type": "application/x-protobuf", **dict(self.cfg.headers)}
+        headers = {"Content-Type": CONTENT_PROTOBUF, **dict(self.cfg.headers)}
         body = payload
         if self.cfg.compression == "gzip":
             body = gzip.compress(payload, compresslevel=5)

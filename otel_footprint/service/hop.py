@@ -106,20 +106,20 @@ class Hop:
             fsync=cfg.exporter.queue.fsync,
         )
         replay = self.journal.open()
-        accounts = proc.run_store.path.with_name("accounts.sqlite")
         if proc.run_store.kind == "sqlite":
             self.store = SqliteRunStore(proc.run_store.path)
-            self.verdicts = VerdictLog(accounts, proc.recent_verdicts)
         elif proc.run_store.kind == "redis":
             assert proc.run_store.url is not None
             self.store = RedisRunStore(
                 proc.run_store.url, key_prefix=proc.run_store.key_prefix, ttl=proc.run_store.ttl
             )
-            # Accounts stay per instance: the query service answers for the runs it decided.
-            self.verdicts = VerdictLog(accounts, proc.recent_verdicts)
         else:
             self.store = MemoryRunStore()
-            self.verdicts = VerdictLog(None, proc.recent_verdicts)
+        # Accounts stay per instance even with a shared Redis store: the query service answers for
+        # the runs this hop decided. Only a memory store keeps them in memory too.
+        accounts = proc.run_store.path.with_name("accounts.sqlite")
+        in_memory = proc.run_store.kind == "memory"
+        self.verdicts = VerdictLog(None if in_memory else accounts, proc.recent_verdicts)
         stage = self._stage
         if stage is None:
             stage = FootprintAnnotation(self.store) if proc.annotate else NoAnnotation()

@@ -319,6 +319,10 @@ class HopMetrics:
         self.runs_held = r.gauge("runs_held", "Runs currently held in the run buffer.")
         self.spans_held = r.gauge("spans_held", "Spans currently held in the run buffer.")
         self.bytes_held = r.gauge("bytes_held", "Wire bytes of the spans held in the run buffer.")
+        self.decision_cache_traces = r.gauge(
+            "decision_cache_traces",
+            "Decided traces kept in the decision cache (to annotate their late spans).",
+        )
         self.queue_bytes = r.gauge(
             "queue_bytes", "Bytes of pending records in the disk journal (held input and outbound)."
         )

@@ -32,6 +32,12 @@ from otel_footprint.runs.spans import SpanEventView, any_value_to_python, log_re
 
 CONTENT_PROTOBUF: Final = "application/x-protobuf"
 CONTENT_JSON: Final = "application/json"
+TRACES_PATH: Final = "/v1/traces"
+"""The OTLP/HTTP paths (received here, and appended to a forward base URL by the config)."""
+LOGS_PATH: Final = "/v1/logs"
+TRACE_SERVICE: Final = "opentelemetry.proto.collector.trace.v1.TraceService"
+"""The OTLP gRPC services (served by the receivers, called by the forwarder's ``Export``)."""
+LOGS_SERVICE: Final = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 Signal = Literal["traces", "logs"]
 
@@ -137,7 +143,12 @@ _ID_FIELDS: Final = {
 
 
 def _hex_ids_to_base64(node: Any, path: str = "") -> Any:
-    """OTLP/JSON writes trace and span ids as hex; protobuf's JSON mapping expects base64."""
+    """OTLP/JSON writes trace and span ids as hex; protobuf's JSON mapping expects base64.
+
+    Deliberately stricter than ``bridges.otlpjson.ids_to_base64`` (which reads files and keeps
+    base64 ids as it finds them): a receiver answers 400 naming the field for an id that is not
+    hex of the right length, so a sender's bug is not forwarded as a wrong id.
+    """
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
@@ -166,6 +177,11 @@ def _hex_ids_to_base64(node: Any, path: str = "") -> Any:
     return node
 
 
+def media_type(content_type: str) -> str:
+    """The media type of a ``Content-Type`` value, without parameters (``; charset=...``)."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
 def decode_body(
     signal: Signal, body: bytes, content_type: str, *, json_allowed: bool = True
 ) -> ExportTraceServiceRequest | ExportLogsServiceRequest:
@@ -173,7 +189,7 @@ def decode_body(
     message: ExportTraceServiceRequest | ExportLogsServiceRequest = (
         ExportTraceServiceRequest() if signal == "traces" else ExportLogsServiceRequest()
     )
-    media = content_type.split(";", 1)[0].strip().lower()
+    media = media_type(content_type)
     if media == CONTENT_PROTOBUF:
         try:
             message.ParseFromString(body)
@@ -204,14 +220,14 @@ def decode_body(
 def status_body(code: int, message: str, content_type: str) -> tuple[bytes, str]:
     """A ``google.rpc.Status`` error body in the request's encoding (OTLP/HTTP failure response)."""
     status = status_pb2.Status(code=code, message=message)
-    if content_type.split(";", 1)[0].strip().lower() == CONTENT_JSON:
+    if media_type(content_type) == CONTENT_JSON:
         return json_format.MessageToJson(status).encode(), CONTENT_JSON
     return status.SerializeToString(), CONTENT_PROTOBUF
 
 
 def success_body(signal: Signal, content_type: str) -> tuple[bytes, str]:
     """An empty ``Export*ServiceResponse`` (full success) in the request's encoding."""
-    if content_type.split(";", 1)[0].strip().lower() == CONTENT_JSON:
+    if media_type(content_type) == CONTENT_JSON:
         return b"{}", CONTENT_JSON
     return b"", CONTENT_PROTOBUF
 

@@ -145,6 +145,7 @@ class Pipeline:
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
         m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self._pending_release_bytes)
+        m.decision_cache_traces.set_reader(self.buffer.cached_traces)
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
 
@@ -165,7 +166,8 @@ class Pipeline:
                 elif record.kind == KIND_HELD_LOGS:
                     logs = ExportLogsServiceRequest.FromString(payload)
                     found = [(e.trace_id, e.span_id, e.event) for e in footprint_log_events(logs)]
-                    kept, releases = self.buffer.hold_events(found, record.seq, now)
+                    size = len(payload) // max(len(found), 1)
+                    kept, releases = self.buffer.hold_events(found, record.seq, size, now)
                     self._forced.extend(releases)
                     events += kept
                     if kept == 0:
@@ -265,10 +267,14 @@ class Pipeline:
         if self.options.forward_logs:
             records.append((KIND_OUT_LOGS, wire, total))
         events = footprint_log_events(request) if self.options.annotate else []
+        event_size = 0
         if events:
             subset = footprint_log_subset(request)
             assert subset is not None
-            records.append((KIND_HELD_LOGS, subset.SerializeToString(), len(events)))
+            held_wire = subset.SerializeToString()
+            # Held log events count against the buffer's byte bound like held spans do.
+            event_size = len(held_wire) // len(events)
+            records.append((KIND_HELD_LOGS, held_wire, len(events)))
         if not records:
             return total
         done_now: list[int] = []
@@ -278,7 +284,7 @@ class Pipeline:
             last = self._append(records)
             if events:
                 found = [(e.trace_id, e.span_id, e.event) for e in events]
-                kept, releases = self.buffer.hold_events(found, last, self.clock())
+                kept, releases = self.buffer.hold_events(found, last, event_size, self.clock())
                 self._queue_releases(releases)
                 if kept == 0:
                     done_now.append(last)

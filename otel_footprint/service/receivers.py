@@ -35,10 +35,15 @@ from otel_footprint.service.config import HostPort, ReceiverConfig, ServerTls
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.otlp import (
     CONTENT_PROTOBUF,
+    LOGS_PATH,
+    LOGS_SERVICE,
+    TRACE_SERVICE,
+    TRACES_PATH,
     BadRequestError,
     Signal,
     decode_body,
     gunzip_bounded,
+    media_type,
     read_chunked,
     status_body,
     success_body,
@@ -46,9 +51,6 @@ from otel_footprint.service.otlp import (
 from otel_footprint.service.pipeline import OverloadedError, Pipeline
 
 _log = jsonlog.get("receiver")
-
-TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
-LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 
 def bearer_ok(header: str | None, token: str | None) -> bool:
@@ -200,7 +202,7 @@ def _grpc_credentials(tls: ServerTls) -> grpc.ServerCredentials:
 # HTTP
 # ---------------------------------------------------------------------------------------------
 
-_PATHS: dict[str, Signal] = {"/v1/traces": "traces", "/v1/logs": "logs"}
+_PATHS: dict[str, Signal] = {TRACES_PATH: "traces", LOGS_PATH: "logs"}
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -317,7 +319,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
             self._fail(
                 404,
                 "not_found",
-                f"no OTLP endpoint at {path}; use /v1/traces or /v1/logs",
+                f"no OTLP endpoint at {path}; use {TRACES_PATH} or {LOGS_PATH}",
                 content_type,
             )
             return
@@ -401,7 +403,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
         except BadRequestError as exc:
             self._fail(exc.http_status, exc.reason, exc.message, content_type)
             return
-        wire = body if content_type.split(";", 1)[0].strip().lower() == CONTENT_PROTOBUF else None
+        wire = body if media_type(content_type) == CONTENT_PROTOBUF else None
         try:
             if isinstance(request, ExportTraceServiceRequest):
                 receiver.pipeline.ingest_traces(request, wire, "http")

@@ -13,12 +13,35 @@ import sqlite3
 import ssl
 import threading
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from otel_footprint.service import jsonlog
 
 _log = jsonlog.get("runstore")
+
+
+def open_sqlite(path: Path) -> sqlite3.Connection:
+    """A SQLite file for the hop's state (run state, accounts): WAL, shared across threads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the tail).
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+def write_rows(db: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``sql`` for every row in one transaction (one WAL commit for many rows), or none of them."""
+    db.execute("BEGIN")
+    try:
+        db.executemany(sql, rows)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 class SqliteRunStore:
@@ -35,16 +58,12 @@ class SqliteRunStore:
             raise ValueError(f"not a table name: {table!r}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending}")
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._table = table
         self._lock = threading.Lock()
         self._pending: dict[str, bytes] = {}
         self._max_pending = max_pending
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the tail).
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = open_sqlite(path)
         self._db.execute(
             f"CREATE TABLE IF NOT EXISTS {table} ("
             "key TEXT PRIMARY KEY, value BLOB NOT NULL, updated REAL NOT NULL DEFAULT (julianday('now')))"
@@ -76,19 +95,13 @@ class SqliteRunStore:
         # Called with the lock held.
         if not self._pending:
             return
-        rows = list(self._pending.items())
-        self._db.execute("BEGIN")
         try:
-            self._db.executemany(
+            write_rows(
+                self._db,
                 f"INSERT INTO {self._table} (key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = julianday('now')",
-                rows,
+                list(self._pending.items()),
             )
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
         finally:
             # Dropped even when the write failed (disk full, ...): memory stays bounded, and the
             # error reaches the caller (the hop logs it and goes on without this state).

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from otel_footprint.kernel.types import EngagedChange, EngagementChange, MapEngagementRecord
 from otel_footprint.runs.model import RunVerdict
+from otel_footprint.service.runstore import open_sqlite, write_rows
 
 if TYPE_CHECKING:
     from otel_footprint.service.annotation import Decision
@@ -148,10 +149,7 @@ class VerdictLog:
         self._subscriber_queue = subscriber_queue
         self._db: sqlite3.Connection | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = open_sqlite(path)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS run_accounts (run_id TEXT NOT NULL, trace_id TEXT NOT NULL, "
                 "decided INTEGER NOT NULL, account BLOB NOT NULL, PRIMARY KEY (run_id, trace_id))"
@@ -190,14 +188,8 @@ class VerdictLog:
         # Called with the lock held.
         if self._db is None or not self._unwritten:
             return
-        self._db.execute("BEGIN")
         try:
-            self._db.executemany(_UPSERT, self._unwritten)
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
+            write_rows(self._db, _UPSERT, self._unwritten)
         finally:
             # Dropped even when the write failed (disk full, ...): memory stays bounded, and the
             # error reaches the caller (the hop logs it and goes on without this state).
