@@ -306,8 +306,7 @@ def test_bad_bounds_are_refused(kwargs: dict[str, Any]) -> None:
 
 
 def test_role_prefilter_covers_every_attribute_role_of_reads() -> None:
-    from otel_footprint.runs.recognize import role_of
-    from otel_footprint.sdk.buffer import ROLE_KEYS
+    from otel_footprint.runs.recognize import ROLE_KEYS, role_of
 
     asked: list[str] = []
 

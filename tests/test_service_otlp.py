@@ -188,3 +188,24 @@ def test_metrics_bridge_to_opentelemetry() -> None:
     assert [p.value for p in received.data.data_points] == [7]
     assert "otel_footprint.decision.latency.seconds" in names
     provider.shutdown()
+
+
+def test_only_agent_input_events_make_a_span_carry_footprint_events() -> None:
+    """The hop, the in-process buffer and reconstruction share one rule: a span annotated by an
+    earlier hop (our output events only) is not held again; an agent's input event is."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    from otel_footprint.runs.group import is_footprint_input_event
+    from otel_footprint.service.otlp import has_footprint_events
+
+    annotated = Span(name="chat")
+    annotated.events.add(name=semconv.EV_ENGAGEMENT_PARKED)
+    annotated.events.add(name=semconv.EV_ACCOUNT_LINE)
+    assert not has_footprint_events(annotated)
+    annotated.events.add(name=semconv.UPSTREAM_PREFIX + semconv.T_CONTEXT_EVALUATED)
+    assert has_footprint_events(annotated)
+    assert [is_footprint_input_event(n) for n in ("exception", "footprint.", "gen_ai.x")] == [
+        False,
+        False,
+        False,
+    ]

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from otel_footprint.runs.events import FootprintEvent
+from otel_footprint.runs.events import FootprintEvent, integral
 
 
 class LegView:
@@ -46,10 +46,7 @@ def as_num(value: object) -> float | None:
 
 def as_int(value: object) -> int | None:
     """An integral number (``2`` or ``2.0``; never a bool), else None."""
-    number = as_num(value)
-    if number is None or not float(number).is_integer():
-        return None
-    return int(number)
+    return integral(value)
 
 
 def as_obj(value: object) -> Mapping[str, Any] | None:

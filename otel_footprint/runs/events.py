@@ -228,3 +228,17 @@ def decode_event(
         time_unix_nano=time_unix_nano,
         composition_id=composition_id,
     )
+
+
+def integral(value: Any) -> int | None:
+    """A decoded value read as an integer: an int or an integral float, never a bool; else None.
+
+    The one rule every reader of counts and iterations uses (a JSON ``2.0`` is 2; ``true`` is not 1).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

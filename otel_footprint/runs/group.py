@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from otel_footprint import semconv
+from otel_footprint.runs.events import integral
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole, role_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
@@ -20,10 +21,21 @@ from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, 
 # annotated file); they are not agent input and must not make a plain span "carry footprint events".
 
 
+_PREFIXES = (semconv.PREFIX, semconv.UPSTREAM_PREFIX)
+
+
 def is_footprint_input_event(name: str) -> bool:
-    """True for ``footprint.*`` / ``agentfootprint.*`` event names that agents emit (not our output)."""
+    """True for ``footprint.*`` / ``agentfootprint.*`` event names that agents emit (not our output).
+
+    The one rule, used by reconstruction, the in-process buffer and the hop; the prefix test first
+    settles the common event that is not ours at all.
+    """
+    if not name.startswith(_PREFIXES):
+        return False
     event_type = semconv.event_type_of(name)
-    return event_type is not None and semconv.event_name_of(event_type) not in semconv.OUTPUT_EVENTS
+    if not event_type:  # a bare prefix names no event
+        return False
+    return semconv.event_name_of(event_type) not in semconv.OUTPUT_EVENTS
 
 
 def _event_names(view: SpanView) -> Iterable[str]:
@@ -43,15 +55,10 @@ def carries_footprint_events(view: SpanView) -> bool:
 
 def _int_attribute(view: SpanView, key: str) -> int | None:
     value = view.attribute(key)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    # Some clients can only set string attributes: "4" names pass 4 as well as 4 does.
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
-    return None
+    return integral(value)
 
 
 def pass_iteration_of(view: SpanView) -> int | None:

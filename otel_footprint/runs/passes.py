@@ -31,6 +31,7 @@ from otel_footprint.runs.events import (
     EventVia,
     FootprintEvent,
     decode_event,
+    integral,
 )
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
@@ -192,16 +193,6 @@ def _status_failed(view: SpanView) -> bool:
         return status is not None and status.status_code.name == "ERROR"
     failed = getattr(view, "failed", None)
     return bool(failed)
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _as_str(value: Any) -> str | None:
@@ -372,7 +363,7 @@ def read_run(
             own = [
                 e for e in by_span.get(view.span_id, ()) if e.type == semconv.T_CONTEXT_EVALUATED
             ]
-            iteration = _as_int(own[0].payload.get("iteration")) if own else None
+            iteration = integral(own[0].payload.get("iteration")) if own else None
         if iteration is None:
             iteration = first_iteration + ordinal
         span_iteration[view.span_id] = iteration
@@ -387,11 +378,11 @@ def read_run(
     composed_iteration: dict[str, int] = {}
     for event in by_type.get(semconv.T_SLOT_COMPOSED, ()):
         if event.composition_id is not None:
-            it = _as_int(event.payload.get("iteration"))
+            it = integral(event.payload.get("iteration"))
             if it is not None:
                 composed_iteration[event.composition_id] = it
     for event in steps:
-        it = _as_int(event.payload.get("iteration"))
+        it = integral(event.payload.get("iteration"))
         if it is None:
             it = span_iteration.get(event.pointer.span_id)
         if it is None:
@@ -425,7 +416,7 @@ def read_run(
         if it is None:
             continue  # a row of no known pass rides no pass
         payload = event.payload
-        chars = _as_int(payload.get("chars"))
+        chars = integral(payload.get("chars"))
         if chars is None:
             summary = payload.get("contentSummary")
             chars = len(summary) if isinstance(summary, str) else 0
@@ -729,7 +720,7 @@ def _refusals_by_iteration(
     for event in refusing:
         if event.pointer.span_id in tool_span_ids:
             continue
-        iteration = _as_int(event.payload.get("iteration"))
+        iteration = integral(event.payload.get("iteration"))
         if iteration is None:
             iteration = span_iteration.get(event.pointer.span_id)
         if iteration is not None:

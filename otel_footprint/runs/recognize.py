@@ -22,6 +22,19 @@ class SpanRole(Enum):
     OTHER = "other"
 
 
+ROLE_KEYS: frozenset[str] = frozenset(
+    {
+        semconv.GEN_AI_OPERATION_NAME,
+        semconv.OPENINFERENCE_SPAN_KIND,
+        semconv.TRACELOOP_SPAN_KIND,
+        semconv.LLM_REQUEST_TYPE,
+        semconv.RUN_ID,
+    }
+)
+"""Every attribute :func:`role_of` reads: a span with none of them is ``OTHER`` without asking
+(the hop and the processor use it as a cheap first test; a test holds the two together)."""
+
+
 def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
     """Classify a span from its attributes (``attribute(key)`` returns the value or None)."""
     operation = attribute(semconv.GEN_AI_OPERATION_NAME)

@@ -23,12 +23,11 @@ from typing import Literal
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 
-from otel_footprint import semconv
 from otel_footprint.annotate.form import SpanNote, unannotated_notes
 from otel_footprint.annotate.sdk import annotated_copy
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import Reason
-from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 from otel_footprint.sdk.decide import Decider
 
@@ -40,27 +39,12 @@ Cause = Literal[
     "decide", "timeout", "flush", "overflow", "span-limit", "log-limit", "orphan", "backlog"
 ]
 
-# A prefix test settles most event names before the full rule (our own output events excluded).
-_PREFIXES = (semconv.PREFIX, semconv.UPSTREAM_PREFIX)
-
 REASON_TIMEOUT = "timeout"
 REASON_OVERFLOW = "overflow"
 REASON_SPAN_LIMIT = "span-limit"
 REASON_LOG_LIMIT = "log-limit"
 REASON_FLUSH = "flush"
 REASON_ERROR = "decision-error"
-
-
-ROLE_KEYS: frozenset[str] = frozenset(
-    {
-        semconv.GEN_AI_OPERATION_NAME,
-        semconv.OPENINFERENCE_SPAN_KIND,
-        semconv.TRACELOOP_SPAN_KIND,
-        semconv.LLM_REQUEST_TYPE,
-        semconv.RUN_ID,
-    }
-)
-"""Every attribute ``role_of`` reads (a test holds the two together)."""
 
 
 def span_role(span: ReadableSpan) -> SpanRole:
@@ -75,18 +59,9 @@ def span_role(span: ReadableSpan) -> SpanRole:
     return role_of(attributes.get)
 
 
-def is_footprint_event_name(name: str) -> bool:
-    """Whether an event name (of a span event or a log record) is a footprint input event."""
-    return name.startswith(_PREFIXES) and is_footprint_input_event(name)
-
-
 def carries_footprint_events(span: ReadableSpan) -> bool:
-    """Whether an SDK span has a footprint input event (a cheap prefix test first)."""
-    for event in span.events:
-        name = event.name
-        if name.startswith(_PREFIXES) and is_footprint_input_event(name):
-            return True
-    return False
+    """Whether an SDK span has a footprint input event."""
+    return any(is_footprint_input_event(event.name) for event in span.events)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from otel_footprint import semconv
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.runs.engine import EngineOptions
+from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import SpanEventView
@@ -30,7 +31,6 @@ from otel_footprint.sdk.buffer import (
     BufferStats,
     RunBuffer,
     carries_footprint_events,
-    is_footprint_event_name,
     span_role,
 )
 from otel_footprint.sdk.decide import Decider, make_decider
@@ -235,7 +235,7 @@ class FootprintLogRecordProcessor(LogRecordProcessor):
             if not isinstance(raw, str):
                 return
             name = raw
-        if not is_footprint_event_name(name):
+        if not is_footprint_input_event(name):
             return
         # A snapshot: later processors may change the record; the decision reads what arrived.
         event = SpanEventView(

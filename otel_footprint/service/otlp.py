@@ -27,7 +27,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
-from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.group import is_footprint_input_event
+from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
 from otel_footprint.runs.spans import SpanEventView, any_value_to_python, log_record_event
 
 CONTENT_PROTOBUF: Final = "application/x-protobuf"
@@ -236,27 +237,12 @@ def success_body(signal: Signal, content_type: str) -> tuple[bytes, str]:
 # Classification: which spans belong to an agent run (touch only a handful of keys)
 # ---------------------------------------------------------------------------------------------
 
-_ROLE_KEYS: Final = frozenset(
-    {
-        semconv.GEN_AI_OPERATION_NAME,
-        semconv.OPENINFERENCE_SPAN_KIND,
-        semconv.TRACELOOP_SPAN_KIND,
-        semconv.LLM_REQUEST_TYPE,
-        semconv.RUN_ID,
-    }
-)
-_EVENT_PREFIXES: Final = (semconv.PREFIX, semconv.UPSTREAM_PREFIX)
-
-
-def is_footprint_event_name(name: str) -> bool:
-    return name.startswith(_EVENT_PREFIXES)
-
 
 def span_role(span: Span) -> SpanRole:
     """The span's role from the recognition rule (runs/recognize.py), reading only its keys."""
     found: dict[str, Any] = {}
     for kv in span.attributes:
-        if kv.key in _ROLE_KEYS:
+        if kv.key in ROLE_KEYS:
             try:
                 found[kv.key] = any_value_to_python(kv.value)
             except (ValueError, TypeError):
@@ -267,7 +253,8 @@ def span_role(span: Span) -> SpanRole:
 
 
 def has_footprint_events(span: Span) -> bool:
-    return any(ev.name.startswith(_EVENT_PREFIXES) for ev in span.events)
+    # Our own output events (a span annotated by an earlier hop) are not agent input.
+    return any(is_footprint_input_event(ev.name) for ev in span.events)
 
 
 def run_id_of(span: Span) -> str | None:
@@ -378,7 +365,7 @@ def footprint_log_events(request: ExportLogsServiceRequest) -> list[LogEvent]:
                 if len(record.trace_id) != 16 or len(record.span_id) != 8:
                     continue
                 name = record.event_name or _event_name_attribute(record)
-                if not name or not is_footprint_event_name(name):
+                if not name or not is_footprint_input_event(name):
                     continue
                 try:
                     view = log_record_event(record, semconv.LOG_EVENT_NAME_ATTR)
@@ -406,7 +393,7 @@ def footprint_log_subset(request: ExportLogsServiceRequest) -> ExportLogsService
             target_sl = None
             for record in sl.log_records:
                 name = record.event_name or _event_name_attribute(record)
-                if not name or not is_footprint_event_name(name):
+                if not name or not is_footprint_input_event(name):
                     continue
                 if target_rl is None:
                     target_rl = out.resource_logs.add()
