@@ -130,7 +130,7 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
                 "could not be decided to its end, so this leg's engagement cannot be continued",
             )
         )
-    carry: Carry | None = leg.carry() if leg is not None and continuable else None
+    carry: Carry | None = leg.carry if leg is not None and continuable else None
     # Pass spans without an iteration continue the earlier leg's numbering.
     facts = read_run(run, first_iteration=expected_first_iteration(carry), decoded=decoded)
     reasons[:0] = facts.reasons
@@ -273,17 +273,19 @@ def _remember(
     state = LegState(
         run_id=run.run_id,
         trace_id=run.trace_id,
-        last_iteration=last_iteration,
         paused=facts.paused,
+        carry=Carry(
+            last_iteration=last_iteration,
+            engagement=engagement if verdict.mode is not None else None,
+            served=served,
+            batch_iteration=batch.iteration if batch else None,
+            batch=batch.tool_names if batch else (),
+            batch_picks=batch.picks if batch else (),
+            batch_cursor=batch.cursor if batch else None,
+        ),
         decided=decided,
         plan=plan,
         enforced=enforced,
-        engagement=engagement if verdict.mode is not None else None,
-        served=served,
-        batch_iteration=batch.iteration if batch else None,
-        batch=batch.tool_names if batch else (),
-        batch_picks=batch.picks if batch else (),
-        batch_cursor=batch.cursor if batch else None,
         carried_verdict=carried,
     )
     store.put(run.run_id, state.to_bytes())

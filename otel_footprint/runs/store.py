@@ -65,57 +65,51 @@ class LegState:
 
     run_id: str
     trace_id: str
-    last_iteration: int
     paused: bool
+    carry: Carry
+    """What the pass builder of the next leg continues from (last pass, engagement, batch)."""
     plan: EngagementPlan | None = None
     enforced: bool | None = None
-    engagement: tuple[MapEngagementRecord, ...] | None = None
-    served: tuple[str, ...] = ()
-    batch_iteration: int | None = None
-    batch: tuple[str, ...] = ()
-    batch_picks: tuple[Pick, ...] = ()
-    batch_cursor: str | None = None
     decided: bool = True
     """False when the leg's replay stopped early: its state must not be continued."""
     carried_verdict: Mapping[str, Any] | None = None
     """The routing verdict (and question) this run had so far, as the account's carried-verdict
     JSON object (``CarriedVerdict.to_dict()``); opaque here."""
 
-    def carry(self) -> Carry:
-        """The part the pass builder needs."""
-        return Carry(
-            last_iteration=self.last_iteration,
-            engagement=self.engagement,
-            served=self.served,
-            batch_iteration=self.batch_iteration,
-            batch=self.batch,
-            batch_picks=self.batch_picks,
-            batch_cursor=self.batch_cursor,
-        )
+    @property
+    def last_iteration(self) -> int:
+        """The last pass this leg reached."""
+        return self.carry.last_iteration
+
+    @property
+    def engagement(self) -> tuple[MapEngagementRecord, ...] | None:
+        """The kernel's records after that pass."""
+        return self.carry.engagement
 
     def to_bytes(self) -> bytes:
         """Compact JSON (camelCase, versioned) for the run store."""
+        carry = self.carry
         body: dict[str, Any] = {
             "v": STATE_VERSION,
             "runId": self.run_id,
             "traceId": self.trace_id,
-            "lastIteration": self.last_iteration,
+            "lastIteration": carry.last_iteration,
             "paused": self.paused,
             "decided": self.decided,
             "plan": plan_to_json(self.plan) if self.plan is not None else None,
             "enforced": self.enforced,
-            "engagement": engagement_to_json(self.engagement),
-            "served": list(self.served),
+            "engagement": engagement_to_json(carry.engagement),
+            "served": list(carry.served),
             "batch": None
-            if self.batch_iteration is None
+            if carry.batch_iteration is None
             else {
-                "iteration": self.batch_iteration,
-                "toolNames": list(self.batch),
+                "iteration": carry.batch_iteration,
+                "toolNames": list(carry.batch),
                 "picks": [
                     {"skillId": p.skill_id, **({} if p.hop is None else {"hop": p.hop})}
-                    for p in self.batch_picks
+                    for p in carry.batch_picks
                 ],
-                **({} if self.batch_cursor is None else {"cursor": self.batch_cursor}),
+                **({} if carry.batch_cursor is None else {"cursor": carry.batch_cursor}),
             },
             "carriedVerdict": dict(self.carried_verdict)
             if self.carried_verdict is not None
@@ -146,17 +140,21 @@ class LegState:
             return LegState(
                 run_id=str(body["runId"]),
                 trace_id=str(body["traceId"]),
-                last_iteration=int(body["lastIteration"]),
                 paused=bool(body["paused"]),
+                carry=Carry(
+                    last_iteration=int(body["lastIteration"]),
+                    engagement=engagement_from_json(body.get("engagement")),
+                    served=tuple(str(s) for s in body.get("served", [])),
+                    batch_iteration=int(batch["iteration"]) if isinstance(batch, dict) else None,
+                    batch=tuple(str(n) for n in batch["toolNames"])
+                    if isinstance(batch, dict)
+                    else (),
+                    batch_picks=picks,
+                    batch_cursor=batch.get("cursor") if isinstance(batch, dict) else None,
+                ),
                 decided=body.get("decided") is not False,
                 plan=plan_from_json(body["plan"]) if body.get("plan") is not None else None,
                 enforced=body.get("enforced") if isinstance(body.get("enforced"), bool) else None,
-                engagement=engagement_from_json(body.get("engagement")),
-                served=tuple(str(s) for s in body.get("served", [])),
-                batch_iteration=int(batch["iteration"]) if isinstance(batch, dict) else None,
-                batch=tuple(str(n) for n in batch["toolNames"]) if isinstance(batch, dict) else (),
-                batch_picks=picks,
-                batch_cursor=batch.get("cursor") if isinstance(batch, dict) else None,
                 carried_verdict=carried if isinstance(carried, dict) else None,
             )
         except (KeyError, TypeError, ValueError, JsonShapeError) as error:
