@@ -39,6 +39,15 @@ Cause = Literal[
     "decide", "timeout", "flush", "overflow", "span-limit", "log-limit", "orphan", "backlog"
 ]
 
+# The buffer's bounds by default: one place for the processor, the exporter and the docs.
+DEFAULT_GRACE_SECONDS = 2.0
+"""How long after its run span ends a run waits for late children."""
+DEFAULT_MAX_WAIT_SECONDS = 120.0
+"""How long a run is held at most (then released with ``footprint.run.complete=false``)."""
+DEFAULT_MAX_RUNS = 1000
+DEFAULT_MAX_SPANS_PER_RUN = 5000
+DEFAULT_MAX_LOG_RECORDS_PER_RUN = 5000
+
 REASON_TIMEOUT = "timeout"
 REASON_OVERFLOW = "overflow"
 REASON_SPAN_LIMIT = "span-limit"
@@ -159,12 +168,12 @@ class RunBuffer:
         sink: Sink,
         decide: Decider,
         *,
-        grace_seconds: float = 2.0,
-        max_wait_seconds: float = 120.0,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         orphan_wait_seconds: float | None = None,
-        max_runs: int = 1000,
-        max_spans_per_run: int = 5000,
-        max_log_records_per_run: int = 5000,
+        max_runs: int = DEFAULT_MAX_RUNS,
+        max_spans_per_run: int = DEFAULT_MAX_SPANS_PER_RUN,
+        max_log_records_per_run: int = DEFAULT_MAX_LOG_RECORDS_PER_RUN,
         span_limits: SpanLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
         name: str = "footprint-runs",

@@ -33,7 +33,16 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
 from otel_footprint.runs.engine import EngineOptions
 from otel_footprint.runs.model import RunStore
-from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
+from otel_footprint.sdk.buffer import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_MAX_RUNS,
+    DEFAULT_MAX_SPANS_PER_RUN,
+    DEFAULT_MAX_WAIT_SECONDS,
+    BufferStats,
+    RunBuffer,
+    carries_footprint_events,
+    span_role,
+)
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
 
@@ -120,16 +129,16 @@ class FootprintOTLPSpanExporter(SpanExporter):
             ),
             grace_seconds=grace_seconds
             if grace_seconds is not None
-            else _env_number(env, ENV_GRACE_SECONDS, 2.0, float),
+            else _env_number(env, ENV_GRACE_SECONDS, DEFAULT_GRACE_SECONDS, float),
             max_wait_seconds=max_wait_seconds
             if max_wait_seconds is not None
-            else _env_number(env, ENV_MAX_WAIT_SECONDS, 120.0, float),
+            else _env_number(env, ENV_MAX_WAIT_SECONDS, DEFAULT_MAX_WAIT_SECONDS, float),
             max_runs=max_runs
             if max_runs is not None
-            else _env_number(env, ENV_MAX_RUNS, 1000, int),
+            else _env_number(env, ENV_MAX_RUNS, DEFAULT_MAX_RUNS, int),
             max_spans_per_run=max_spans_per_run
             if max_spans_per_run is not None
-            else _env_number(env, ENV_MAX_SPANS_PER_RUN, 5000, int),
+            else _env_number(env, ENV_MAX_SPANS_PER_RUN, DEFAULT_MAX_SPANS_PER_RUN, int),
             span_limits=span_limits,
             name="footprint-otlp-exporter",
         )

@@ -28,6 +28,11 @@ from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import SpanEventView
 from otel_footprint.sdk.buffer import (
+    DEFAULT_GRACE_SECONDS,
+    DEFAULT_MAX_LOG_RECORDS_PER_RUN,
+    DEFAULT_MAX_RUNS,
+    DEFAULT_MAX_SPANS_PER_RUN,
+    DEFAULT_MAX_WAIT_SECONDS,
     BufferStats,
     RunBuffer,
     carries_footprint_events,
@@ -70,11 +75,11 @@ class FootprintSpanProcessor(SpanProcessor):
         self,
         exporter: SpanExporter,
         *,
-        grace_seconds: float = 2.0,
-        max_wait_seconds: float = 120.0,
-        max_runs: int = 1000,
-        max_spans_per_run: int = 5000,
-        max_log_records_per_run: int = 5000,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
+        max_runs: int = DEFAULT_MAX_RUNS,
+        max_spans_per_run: int = DEFAULT_MAX_SPANS_PER_RUN,
+        max_log_records_per_run: int = DEFAULT_MAX_LOG_RECORDS_PER_RUN,
         annotate_options: AnnotateOptions | None = None,
         engine_options: EngineOptions | None = None,
         run_store: RunStore | None = None,
