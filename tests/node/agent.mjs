@@ -15,7 +15,7 @@
 //
 // Every footprint.* / gen_ai.* name comes from otel_footprint/semconv.py through a JSON file
 // (`python -m otel_footprint.semconv --json`; semconv.json beside this file is the checked-in subset),
-// and payload fields are encoded with the rule of otel_footprint/runs/events.py, so nothing here
+// and payload fields are encoded with the rule of otel_footprint/codec.py, so nothing here
 // spells a schema name by hand.
 
 import { createHash } from 'node:crypto';
@@ -75,7 +75,7 @@ function loadNames(path) {
   return Object.freeze(Object.fromEntries(REQUIRED_NAMES.map((k) => [k, names[k]])));
 }
 
-// --- the payload codec of otel_footprint/runs/events.py, restated -----------------------------------
+// --- the payload codec of otel_footprint/codec.py, restated -----------------------------------
 
 const snakeCase = (field) => field.replace(/(?<=[a-z0-9])([A-Z])/g, '_$1').toLowerCase();
 
