@@ -1,0 +1,625 @@
+"""The run-holding core shared by both delivery paths: which spans wait, for how long, and together.
+
+Pure and single-threaded (the adapters call it under their own lock) with times passed in from the
+adapter's injected clock. It never reads a span: an adapter offers each span with its ids, its role,
+whether it carries footprint events, its size in bytes and an opaque item, and gets back
+:class:`Release` s — the held items of one trace, grouped by run — when they are due:
+
+* a run ``release_grace`` after its run span arrives (late children get that long);
+* the whole trace ``release_grace`` after its root span arrives (cause ``root`` when some run
+  never got its run span, else ``ended``);
+* a trace with no run span in sight ``orphan_wait`` after its latest span (``max_wait`` unless set);
+* everything ``max_wait`` after the trace's first held span (``timeout``);
+* at once when a limit is hit (``overflow``, with the limit), choosing the oldest trace of the
+  client holding the most, so one client's flood cannot evict every other client's runs.
+
+One grouping rule: a span belongs to its nearest run-span ancestor by parent links seen so far
+(a run span started but not ended counts: the in-process path registers it at start); when the
+trace is closed, a broken chain in a trace with exactly one run joins that run (as ``group_runs``
+does). After a release the trace's parent links and decided notes stay in a bounded cache, so a
+late span of a decided run is recognised as late and gets the same note.
+
+The in-process processor (``sdk/buffer.py``: a worker thread, SDK spans) and the OTLP hop
+(``service/buffer.py``: journal bookkeeping, protobuf spans) are adapters around this one core.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Generic, Literal, TypeAlias, TypeVar
+
+from otel_footprint.runs.model import Reason
+from otel_footprint.runs.recognize import SpanRole
+
+Cause: TypeAlias = Literal["ended", "root", "timeout", "overflow", "shutdown", "flush"]
+Limit: TypeAlias = Literal["runs", "bytes", "spans", "events"]
+Route: TypeAlias = Literal["hold", "late", "pass"]
+
+K = TypeVar("K", bound=Hashable)
+"""Trace and span ids: bytes on the hop, ints in-process. A falsy parent id means a root span."""
+T = TypeVar("T")
+"""The adapter's held span item."""
+E = TypeVar("E")
+"""The adapter's held event item (footprint events that arrived as log records)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HoldLimits:
+    """The one limits type, with the one set of defaults (both paths, the docs, the settings)."""
+
+    release_grace: float = 1.0
+    """Seconds a run waits after its run span (or the trace's root span) arrives, for late children."""
+    max_wait: float = 300.0
+    """Seconds a trace is held at most (then decided with ``footprint.run.complete=false``)."""
+    orphan_wait: float | None = None
+    """Seconds a trace with footprint spans but no run span waits after its latest span (None:
+    ``max_wait``). In-process a run span starts before its children, so a short wait suffices."""
+    max_runs: int = 10_000
+    """Traces held at once."""
+    max_bytes: int = 256 << 20
+    """Bytes of spans and events held at once (the hard memory bound)."""
+    max_spans_per_run: int = 20_000
+    """Spans held in one trace."""
+    max_events_per_run: int = 20_000
+    """Footprint events (that arrived as log records) held in one trace."""
+    cache_traces: int = 20_000
+    """Decided traces remembered for their late spans."""
+    cache_spans: int = 1_000_000
+    """Parent links remembered across those traces."""
+
+    def __post_init__(self) -> None:
+        if self.release_grace < 0 or self.max_wait <= 0:
+            raise ValueError("release_grace must be >= 0 and max_wait > 0")
+        if self.orphan_wait is not None and self.orphan_wait < 0:
+            raise ValueError("orphan_wait must be >= 0")
+        bounds = (self.max_runs, self.max_bytes, self.max_spans_per_run, self.max_events_per_run)
+        if min(bounds) < 1 or min(self.cache_traces, self.cache_spans) < 0:
+            raise ValueError("max_runs, max_bytes, max_spans_per_run, max_events_per_run >= 1")
+
+
+DEFAULT_LIMITS = HoldLimits()
+
+_TEXT: dict[Cause, str] = {
+    "timeout": "the run was decided when the buffer's wait bound passed, before it had ended",
+    "overflow": "the run buffer hit a limit; the run was forwarded without a decision",
+    "shutdown": "the buffer shut down before the run ended; decided on the spans that had arrived",
+    "flush": "decided at a flush before the run ended",
+    "root": "the trace's root span ended before this run's run span arrived",
+}
+
+
+def reason_for(cause: Cause, limit: Limit | None, *, run_span: bool) -> Reason | None:
+    """Why a released run is incomplete (None: it is not). One table for both paths."""
+    if cause == "ended" or (cause == "root" and run_span):
+        return None
+    if cause == "overflow":
+        return Reason("overflow", f"{_TEXT['overflow']} (limit: {limit})")
+    if cause == "root":
+        return Reason("missing-spans", _TEXT["root"])
+    return Reason(cause, _TEXT[cause])
+
+
+@dataclass(slots=True, eq=False)
+class Unit(Generic[K, T, E]):
+    """One run to decide: its run span (None when it never arrived), members, joined log events."""
+
+    run_span: T | None
+    members: list[T]
+    """Every held item of the run, the run span included."""
+    log_events: dict[K, list[E]]
+    run_arrived: float | None
+
+
+@dataclass(slots=True, eq=False)
+class Release(Generic[K, T, E]):
+    """Items leaving the core together (one trace), with why and what to decide."""
+
+    trace_id: K
+    cause: Cause
+    limit: Limit | None
+    units: list[Unit[K, T, E]]
+    others: list[T]
+    """Held items of no run (e.g. the trace's plain root): handed on as they are."""
+    late: list[T] = field(default_factory=list)
+    """Held items whose run turned out to be already decided (a chain closed later)."""
+    late_notes: dict[K, object] = field(default_factory=dict)
+    """The decision cache's notes for ``late`` items that have one, by span id."""
+    events: list[E] = field(default_factory=list)
+    """Every event item leaving with this release (joined or not), for the adapter's bookkeeping."""
+    seqs_done: list[int] = field(default_factory=list)
+    """The adapter's own bookkeeping (the hop: journal records no longer referenced)."""
+    size: int = 0
+
+    def spans(self) -> Iterator[T]:
+        for unit in self.units:
+            yield from unit.members
+        yield from self.others
+        yield from self.late
+
+    @property
+    def span_count(self) -> int:
+        return sum(len(u.members) for u in self.units) + len(self.others) + len(self.late)
+
+
+@dataclass(frozen=True, slots=True)
+class Late(Generic[K]):
+    """What the cache knows about a span of an already-decided run."""
+
+    note: object | None
+    run_span_id: K | None
+    cause: Cause | None
+
+
+class _State(Enum):
+    ACTIVE = 1
+    DONE = 2
+    """Every run released normally; a new run in the same trace may still start."""
+    CLOSED = 3
+    """Released on root / timeout / overflow / shutdown: anything later is late."""
+
+
+@dataclass(slots=True, eq=False)
+class _Held(Generic[T]):
+    item: T
+    runish: bool
+    size: int
+
+
+@dataclass(slots=True, eq=False)
+class _Entry(Generic[K, T, E]):
+    trace_id: K
+    client: Hashable
+    first_seen: float
+    last_seen: float
+    state: _State = _State.ACTIVE
+    held: dict[K, _Held[T]] = field(default_factory=dict)
+    parents: dict[K, K] = field(default_factory=dict)
+    runs: dict[K, float | None] = field(default_factory=dict)
+    """Run spans by id: when each arrived (None: started, not yet ended)."""
+    released_runs: set[K] = field(default_factory=set)
+    events: dict[K, list[tuple[E, int]]] = field(default_factory=dict)
+    event_count: int = 0
+    notes: dict[K, object] = field(default_factory=dict)
+    root_arrival: float | None = None
+    closed_cause: Cause | None = None
+    footprint: bool = False
+    """Some span or event of the trace carries footprint events (set by the adapter's offers)."""
+    size: int = 0
+    due: float = -1.0
+
+    def nearest_run(self, span_id: K, parent_id: K | None) -> K | None:
+        """The closest run span at or above this span, following parent links seen so far."""
+        runs = self.runs
+        if span_id in runs:
+            return span_id
+        cur = parent_id
+        for _ in range(len(self.parents) + 1):
+            if not cur:
+                return None
+            if cur in runs:
+                return cur
+            nxt = self.parents.get(cur)
+            if nxt is None:
+                return None
+            cur = nxt
+        return None  # a parent cycle: treat as broken
+
+    def is_late(self, span_id: K, parent_id: K | None) -> bool:
+        if self.state is _State.CLOSED:
+            return True
+        run = self.nearest_run(span_id, parent_id)
+        return run is not None and run in self.released_runs
+
+
+class RunHolding(Generic[K, T, E]):
+    """Held runs by trace, release scheduling, limits and the decision cache (see the module)."""
+
+    def __init__(self, limits: HoldLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self._orphan_wait = limits.max_wait if limits.orphan_wait is None else limits.orphan_wait
+        self._entries: dict[K, _Entry[K, T, E]] = {}
+        self._active: collections.OrderedDict[K, None] = collections.OrderedDict()
+        self._by_client: dict[Hashable, collections.OrderedDict[K, None]] = {}
+        self._idle: collections.OrderedDict[K, None] = collections.OrderedDict()
+        self._heap: list[tuple[float, int, K]] = []
+        self._tick = itertools.count()
+        self._links = 0
+        self._dropped: list[E] = []
+        self.bytes_held = 0
+        self.spans_held = 0
+        self.events_held = 0
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def runs_held(self) -> int:
+        return len(self._active)
+
+    def cached_traces(self) -> int:
+        """Decided traces kept in the decision cache (for late spans)."""
+        return len(self._idle)
+
+    def knows(self, trace_id: K) -> bool:
+        """Whether the trace is held or remembered (a lock-free peek: one dict lookup)."""
+        return trace_id in self._entries
+
+    def is_held(self, trace_id: K) -> bool:
+        entry = self._entries.get(trace_id)
+        return entry is not None and entry.state is _State.ACTIVE
+
+    def has_footprint(self, trace_id: K) -> bool:
+        entry = self._entries.get(trace_id)
+        return entry is not None and entry.state is _State.ACTIVE and entry.footprint
+
+    def room(self, incoming_bytes: int, fraction: float = 1.0) -> bool:
+        """Whether ``incoming_bytes`` more fit under ``fraction`` of the hard limits: an adapter
+        answers "full" (back-pressure) when not, before a limit would release runs unannotated."""
+        lim = self.limits
+        return (
+            self.bytes_held + incoming_bytes <= lim.max_bytes * fraction
+            and len(self._active) < lim.max_runs * fraction
+        )
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def link(self, trace_id: K, span_id: K, parent_id: K | None) -> None:
+        """Learn a parent link of a known trace (before routing a batch: order within it is free)."""
+        entry = self._entries.get(trace_id)
+        if entry is not None and parent_id and span_id not in entry.parents:
+            entry.parents[span_id] = parent_id
+            self._links += 1
+
+    def route(self, trace_id: K, span_id: K, parent_id: K | None, runish: bool) -> Route:
+        """Where an arriving span goes: held, late (its run is decided) or passed on at once.
+
+        ``runish``: the span is part of an agent run, or others of its batch in the trace are.
+        """
+        entry = self._entries.get(trace_id)
+        if entry is None:
+            return "hold" if runish else "pass"
+        if entry.is_late(span_id, parent_id):
+            return "late"
+        return "hold" if entry.state is _State.ACTIVE or runish else "pass"
+
+    def late(self, trace_id: K, span_id: K, parent_id: K | None) -> Late[K]:
+        """The cached note (if any) and the run of a span :meth:`route` called late."""
+        entry = self._entries[trace_id]
+        return Late(
+            entry.notes.get(span_id), entry.nearest_run(span_id, parent_id), entry.closed_cause
+        )
+
+    # -- holding -------------------------------------------------------------------------------
+
+    def run_started(self, trace_id: K, span_id: K, now: float, client: Hashable = None) -> None:
+        """A run span started (in-process): its trace is held and its children group under it."""
+        entry = self._activate(trace_id, now, client, [])
+        entry.runs.setdefault(span_id, None)
+
+    def hold(
+        self,
+        trace_id: K,
+        span_id: K,
+        parent_id: K | None,
+        role: SpanRole,
+        item: T,
+        *,
+        size: int,
+        now: float,
+        footprint: bool = False,
+        runish: bool = True,
+        client: Hashable = None,
+        releases: list[Release[K, T, E]],
+    ) -> bool:
+        """Keep one span; releases forced by a limit are appended to ``releases``.
+
+        False for a duplicate (a sender's retry): the first copy is kept and nothing is counted.
+        """
+        entry = self._activate(trace_id, now, client, releases)
+        if span_id in entry.held:
+            return False
+        entry.held[span_id] = _Held(item, runish, size)
+        if parent_id and span_id not in entry.parents:
+            entry.parents[span_id] = parent_id
+            self._links += 1
+        entry.size += size
+        entry.last_seen = now
+        entry.footprint = entry.footprint or footprint
+        self.bytes_held += size
+        self.spans_held += 1
+        if role is SpanRole.RUN:
+            entry.runs[span_id] = now
+        if not parent_id:
+            entry.root_arrival = now
+        if len(entry.held) > self.limits.max_spans_per_run:
+            releases.append(self._release_all(entry, "overflow", "spans"))
+        else:
+            self._schedule(entry)
+        return True
+
+    def hold_event(
+        self,
+        trace_id: K,
+        span_id: K,
+        item: E,
+        *,
+        size: int,
+        now: float,
+        create: bool = True,
+        client: Hashable = None,
+        releases: list[Release[K, T, E]],
+    ) -> bool:
+        """Keep a footprint event that arrived as a log record, for the join with its span.
+
+        Not kept (False) when its run is already decided, or when the trace is not held and
+        ``create`` is False (in-process a run span starts before any record can name it).
+        """
+        entry = self._entries.get(trace_id)
+        if entry is not None and entry.state is not _State.ACTIVE:
+            if entry.is_late(span_id, entry.parents.get(span_id)):
+                return False
+        elif entry is None and not create:
+            return False
+        entry = self._activate(trace_id, now, client, releases)
+        entry.events.setdefault(span_id, []).append((item, size))
+        entry.event_count += 1
+        entry.footprint = True
+        entry.size += size
+        self.bytes_held += size
+        self.events_held += 1
+        if entry.event_count > self.limits.max_events_per_run:
+            releases.append(self._release_all(entry, "overflow", "events"))
+        else:
+            self._schedule(entry)
+        return True
+
+    def enforce(self, releases: list[Release[K, T, E]]) -> None:
+        """Release traces while the held bytes exceed the hard limit (after a batch of holds)."""
+        while self.bytes_held > self.limits.max_bytes and self._active:
+            releases.append(self._release_all(self._entries[self._victim()], "overflow", "bytes"))
+        self._trim_cache()
+
+    def discard(self, trace_id: K) -> None:
+        """Forget a held trace with nothing to decide (every run ended, no footprint events)."""
+        entry = self._entries.get(trace_id)
+        if entry is not None and entry.state is _State.ACTIVE:
+            self._take(entry, Release(trace_id, "ended", None, [], []), list(entry.held))
+            entry.released_runs.update(entry.runs)
+            self._finish(entry, _State.DONE, None)
+
+    def runs_pending(self, trace_id: K) -> bool:
+        """Whether the held trace has a run span started that has not arrived yet."""
+        entry = self._entries.get(trace_id)
+        return entry is not None and any(a is None for a in entry.runs.values())
+
+    def _activate(
+        self, trace_id: K, now: float, client: Hashable, releases: list[Release[K, T, E]]
+    ) -> _Entry[K, T, E]:
+        entry = self._entries.get(trace_id)
+        if entry is not None and entry.state is _State.ACTIVE:
+            return entry
+        if len(self._active) >= self.limits.max_runs:
+            releases.append(self._release_all(self._entries[self._victim()], "overflow", "runs"))
+        if entry is None:
+            entry = _Entry(trace_id, client, now, now)
+            self._entries[trace_id] = entry
+        else:
+            # A DONE trace starts a new run: hold again (its decided runs stay decided).
+            self._idle.pop(trace_id, None)
+            entry.state = _State.ACTIVE
+            entry.first_seen = entry.last_seen = now
+            entry.client = client
+        self._active[trace_id] = None
+        self._by_client.setdefault(client, collections.OrderedDict())[trace_id] = None
+        return entry
+
+    def _victim(self) -> K:
+        """The trace a limit releases: the oldest of the client holding the most traces."""
+        if len(self._by_client) == 1:
+            return next(iter(self._active))
+        biggest = max(self._by_client.values(), key=len)
+        return next(iter(biggest))
+
+    def _schedule(self, entry: _Entry[K, T, E]) -> None:
+        lim = self.limits
+        due = entry.first_seen + lim.max_wait
+        if entry.root_arrival is not None:
+            due = min(due, entry.root_arrival + lim.release_grace)
+        orphan = True
+        for run, arrived in entry.runs.items():
+            orphan = False
+            if arrived is not None and run not in entry.released_runs:
+                due = min(due, arrived + lim.release_grace)
+        if orphan:
+            due = min(due, entry.last_seen + self._orphan_wait)
+        if due != entry.due:
+            entry.due = due
+            heapq.heappush(self._heap, (due, next(self._tick), entry.trace_id))
+
+    # -- releasing -----------------------------------------------------------------------------
+
+    def next_due(self) -> float | None:
+        """When :meth:`poll` next has something to do (None: nothing held)."""
+        heap = self._heap
+        while heap:
+            due, _, trace_id = heap[0]
+            entry = self._entries.get(trace_id)
+            if entry is None or entry.state is not _State.ACTIVE or entry.due != due:
+                heapq.heappop(heap)
+                continue
+            return due
+        return None
+
+    def poll(self, now: float) -> list[Release[K, T, E]]:
+        """Every release that is due at ``now``."""
+        releases: list[Release[K, T, E]] = []
+        while self._heap and self._heap[0][0] <= now:
+            due, _, trace_id = heapq.heappop(self._heap)
+            entry = self._entries.get(trace_id)
+            if entry is None or entry.state is not _State.ACTIVE or entry.due != due:
+                continue
+            releases.extend(self._release_due(entry, now))
+            if entry.state is _State.ACTIVE:
+                entry.due = -1.0
+                self._schedule(entry)
+        return releases
+
+    def release_everything(self, now: float, cause: Cause = "shutdown") -> list[Release[K, T, E]]:
+        """At a flush or shutdown: finished runs as usual, the rest with ``cause``."""
+        releases: list[Release[K, T, E]] = []
+        for trace_id in list(self._active):
+            entry = self._entries[trace_id]
+            releases.extend(self._release_due(entry, now + self.limits.release_grace))
+            if entry.state is _State.ACTIVE:
+                releases.append(self._release_all(entry, cause, None))
+        return releases
+
+    def _groups(self, entry: _Entry[K, T, E], final: bool) -> dict[K | None, list[K]]:
+        """Held span ids by their nearest run. Only a ``final`` grouping (the trace is closing)
+        applies the broken-chain rule: before that, a missing parent may not be here yet."""
+        groups: dict[K | None, list[K]] = {}
+        only_run = next(iter(entry.runs)) if final and len(entry.runs) == 1 else None
+        parents = entry.parents
+        for span_id, held in entry.held.items():
+            run = entry.nearest_run(span_id, parents.get(span_id))
+            if run is None and held.runish and only_run is not None:
+                run = only_run
+            groups.setdefault(run, []).append(span_id)
+        return groups
+
+    def _release_due(self, entry: _Entry[K, T, E], now: float) -> list[Release[K, T, E]]:
+        lim = self.limits
+        if now >= entry.first_seen + lim.max_wait:
+            return [self._release_all(entry, "timeout", None)]
+        if entry.root_arrival is not None and now >= entry.root_arrival + lim.release_grace:
+            orphans = self._groups(entry, final=True).get(None, [])
+            # The trace is over. "root" only when some run never got its run span.
+            runish = any(entry.held[s].runish for s in orphans)
+            return [self._release_all(entry, "root" if runish else "ended", None)]
+        if not entry.runs and now >= entry.last_seen + self._orphan_wait:
+            return [self._release_all(entry, "root", None)]
+        groups = self._groups(entry, final=False)
+        release: Release[K, T, E] = Release(entry.trace_id, "ended", None, [], [])
+        ids: list[K] = []
+        for run, members in groups.items():
+            if run is None:
+                continue
+            if run in entry.released_runs:
+                self._add_late(entry, release, members)
+                ids += members
+                continue
+            arrived = entry.runs.get(run)
+            if arrived is not None and now >= arrived + lim.release_grace:
+                release.units.append(self._unit(entry, run, members))
+                entry.released_runs.add(run)
+                ids += members
+        rest = groups.get(None, [])
+        pending = any(r not in entry.released_runs for r in entry.runs)
+        finished = not pending and not any(entry.held[s].runish for s in rest)
+        if finished:
+            # Nothing left to decide: plain spans go too, and the trace waits no longer.
+            release.others.extend(entry.held[s].item for s in rest)
+            ids += rest
+        if ids:
+            self._take(entry, release, ids)
+        if finished and not entry.events:
+            self._finish(entry, _State.DONE, None)
+        return [release] if ids else []
+
+    def _add_late(
+        self, entry: _Entry[K, T, E], release: Release[K, T, E], members: list[K]
+    ) -> None:
+        for span_id in members:
+            release.late.append(entry.held[span_id].item)
+            note = entry.notes.get(span_id)
+            if note is not None:
+                release.late_notes[span_id] = note
+
+    def _unit(self, entry: _Entry[K, T, E], run: K | None, members: list[K]) -> Unit[K, T, E]:
+        held = entry.held
+        run_span = held[run].item if run is not None and run in held else None
+        events: dict[K, list[E]] = {
+            sid: [e for e, _ in entry.events[sid]] for sid in members if sid in entry.events
+        }
+        arrived = entry.runs.get(run) if run is not None else None
+        return Unit(run_span, [held[s].item for s in members], events, arrived)
+
+    def _release_all(
+        self, entry: _Entry[K, T, E], cause: Cause, limit: Limit | None
+    ) -> Release[K, T, E]:
+        release: Release[K, T, E] = Release(entry.trace_id, cause, limit, [], [])
+        for run, members in self._groups(entry, final=True).items():
+            if run is not None and run in entry.released_runs:
+                self._add_late(entry, release, members)
+            elif run is None and not any(entry.held[s].runish for s in members):
+                release.others.extend(entry.held[s].item for s in members)
+            else:
+                release.units.append(self._unit(entry, run, members))
+                if run is not None:
+                    entry.released_runs.add(run)
+        self._take(entry, release, list(entry.held))
+        self._finish(entry, _State.CLOSED, cause)
+        return release
+
+    def _take(self, entry: _Entry[K, T, E], release: Release[K, T, E], ids: list[K]) -> None:
+        """Remove the released spans ``ids`` (and their events) from the entry."""
+        for span_id in ids:
+            held = entry.held.pop(span_id)
+            entry.size -= held.size
+            self.bytes_held -= held.size
+            self.spans_held -= 1
+            release.size += held.size
+            for event, size in entry.events.pop(span_id, ()):
+                entry.size -= size
+                entry.event_count -= 1
+                self.bytes_held -= size
+                self.events_held -= 1
+                release.size += size
+                release.events.append(event)
+
+    def _finish(self, entry: _Entry[K, T, E], state: _State, cause: Cause | None) -> None:
+        """The entry holds nothing more: drop never-joined events, move it to the decision cache."""
+        for events in entry.events.values():
+            for event, size in events:
+                self.bytes_held -= size
+                self.events_held -= 1
+                self._dropped.append(event)
+        entry.events.clear()
+        entry.event_count = 0
+        entry.size = 0
+        entry.state = state
+        entry.closed_cause = cause
+        entry.due = -1.0
+        self._active.pop(entry.trace_id, None)
+        mine = self._by_client.get(entry.client)
+        if mine is not None:
+            mine.pop(entry.trace_id, None)
+            if not mine:
+                del self._by_client[entry.client]
+        self._idle[entry.trace_id] = None
+        self._idle.move_to_end(entry.trace_id)
+
+    def take_dropped_events(self) -> list[E]:
+        """Event items dropped because their span never came (for the adapter's bookkeeping)."""
+        dropped, self._dropped = self._dropped, []
+        return dropped
+
+    def _trim_cache(self) -> None:
+        lim = self.limits
+        while self._idle and (len(self._idle) > lim.cache_traces or self._links > lim.cache_spans):
+            trace_id, _ = self._idle.popitem(last=False)
+            entry = self._entries.pop(trace_id)
+            self._links -= len(entry.parents)
+
+    # -- the decision cache --------------------------------------------------------------------
+
+    def remember(self, trace_id: K, notes: dict[K, object]) -> None:
+        """Keep a decided run's notes so its late spans get the same annotations."""
+        entry = self._entries.get(trace_id)
+        if entry is not None:
+            entry.notes.update(notes)
+        self._trim_cache()
