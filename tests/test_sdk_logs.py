@@ -375,7 +375,7 @@ def test_a_record_after_its_run_was_released_is_counted_late(
 def test_a_run_reaching_the_log_record_limit_is_released_with_the_reason(
     pipeline: Callable[..., Pipeline],
 ) -> None:
-    p = pipeline(grace_seconds=30, max_log_records_per_run=5)
+    p = pipeline(grace_seconds=30, max_log_records_per_run=4)
     with p.tracer.start_as_current_span("invoke_agent a", attributes=RUN_ATTRS):
         p.emit(sc.EV_MAPS_MOUNTED, MOUNTED)
         for i in range(1, 3):
@@ -385,11 +385,11 @@ def test_a_run_reaching_the_log_record_limit_is_released_with_the_reason(
                 p.emit(sc.EV_SLOT_COMPOSED, encode_payload({"slot": "s", "iteration": i}))
             if i == 1:
                 assert p.processor.stats().held_log_records == 3
-        # The fifth record (in pass 2) released the run: pass 1 went on marked, and pass 2,
+        # The fifth record (in pass 2: one past the limit) released the run: pass 1 went on marked, and pass 2,
         # ending after the release, goes on as it is (as a span past the span limit does).
         wait_until(lambda: len(p.exported("chat m")) == 2)
         first, second = sorted(p.attrs("chat m"), key=lambda a: int(a[sc.PASS_ITERATION]))
-        assert first[sc.RUN_REASONS] == ("log-limit",) and sc.RUN_REASONS not in second
+        assert first[sc.RUN_REASONS] == ("overflow",) and sc.RUN_REASONS not in second
         stats = p.processor.stats()
         assert stats.runs_log_limit == 1 and stats.held_runs == 0 and stats.spans_late == 1
         assert stats.held_log_records == 0 and stats.log_records_held == 5

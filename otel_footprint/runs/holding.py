@@ -37,7 +37,8 @@ from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole
 
 Cause: TypeAlias = Literal["ended", "root", "timeout", "overflow", "shutdown", "flush"]
-Limit: TypeAlias = Literal["runs", "bytes", "spans", "events"]
+Limit: TypeAlias = Literal["runs", "bytes", "spans", "events", "worker"]
+"""Which bound released a run unannotated (``worker``: the decision worker was a buffer behind)."""
 Route: TypeAlias = Literal["hold", "late", "pass"]
 
 K = TypeVar("K", bound=Hashable)
@@ -73,13 +74,22 @@ class HoldLimits:
     """Parent links remembered across those traces."""
 
     def __post_init__(self) -> None:
-        if self.release_grace < 0 or self.max_wait <= 0:
-            raise ValueError("release_grace must be >= 0 and max_wait > 0")
-        if self.orphan_wait is not None and self.orphan_wait < 0:
-            raise ValueError("orphan_wait must be >= 0")
-        bounds = (self.max_runs, self.max_bytes, self.max_spans_per_run, self.max_events_per_run)
-        if min(bounds) < 1 or min(self.cache_traces, self.cache_spans) < 0:
-            raise ValueError("max_runs, max_bytes, max_spans_per_run, max_events_per_run >= 1")
+        floors: dict[str, tuple[float, bool]] = {
+            "release_grace": (0, True),
+            "max_wait": (0, False),
+            "orphan_wait": (0, True),
+            "max_runs": (1, True),
+            "max_bytes": (1, True),
+            "max_spans_per_run": (1, True),
+            "max_events_per_run": (1, True),
+            "cache_traces": (0, True),
+            "cache_spans": (0, True),
+        }
+        for name, (floor, inclusive) in floors.items():
+            value = getattr(self, name)
+            if value is not None and (value < floor if inclusive else value <= floor):
+                bound = ">=" if inclusive else ">"
+                raise ValueError(f"{name} must be {bound} {floor:g} (got {value})")
 
 
 DEFAULT_LIMITS = HoldLimits()
@@ -256,6 +266,11 @@ class RunHolding(Generic[K, T, E]):
         entry = self._entries.get(trace_id)
         return entry is not None and entry.state is _State.ACTIVE and entry.footprint
 
+    def has_events(self, trace_id: K, span_id: K) -> bool:
+        """Whether footprint events that arrived as log records name this span."""
+        entry = self._entries.get(trace_id)
+        return entry is not None and span_id in entry.events
+
     def room(self, incoming_bytes: int, fraction: float = 1.0) -> bool:
         """Whether ``incoming_bytes`` more fit under ``fraction`` of the hard limits: an adapter
         answers "full" (back-pressure) when not, before a limit would release runs unannotated."""
@@ -295,9 +310,11 @@ class RunHolding(Generic[K, T, E]):
 
     # -- holding -------------------------------------------------------------------------------
 
-    def run_started(self, trace_id: K, span_id: K, now: float, client: Hashable = None) -> None:
+    def run_started(
+        self, trace_id: K, span_id: K, now: float, releases: list[Release[K, T, E]]
+    ) -> None:
         """A run span started (in-process): its trace is held and its children group under it."""
-        entry = self._activate(trace_id, now, client, [])
+        entry = self._activate(trace_id, now, None, releases)
         entry.runs.setdefault(span_id, None)
 
     def hold(
@@ -439,6 +456,18 @@ class RunHolding(Generic[K, T, E]):
         if due != entry.due:
             entry.due = due
             heapq.heappush(self._heap, (due, next(self._tick), entry.trace_id))
+            if len(self._heap) > 4 * len(self._active) + 64:
+                self._compact()
+
+    def _compact(self) -> None:
+        """Drop superseded deadlines (skipped when due anyway; this bounds the heap)."""
+        live = []
+        for when, tick, trace_id in self._heap:
+            entry = self._entries.get(trace_id)
+            if entry is not None and entry.state is _State.ACTIVE and entry.due == when:
+                live.append((when, tick, trace_id))
+        heapq.heapify(live)
+        self._heap = live
 
     # -- releasing -----------------------------------------------------------------------------
 

@@ -33,18 +33,11 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
 from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.model import RunStore
-from otel_footprint.sdk.buffer import (
-    DEFAULT_GRACE_SECONDS,
-    DEFAULT_MAX_RUNS,
-    DEFAULT_MAX_SPANS_PER_RUN,
-    DEFAULT_MAX_WAIT_SECONDS,
-    BufferStats,
-    RunBuffer,
-    carries_footprint_events,
-    span_role,
-)
+from otel_footprint.runs.holding import DEFAULT_LIMITS
+from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
+from otel_footprint.sdk.processor import processor_limits
 
 ENV_GRACE_SECONDS = "FOOTPRINT_GRACE_SECONDS"
 ENV_MAX_WAIT_SECONDS = "FOOTPRINT_MAX_WAIT_SECONDS"
@@ -121,24 +114,27 @@ class FootprintOTLPSpanExporter(SpanExporter):
             annotate_options = AnnotateOptions(witness=witness) if witness else AnnotateOptions()
         self._inner = exporter or otlp_span_exporter(protocol, **otlp_kwargs)
         self._export_lock = threading.Lock()
+        limits = processor_limits(
+            release_grace=grace_seconds
+            if grace_seconds is not None
+            else _env_number(env, ENV_GRACE_SECONDS, DEFAULT_LIMITS.release_grace, float),
+            max_wait=max_wait_seconds
+            if max_wait_seconds is not None
+            else _env_number(env, ENV_MAX_WAIT_SECONDS, DEFAULT_LIMITS.max_wait, float),
+            max_runs=max_runs
+            if max_runs is not None
+            else _env_number(env, ENV_MAX_RUNS, DEFAULT_LIMITS.max_runs, int),
+            max_spans_per_run=max_spans_per_run
+            if max_spans_per_run is not None
+            else _env_number(env, ENV_MAX_SPANS_PER_RUN, DEFAULT_LIMITS.max_spans_per_run, int),
+        )
         self._buffer = RunBuffer(
             self._export_released,
             decider
             or make_decider(
                 store=run_store, engine_options=engine_options, annotate_options=annotate_options
             ),
-            grace_seconds=grace_seconds
-            if grace_seconds is not None
-            else _env_number(env, ENV_GRACE_SECONDS, DEFAULT_GRACE_SECONDS, float),
-            max_wait_seconds=max_wait_seconds
-            if max_wait_seconds is not None
-            else _env_number(env, ENV_MAX_WAIT_SECONDS, DEFAULT_MAX_WAIT_SECONDS, float),
-            max_runs=max_runs
-            if max_runs is not None
-            else _env_number(env, ENV_MAX_RUNS, DEFAULT_MAX_RUNS, int),
-            max_spans_per_run=max_spans_per_run
-            if max_spans_per_run is not None
-            else _env_number(env, ENV_MAX_SPANS_PER_RUN, DEFAULT_MAX_SPANS_PER_RUN, int),
+            limits=limits,
             span_limits=span_limits,
             name="footprint-otlp-exporter",
         )

@@ -11,7 +11,10 @@ the application's thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
@@ -27,21 +30,42 @@ from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import SpanEventView
-from otel_footprint.sdk.buffer import (
-    DEFAULT_GRACE_SECONDS,
-    DEFAULT_MAX_LOG_RECORDS_PER_RUN,
-    DEFAULT_MAX_RUNS,
-    DEFAULT_MAX_SPANS_PER_RUN,
-    DEFAULT_MAX_WAIT_SECONDS,
-    BufferStats,
-    RunBuffer,
-    carries_footprint_events,
-    span_role,
-)
+from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits
+from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
 
 _logger = logging.getLogger(__name__)
+
+
+_ARGUMENT = {
+    "release_grace": "grace_seconds",
+    "max_wait": "max_wait_seconds",
+    "orphan_wait": "grace_seconds",
+    "max_events_per_run": "max_log_records_per_run",
+}
+
+
+def processor_limits(**limits: Any) -> HoldLimits:
+    """The core's limits from the processor's arguments; errors name the arguments."""
+    try:
+        return HoldLimits(**limits)
+    except ValueError as exc:
+        name, _, rest = str(exc).partition(" ")
+        raise ValueError(f"{_ARGUMENT.get(name, name)} {rest}") from None
+
+
+def bounded(call: Callable[[], bool], timeout_seconds: float) -> bool:
+    """``call()`` on a helper thread, waiting at most the timeout (False when it has not returned).
+
+    The SDK's batch processors can block far past their timeout on an exporter that hangs; the
+    application's flush and shutdown must not.
+    """
+    result: list[bool] = []
+    helper = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    helper.start()
+    helper.join(timeout_seconds)
+    return bool(result) and result[0]
 
 
 class FootprintSpanProcessor(SpanProcessor):
@@ -66,20 +90,22 @@ class FootprintSpanProcessor(SpanProcessor):
     run spans at start (``gen_ai.operation.name=invoke_agent`` set when the span is created, as
     the GenAI conventions ask for sampling-relevant attributes): a run span recognised only at
     its end cannot keep its tool spans as evidence. Export itself is the wrapped
-    :class:`BatchSpanProcessor`'s (the ``bsp_*`` arguments are its usual settings). The run
-    buffer's worker thread is not re-created after ``os.fork``: create the processor in the
-    process that records the spans (after a pre-fork server forks its workers).
+    :class:`BatchSpanProcessor`'s (the ``bsp_*`` arguments are its usual settings). After
+    ``os.fork`` the child gets a fresh run buffer and worker (the parent's held runs stay the
+    parent's), as the SDK's batch processor does. ``force_flush`` and ``shutdown`` return within
+    their timeouts even when the exporter hangs.
     """
 
     def __init__(
         self,
         exporter: SpanExporter,
         *,
-        grace_seconds: float = DEFAULT_GRACE_SECONDS,
-        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
-        max_runs: int = DEFAULT_MAX_RUNS,
-        max_spans_per_run: int = DEFAULT_MAX_SPANS_PER_RUN,
-        max_log_records_per_run: int = DEFAULT_MAX_LOG_RECORDS_PER_RUN,
+        grace_seconds: float = DEFAULT_LIMITS.release_grace,
+        max_wait_seconds: float = DEFAULT_LIMITS.max_wait,
+        max_runs: int = DEFAULT_LIMITS.max_runs,
+        max_spans_per_run: int = DEFAULT_LIMITS.max_spans_per_run,
+        max_log_records_per_run: int = DEFAULT_LIMITS.max_events_per_run,
+        max_bytes: int = DEFAULT_LIMITS.max_bytes,
         annotate_options: AnnotateOptions | None = None,
         engine_options: EngineOptions | None = None,
         run_store: RunStore | None = None,
@@ -90,22 +116,28 @@ class FootprintSpanProcessor(SpanProcessor):
         bsp_schedule_delay_millis: float | None = None,
         bsp_max_export_batch_size: int | None = None,
         bsp_export_timeout_millis: float | None = None,
+        shutdown_timeout_millis: float = 30000,
     ) -> None:
+        self._shutdown_timeout = shutdown_timeout_millis / 1000
         if decider is None:
             decider = make_decider(
                 store=run_store, engine_options=engine_options, annotate_options=annotate_options
             )
+        limits = processor_limits(
+            release_grace=grace_seconds,
+            max_wait=max_wait_seconds,
+            # In-process a run span starts before its children: footprint events in a trace with
+            # no run span started will not find one by waiting long.
+            orphan_wait=grace_seconds,
+            max_runs=max_runs,
+            max_bytes=max_bytes,
+            max_spans_per_run=max_spans_per_run,
+            max_events_per_run=max_log_records_per_run,
+        )
         self._buffer = RunBuffer(
             self._enqueue,
             decider,
-            grace_seconds=grace_seconds,
-            max_wait_seconds=max_wait_seconds,
-            # In-process a run span starts before its children: footprint events in a trace with
-            # no run span started will not find one by waiting long.
-            orphan_wait_seconds=grace_seconds,
-            max_runs=max_runs,
-            max_spans_per_run=max_spans_per_run,
-            max_log_records_per_run=max_log_records_per_run,
+            limits=limits,
             span_limits=span_limits,
             name="footprint-span-processor",
         )
@@ -169,14 +201,21 @@ class FootprintSpanProcessor(SpanProcessor):
         )
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Decide and queue every held run now, then flush the batch processor."""
+        """Decide and queue every held run now, then flush the batch processor: within the
+        timeout even when the exporter hangs (False then; the flush goes on in the background)."""
+        deadline = time.monotonic() + timeout_millis / 1000
         released = self._buffer.flush(timeout_millis / 1000)
-        return self._batch.force_flush(timeout_millis) and released
+        left = max(deadline - time.monotonic(), 0.0)
+        return bounded(lambda: self._batch.force_flush(int(left * 1000)), left) and released
 
     def shutdown(self) -> None:
-        """Decide the runs in flight, export them, then shut the batch processor and exporter."""
-        self._buffer.shutdown()
-        self._batch.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        """Decide the runs in flight and queue them, then shut the batch processor (which exports
+        what is queued) and the exporter. Returns within ``shutdown_timeout_millis`` even when the
+        exporter hangs; what is still queued then stays with the batch processor's worker."""
+        deadline = time.monotonic() + self._shutdown_timeout
+        self._buffer.shutdown(self._shutdown_timeout)
+        left = max(deadline - time.monotonic(), 0.0)
+        bounded(lambda: self._batch.shutdown() or True, left)  # type: ignore[no-untyped-call]
 
     def stats(self) -> BufferStats:
         """Counters: spans passed/held/late/annotated, runs decided/timed out/overflowed, ..."""

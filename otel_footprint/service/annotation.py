@@ -122,8 +122,7 @@ class FootprintAnnotation:
             members = [m for m in members if m.info.runish or m.info.span_id in unit.log_events]
         views = {m.info.span_id: OtlpSpanView(m.info.span) for m in members}
         log_events: dict[str, Sequence[SpanEventView]] = {
-            span_id.hex(): [e.event for e in events]
-            for span_id, events in unit.log_events.items()
+            span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
         runs = group_runs(views.values(), log_events)
         incomplete = _reason_for(release.cause, release.limit)
