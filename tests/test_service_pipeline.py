@@ -9,6 +9,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -18,7 +19,7 @@ from otel_footprint.service.annotation import FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
-from otel_footprint.service.pipeline import Pipeline, PipelineOptions
+from otel_footprint.service.pipeline import OverloadedError, Pipeline, PipelineOptions
 
 _ids = itertools.count(1)
 
@@ -126,10 +127,14 @@ def test_timeout_marks_the_run_incomplete_and_a_late_run_span_says_so(tmp_path: 
 
 def test_overflow_forwards_unannotated_with_the_reason(tmp_path: Path) -> None:
     clock = Clock()
-    pipeline, journal, metrics = _pipeline(tmp_path, clock, max_runs=1)
+    pipeline, journal, metrics = _pipeline(tmp_path, clock, max_runs=2)
     first = _span(3, "invoke_agent", footprint__run__id="first")
     pipeline.ingest_traces(_request(_span(3, "chat", parent=first.span_id), first), None, "test")
-    pipeline.ingest_traces(_request(_span(4, "chat")), None, "test")  # pushes trace 3 out
+    # One request with two more traces: admitted (under the high-water mark), pushes trace 3 out.
+    pipeline.ingest_traces(_request(_span(4, "chat"), _span(5, "chat")), None, "test")
+    # Now at the limit: new input is refused (back-pressure) before anything more is shed.
+    with pytest.raises(OverloadedError, match="full"):
+        pipeline.ingest_traces(_request(_span(6, "chat")), None, "test")
     pipeline.process_due()
     out = _forwarded(journal)
     first_attrs = _attrs(out[bytes(first.span_id)])

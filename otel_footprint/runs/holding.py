@@ -93,6 +93,8 @@ class HoldLimits:
 
 
 DEFAULT_LIMITS = HoldLimits()
+HIGH_WATER = 0.9
+"""The share of ``max_bytes`` / ``max_runs`` held past which new input is refused (back-pressure)."""
 
 _TEXT: dict[Cause, str] = {
     "timeout": "the run was decided when the buffer's wait bound passed, before it had ended",
@@ -243,6 +245,9 @@ class RunHolding(Generic[K, T, E]):
         self.bytes_held = 0
         self.spans_held = 0
         self.events_held = 0
+        self.bounded = True
+        """False while an adapter restores what it held before a restart: recovered runs are
+        released when due (``ended``), never as ``overflow`` because the backlog is large."""
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -271,12 +276,13 @@ class RunHolding(Generic[K, T, E]):
         entry = self._entries.get(trace_id)
         return entry is not None and span_id in entry.events
 
-    def room(self, incoming_bytes: int, fraction: float = 1.0) -> bool:
-        """Whether ``incoming_bytes`` more fit under ``fraction`` of the hard limits: an adapter
-        answers "full" (back-pressure) when not, before a limit would release runs unannotated."""
+    def room(self, fraction: float = HIGH_WATER) -> bool:
+        """Whether what is held is under ``fraction`` of the hard limits. An adapter answers "full"
+        (back-pressure: the sender retries later) when not, so load is shed before a limit has to
+        release runs unannotated and before memory grows past the bound."""
         lim = self.limits
         return (
-            self.bytes_held + incoming_bytes <= lim.max_bytes * fraction
+            self.bytes_held < lim.max_bytes * fraction
             and len(self._active) < lim.max_runs * fraction
         )
 
@@ -352,7 +358,7 @@ class RunHolding(Generic[K, T, E]):
             entry.runs[span_id] = now
         if not parent_id:
             entry.root_arrival = now
-        if len(entry.held) > self.limits.max_spans_per_run:
+        if len(entry.held) > self.limits.max_spans_per_run and self.bounded:
             releases.append(self._release_all(entry, "overflow", "spans"))
         else:
             self._schedule(entry)
@@ -388,7 +394,7 @@ class RunHolding(Generic[K, T, E]):
         entry.size += size
         self.bytes_held += size
         self.events_held += 1
-        if entry.event_count > self.limits.max_events_per_run:
+        if entry.event_count > self.limits.max_events_per_run and self.bounded:
             releases.append(self._release_all(entry, "overflow", "events"))
         else:
             self._schedule(entry)
@@ -396,7 +402,7 @@ class RunHolding(Generic[K, T, E]):
 
     def enforce(self, releases: list[Release[K, T, E]]) -> None:
         """Release traces while the held bytes exceed the hard limit (after a batch of holds)."""
-        while self.bytes_held > self.limits.max_bytes and self._active:
+        while self.bytes_held > self.limits.max_bytes and self._active and self.bounded:
             releases.append(self._release_all(self._entries[self._victim()], "overflow", "bytes"))
         self._trim_cache()
 
@@ -419,7 +425,7 @@ class RunHolding(Generic[K, T, E]):
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is _State.ACTIVE:
             return entry
-        if len(self._active) >= self.limits.max_runs:
+        if len(self._active) >= self.limits.max_runs and self.bounded:
             releases.append(self._release_all(self._entries[self._victim()], "overflow", "runs"))
         if entry is None:
             entry = _Entry(trace_id, client, now, now)

@@ -9,7 +9,8 @@ passed in (monotonic seconds).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -104,9 +105,19 @@ class RunBuffer:
         """Decided traces kept in the decision cache (for late spans)."""
         return self.core.cached_traces()
 
-    def room(self, incoming_bytes: int, fraction: float = 1.0) -> bool:
-        """Whether a request of ``incoming_bytes`` fits (else the receiver answers "full")."""
-        return self.core.room(incoming_bytes, fraction)
+    def room(self) -> bool:
+        """Whether new input is welcome (else the receiver answers "full": back-pressure)."""
+        return self.core.room()
+
+    @contextlib.contextmanager
+    def recovering(self) -> Iterator[None]:
+        """Restore held input after a restart: limits do not release recovered runs as overflow
+        (admission refuses new input until the backlog is back under the limits)."""
+        self.core.bounded = False
+        try:
+            yield
+        finally:
+            self.core.bounded = True
 
     # -- routing at the receiver ---------------------------------------------------------------
 

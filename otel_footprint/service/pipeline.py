@@ -84,10 +84,18 @@ class PipelineOptions:
 
 
 def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
-    """Every span of a request with its role (reads only the recognition keys and event names)."""
+    """Every span of a request with its role (reads only the recognition keys and event names).
+
+    A span's client is its resource (the sending service): the buffer's limits release the oldest
+    trace of the client holding the most, so one client's flood cannot evict the others' runs.
+    """
     out: list[SpanInfo] = []
     other = SpanRole.OTHER
+    clients: dict[int, bytes] = {}
     for origin, span in iter_spans(request):
+        client = clients.get(id(origin))
+        if client is None:
+            client = clients[id(origin)] = origin.resource.SerializeToString(deterministic=True)
         role = span_role(span)
         out.append(
             SpanInfo(
@@ -99,6 +107,7 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
                 span.trace_id,
                 span.span_id,
                 span.parent_span_id,
+                client,
             )
         )
     return out
@@ -155,7 +164,7 @@ class Pipeline:
         """Put held input found in the journal back into the buffer (after a crash or restart)."""
         now = self.clock()
         spans = events = 0
-        with self._lock:
+        with self._lock, self.buffer.recovering():
             for record, payload in replay.held:
                 if record.kind == KIND_HELD_TRACES:
                     request = ExportTraceServiceRequest.FromString(payload)
@@ -193,6 +202,9 @@ class Pipeline:
         # worker falls behind, senders are told to retry instead of memory growing.
         if self._pending_release_bytes > self.options.limits.max_bytes:
             raise OverloadedError("the hop is behind deciding released runs", retry_after=1.0)
+        if not self.buffer.room():
+            # Shed load before a limit releases runs unannotated or memory grows past the bound.
+            raise OverloadedError("the run buffer is full", retry_after=1.0)
 
     def ingest_traces(
         self, request: ExportTraceServiceRequest, wire: bytes | None, transport: str

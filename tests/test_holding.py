@@ -1,0 +1,83 @@
+"""The run-holding core in isolation (ints for ids, strings for items, times passed in)."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_footprint.runs.holding import HoldLimits, Release, RunHolding, reason_for
+from otel_footprint.runs.recognize import SpanRole
+
+Core = RunHolding[int, str, str]
+
+
+def hold(
+    core: Core, trace: int, span: int, parent: int, role: SpanRole, client: str | None = None
+) -> list[Release[int, str, str]]:
+    releases: list[Release[int, str, str]] = []
+    item = f"{trace}/{span}"
+    core.hold(trace, span, parent, role, item, size=100, now=0.0, client=client, releases=releases)
+    core.enforce(releases)
+    return releases
+
+
+def test_one_flooding_client_evicts_its_own_traces_not_the_others() -> None:
+    core: Core = RunHolding(HoldLimits(max_runs=50))
+    for trace in range(1, 6):
+        assert hold(core, trace, 1, 0, SpanRole.RUN, client="quiet") == []
+    evicted: list[Release[int, str, str]] = []
+    for trace in range(100, 10_100):  # one request's worth of one-span agent traces
+        evicted += hold(core, trace, 1, 5, SpanRole.PASS, client="flood")
+    assert evicted and all(r.trace_id >= 100 for r in evicted)
+    assert all((r.cause, r.limit) == ("overflow", "runs") for r in evicted)
+    assert all(core.is_held(trace) for trace in range(1, 6))
+
+
+def test_room_says_full_before_a_limit_releases_anything() -> None:
+    core: Core = RunHolding(HoldLimits(max_runs=10, max_bytes=10_000))
+    for trace in range(1, 9):
+        assert core.room()
+        assert hold(core, trace, 1, 0, SpanRole.RUN) == []
+    assert core.room()
+    assert hold(core, 9, 1, 0, SpanRole.RUN) == []
+    assert not core.room()  # 9 of 10 runs held: new input is refused, nothing was shed
+
+
+def test_an_unbounded_restore_releases_recovered_runs_when_due_not_as_overflow() -> None:
+    core: Core = RunHolding(HoldLimits(max_runs=2, release_grace=1.0))
+    core.bounded = False
+    for trace in range(1, 6):
+        assert hold(core, trace, 1, 0, SpanRole.RUN) == []
+        assert hold(core, trace, 2, 1, SpanRole.PASS) == []
+    core.bounded = True
+    assert core.runs_held == 5 and not core.room()
+    released = core.poll(1.0)
+    assert sorted(r.trace_id for r in released) == [1, 2, 3, 4, 5]
+    assert {r.cause for r in released} == {"ended"}
+
+
+def test_a_started_run_groups_its_children_and_waits_for_its_end() -> None:
+    core: Core = RunHolding(HoldLimits(release_grace=1.0, max_wait=100.0))
+    core.run_started(7, 1, 0.0, [])
+    assert hold(core, 7, 2, 1, SpanRole.PASS) == []
+    assert core.poll(50.0) == []  # the run span has not ended
+    core.hold(7, 1, 0, SpanRole.RUN, "7/1", size=1, now=60.0, releases=[])
+    (release,) = core.poll(61.0)
+    (unit,) = release.units
+    assert unit.run_span == "7/1" and sorted(unit.members) == ["7/1", "7/2"]
+    assert core.route(7, 3, 1, False) == "late"
+
+
+def test_limits_name_the_bad_setting() -> None:
+    with pytest.raises(ValueError, match="max_runs must be >= 1"):
+        HoldLimits(max_runs=0)
+    with pytest.raises(ValueError, match="max_wait must be > 0"):
+        HoldLimits(max_wait=0)
+
+
+def test_one_reason_table() -> None:
+    assert reason_for("ended", None, run_span=True) is None
+    assert reason_for("root", None, run_span=True) is None
+    root = reason_for("root", None, run_span=False)
+    assert root is not None and root.code == "missing-spans"
+    overflow = reason_for("overflow", "bytes", run_span=True)
+    assert overflow is not None and overflow.code == "overflow" and "bytes" in overflow.message
