@@ -8,6 +8,7 @@ must be the same on both paths (and the same as for the spans in their recorded 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,9 +80,9 @@ def on_the_hop(spans: Sequence[ReadableSpan], cuts: Sequence[int]) -> Verdicts:
     stage = FootprintAnnotation()
     bounds = sorted({0, len(spans), *(c % (len(spans) + 1) for c in cuts)})
     seen = []
-    for seq, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False), start=1):
+    for seq, (start, end) in enumerate(itertools.pairwise(bounds), start=1):
         infos = classify(encode_spans(spans[start:end]))
-        hold, late, passed = buffer.route(infos)
+        hold, late, _passed = buffer.route(infos)
         assert late == []
         buffer.hold(hold, seq, 100, now=float(seq))
         seen += infos
