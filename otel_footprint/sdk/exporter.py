@@ -32,8 +32,8 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
 from otel_footprint.engine.decide import EngineOptions
-from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.holding import DEFAULT_LIMITS
+from otel_footprint.runs.model import RunStore
 from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics

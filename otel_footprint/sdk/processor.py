@@ -27,10 +27,10 @@ from otel_footprint import semconv
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.group import is_footprint_input_event
+from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import SpanEventView
-from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits
 from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
