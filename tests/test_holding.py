@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from otel_footprint.runs.holding import HoldLimits, Release, RunHolding, reason_for
 from otel_footprint.runs.recognize import SpanRole
 
-Core = RunHolding[int, str, str]
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    runish: bool = True
+    size: int = 100
+
+
+Core = RunHolding[int, Item, str]
 
 
 def hold(
     core: Core, trace: int, span: int, parent: int, role: SpanRole, client: str | None = None
-) -> list[Release[int, str, str]]:
-    releases: list[Release[int, str, str]] = []
-    item = f"{trace}/{span}"
-    core.hold(trace, span, parent, role, item, size=100, now=0.0, client=client, releases=releases)
+) -> list[Release[int, Item, str]]:
+    releases: list[Release[int, Item, str]] = []
+    item = Item(f"{trace}/{span}")
+    core.hold(trace, span, parent, role, item, now=0.0, client=client, releases=releases)
     core.enforce(releases)
     return releases
 
@@ -24,7 +34,7 @@ def test_one_flooding_client_evicts_its_own_traces_not_the_others() -> None:
     core: Core = RunHolding(HoldLimits(max_runs=50))
     for trace in range(1, 6):
         assert hold(core, trace, 1, 0, SpanRole.RUN, client="quiet") == []
-    evicted: list[Release[int, str, str]] = []
+    evicted: list[Release[int, Item, str]] = []
     for trace in range(100, 10_100):  # one request's worth of one-span agent traces
         evicted += hold(core, trace, 1, 5, SpanRole.PASS, client="flood")
     assert evicted and all(r.trace_id >= 100 for r in evicted)
@@ -60,10 +70,10 @@ def test_a_started_run_groups_its_children_and_waits_for_its_end() -> None:
     core.run_started(7, 1, 0.0, [])
     assert hold(core, 7, 2, 1, SpanRole.PASS) == []
     assert core.poll(50.0) == []  # the run span has not ended
-    core.hold(7, 1, 0, SpanRole.RUN, "7/1", size=1, now=60.0, releases=[])
+    core.hold(7, 1, 0, SpanRole.RUN, Item("7/1"), now=60.0, releases=[])
     (release,) = core.poll(61.0)
     (unit,) = release.units
-    assert unit.run_span == "7/1" and sorted(unit.members) == ["7/1", "7/2"]
+    assert unit.run_span == Item("7/1") and sorted(m.name for m in unit.members) == ["7/1", "7/2"]
     assert core.route(7, 3, 1, False) == "late"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common._internal.trace_encoder import encode_spans
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -79,20 +80,23 @@ def on_the_hop(spans: Sequence[ReadableSpan], cuts: Sequence[int]) -> Verdicts:
     buffer = RunBuffer(BufferLimits(release_grace=30.0, max_wait=600.0))
     stage = FootprintAnnotation()
     bounds = sorted({0, len(spans), *(c % (len(spans) + 1) for c in cuts)})
-    seen = []
+    out: Verdicts = {}
+
+    def keep(trace_id: bytes, span_id: bytes, pb: Span) -> None:
+        attrs = ((kv.key, any_value_to_python(kv.value)) for kv in pb.attributes)
+        out[(int.from_bytes(trace_id, "big"), int.from_bytes(span_id, "big"))] = _ours(attrs)
+
     for seq, (start, end) in enumerate(itertools.pairwise(bounds), start=1):
-        infos = classify(encode_spans(spans[start:end]))
-        hold, late, _passed = buffer.route(infos)
+        hold, late, passed = buffer.route(classify(encode_spans(spans[start:end])))
         assert late == []
+        for info in passed:
+            keep(info.trace_id, info.span_id, info.span)
         buffer.hold(hold, seq, 100, now=float(seq))
-        seen += infos
     for release in buffer.release_everything(float(len(bounds))):
         stage.annotate(release)
-    out: Verdicts = {}
-    for info in seen:
-        attrs = ((kv.key, any_value_to_python(kv.value)) for kv in info.span.attributes)
-        key = (int.from_bytes(info.trace_id, "big"), int.from_bytes(info.span_id, "big"))
-        out[key] = _ours(attrs)
+        for held in release.spans():
+            keep(release.trace_id, held.span_id, held.span)
+    assert len(out) == len(spans)
     return out
 
 

@@ -10,7 +10,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.service.buffer import BufferLimits, RunBuffer, SpanInfo
+from otel_footprint.service.buffer import HELD_SPAN_OVERHEAD, BufferLimits, RunBuffer, SpanInfo
 from otel_footprint.service.otlp import Origin, has_footprint_events, span_role
 
 _ids = itertools.count(1)
@@ -141,12 +141,16 @@ def test_overflow_on_runs_releases_the_oldest_unannotated() -> None:
 
 
 def test_overflow_on_bytes_and_on_spans_per_run() -> None:
-    buf = RunBuffer(limits(max_bytes=25))
-    buf.hold([info(_span(1, op="chat"))], seq=1, size_each=10, now=0.0)
-    buf.hold([info(_span(2, op="chat"))], seq=2, size_each=10, now=0.0)
-    releases = buf.hold([info(_span(3, op="chat"))], seq=3, size_each=10, now=0.0)
+    spans = [_span(trace, op="chat") for trace in (1, 2, 3)]
+    # A held span counts what it really holds: its wire bytes and its record.
+    one = len(spans[0].SerializeToString()) + HELD_SPAN_OVERHEAD
+    buf = RunBuffer(limits(max_bytes=int(2.5 * one)))
+    buf.hold([info(spans[0])], seq=1, size_each=10, now=0.0)
+    assert buf.bytes_held == one
+    buf.hold([info(spans[1])], seq=2, size_each=10, now=0.0)
+    releases = buf.hold([info(spans[2])], seq=3, size_each=10, now=0.0)
     assert [(r.limit, r.trace_id[-1]) for r in releases] == [("bytes", 1)]
-    assert buf.bytes_held == 20
+    assert buf.bytes_held == 2 * one
 
     buf = RunBuffer(limits(max_spans_per_run=2))
     root = _span(9, op="invoke_agent")
@@ -211,7 +215,8 @@ def test_log_events_join_and_are_freed_with_their_span() -> None:
         bytes(chat.span_id): [event]
     }
     assert sorted(rel.seqs_done) == [7, 8]
-    assert buf.bytes_held == 0 and rel.size == 2 + 5
+    spans = sum(len(s.SerializeToString()) + HELD_SPAN_OVERHEAD for s in (chat, root))
+    assert buf.bytes_held == 0 and rel.size == spans + 5
 
 
 def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
@@ -246,3 +251,53 @@ def test_classification_reads_roles_and_footprint_events() -> None:
     garbage = _span(1)
     garbage.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.int_value = 42
     assert span_role(garbage) is SpanRole.OTHER
+
+
+def test_a_held_span_is_its_wire_bytes_parsed_again_only_when_released() -> None:
+    buf = RunBuffer(limits())
+    root = _span(1, op="invoke_agent")
+    chat = _span(1, parent=root.span_id, op="chat")
+    buf.hold([info(chat), info(root)], seq=1, size_each=1, now=0.0)
+    (release,) = buf.poll(1.5)
+    held = {h.span_id: h for h in release.spans()}
+    assert held[bytes(chat.span_id)].wire == chat.SerializeToString()
+    assert held[bytes(chat.span_id)].span == chat and held[bytes(chat.span_id)].span is not chat
+    # The origin is a copy: a held span never keeps its whole request's protobuf memory alive.
+    assert held[bytes(root.span_id)].origin.resource is not ORIGIN.resource
+
+
+def test_memory_per_held_span_stays_small() -> None:
+    """What bench_held.py measures, on a smaller load: bytes allocated per held span."""
+    import gc
+    import tracemalloc
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from otel_footprint.service.pipeline import classify
+
+    payloads = []
+    for trace in range(200):
+        request = ExportTraceServiceRequest()
+        scope_spans = request.resource_spans.add().scope_spans.add()
+        parent = _span(1000 + trace, parent=b"\x01" * 8, op="chat")
+        for _ in range(10):
+            span = _span(1000 + trace, parent=parent.span_id, op="chat", run_id="r")
+            span.events.add(name=semconv.EV_CONTEXT_EVALUATED, time_unix_nano=1)
+            scope_spans.spans.append(span)
+        payloads.append(request.SerializeToString())
+    buf = RunBuffer(limits(max_wait=3600.0))
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for seq, payload in enumerate(payloads, start=1):
+        hold, _, _ = buf.route(classify(ExportTraceServiceRequest.FromString(payload)))
+        buf.hold(hold, seq, 1, now=0.0)
+        del hold
+    gc.collect()
+    per_span = (tracemalloc.get_traced_memory()[0] - before) / buf.spans_held
+    tracemalloc.stop()
+    wire = sum(map(len, payloads)) / buf.spans_held
+    assert buf.spans_held == 2000
+    assert per_span < wire + 500, (per_span, wire)

@@ -31,7 +31,7 @@ import itertools
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Generic, Literal, TypeAlias, TypeVar
+from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole
@@ -43,7 +43,23 @@ Route: TypeAlias = Literal["hold", "late", "pass"]
 
 K = TypeVar("K", bound=Hashable)
 """Trace and span ids: bytes on the hop, ints in-process. A falsy parent id means a root span."""
-T = TypeVar("T")
+
+
+class Holdable(Protocol):
+    """What the core reads of an adapter's held span item (kept on the item: no wrapper per span)."""
+
+    @property
+    def runish(self) -> bool:
+        """Part of an agent run: a run, model-call or tool span, or one carrying footprint events."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds (counted against ``max_bytes``)."""
+        ...
+
+
+T = TypeVar("T", bound=Holdable)
 """The adapter's held span item."""
 E = TypeVar("E")
 """The adapter's held event item (footprint events that arrived as log records)."""
@@ -176,20 +192,13 @@ class _State(Enum):
 
 
 @dataclass(slots=True, eq=False)
-class _Held(Generic[T]):
-    item: T
-    runish: bool
-    size: int
-
-
-@dataclass(slots=True, eq=False)
 class _Entry(Generic[K, T, E]):
     trace_id: K
     client: Hashable
     first_seen: float
     last_seen: float
     state: _State = _State.ACTIVE
-    held: dict[K, _Held[T]] = field(default_factory=dict)
+    held: dict[K, T] = field(default_factory=dict)
     parents: dict[K, K] = field(default_factory=dict)
     runs: dict[K, float | None] = field(default_factory=dict)
     """Run spans by id: when each arrived (None: started, not yet ended)."""
@@ -331,10 +340,8 @@ class RunHolding(Generic[K, T, E]):
         role: SpanRole,
         item: T,
         *,
-        size: int,
         now: float,
         footprint: bool = False,
-        runish: bool = True,
         client: Hashable = None,
         releases: list[Release[K, T, E]],
     ) -> bool:
@@ -345,7 +352,8 @@ class RunHolding(Generic[K, T, E]):
         entry = self._activate(trace_id, now, client, releases)
         if span_id in entry.held:
             return False
-        entry.held[span_id] = _Held(item, runish, size)
+        entry.held[span_id] = item
+        size = item.size
         if parent_id and span_id not in entry.parents:
             entry.parents[span_id] = parent_id
             self._links += 1
@@ -557,7 +565,7 @@ class RunHolding(Generic[K, T, E]):
         finished = not pending and not any(entry.held[s].runish for s in rest)
         if finished:
             # Nothing left to decide: plain spans go too, and the trace waits no longer.
-            release.others.extend(entry.held[s].item for s in rest)
+            release.others.extend(entry.held[s] for s in rest)
             ids += rest
         if ids:
             self._take(entry, release, ids)
@@ -569,19 +577,19 @@ class RunHolding(Generic[K, T, E]):
         self, entry: _Entry[K, T, E], release: Release[K, T, E], members: list[K]
     ) -> None:
         for span_id in members:
-            release.late.append(entry.held[span_id].item)
+            release.late.append(entry.held[span_id])
             note = entry.notes.get(span_id)
             if note is not None:
                 release.late_notes[span_id] = note
 
     def _unit(self, entry: _Entry[K, T, E], run: K | None, members: list[K]) -> Unit[K, T, E]:
         held = entry.held
-        run_span = held[run].item if run is not None and run in held else None
+        run_span = held[run] if run is not None and run in held else None
         events: dict[K, list[E]] = {
             sid: [e for e, _ in entry.events[sid]] for sid in members if sid in entry.events
         }
         arrived = entry.runs.get(run) if run is not None else None
-        return Unit(run_span, [held[s].item for s in members], events, arrived)
+        return Unit(run_span, [held[s] for s in members], events, arrived)
 
     def _release_all(
         self, entry: _Entry[K, T, E], cause: Cause, limit: Limit | None
@@ -591,7 +599,7 @@ class RunHolding(Generic[K, T, E]):
             if run is not None and run in entry.released_runs:
                 self._add_late(entry, release, members)
             elif run is None and not any(entry.held[s].runish for s in members):
-                release.others.extend(entry.held[s].item for s in members)
+                release.others.extend(entry.held[s] for s in members)
             else:
                 release.units.append(self._unit(entry, run, members))
                 if run is not None:

@@ -133,6 +133,8 @@ class _Item:
     span: ReadableSpan
     held: bool
     """Handed on at release (False: handed on at once, kept only as evidence)."""
+    runish: bool
+    size: int
 
 
 _Release = holding.Release[int, _Item, SpanEventView]
@@ -273,11 +275,9 @@ class RunBuffer:
                 span_id,
                 parent_id,
                 role,
-                _Item(span, hold),
-                size=span_size(span),
+                _Item(span, hold, runish, span_size(span)),
                 now=self._clock(),
                 footprint=marked,
-                runish=runish,
                 releases=releases,
             )
             core.enforce(releases)

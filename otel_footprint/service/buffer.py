@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint.runs import holding
@@ -49,12 +51,58 @@ class SpanInfo:
         return self.role is not SpanRole.OTHER or self.has_footprint_events
 
 
-@dataclass(slots=True, eq=False)
+MAX_ORIGINS = 4096
+"""Distinct resource/scope blocks whose detached copies are shared by held spans."""
+HELD_SPAN_OVERHEAD = 240
+"""Bytes a held span costs beyond its wire bytes (its record and the core's two map entries),
+measured with tracemalloc by ``benchmarks/bench_held.py``: counted in ``bytes_held``."""
+
+
 class HeldSpan:
-    info: SpanInfo
-    seq: int
-    size: int
-    arrived: float
+    """A held span as it arrived on the wire (its bytes), with what routing and grouping read.
+
+    Holding the parsed protobuf span would cost ~5x its wire size (and keep its whole request's
+    arena alive); the span is parsed again only when its run is released (:attr:`span`, once).
+    """
+
+    __slots__ = (
+        "_span",
+        "has_footprint_events",
+        "origin",
+        "parent_id",
+        "role",
+        "seq",
+        "size",
+        "span_id",
+        "wire",
+    )
+
+    def __init__(self, info: SpanInfo, seq: int, origin: Origin) -> None:
+        self.origin = origin
+        self.wire = info.span.SerializeToString()
+        self.role = info.role
+        self.has_footprint_events = info.has_footprint_events
+        self.span_id = info.span_id
+        self.parent_id = info.parent_id
+        self.seq = seq
+        self.size = len(self.wire) + HELD_SPAN_OVERHEAD
+        self._span: Span | None = None
+
+    @property
+    def info(self) -> HeldSpan:
+        """What the annotation stage reads (``span``, ``span_id``, ``origin``, ``runish``)."""
+        return self
+
+    @property
+    def span(self) -> Span:
+        """The protobuf span, parsed from the held bytes on first use (then annotated in place)."""
+        if self._span is None:
+            self._span = Span.FromString(self.wire)
+        return self._span
+
+    @property
+    def runish(self) -> bool:
+        return self.role is not SpanRole.OTHER or self.has_footprint_events
 
 
 @dataclass(slots=True, eq=False)
@@ -86,6 +134,7 @@ class RunBuffer:
         self.limits = limits
         self.core: RunHolding[bytes, HeldSpan, HeldEvent] = RunHolding(limits)
         self._refs: dict[int, int] = {}
+        self._origins: dict[bytes, Origin] = {}
 
     # -- state for metrics ---------------------------------------------------------------------
 
@@ -148,21 +197,22 @@ class RunBuffer:
     def hold(
         self, items: Sequence[SpanInfo], seq: int, size_each: int, now: float
     ) -> list[Release]:
-        """Keep spans (journal record ``seq``); returns releases forced by the limits."""
+        """Keep spans (journal record ``seq``); returns releases forced by the limits.
+
+        Each span counts what it really holds (its wire bytes and record), not ``size_each``
+        (its share of the request, kept in the signature for the journal's callers).
+        """
         releases: list[Release] = []
         hold = self.core.hold
         for s in items:
-            held = HeldSpan(s, seq, size_each, now)
             kept = hold(
                 s.trace_id,
                 s.span_id,
                 s.parent_id,
                 s.role,
-                held,
-                size=size_each,
+                HeldSpan(s, seq, self._detached(s.origin)),
                 now=now,
                 footprint=s.has_footprint_events,
-                runish=s.runish,
                 client=s.client,
                 releases=releases,
             )
@@ -195,6 +245,22 @@ class RunBuffer:
                 kept += 1
         self.core.enforce(releases)
         return kept, self._settled(releases)
+
+    def _detached(self, origin: Origin) -> Origin:
+        """The origin copied out of its request: a protobuf sub-message keeps its whole request's
+        memory alive, so a held span must not point into the request it came in."""
+        mine = self._origins.get(origin.key)
+        if mine is None:
+            if len(self._origins) >= MAX_ORIGINS:
+                self._origins.clear()  # rare: only ever-new resources; held spans keep theirs
+            resource, scope = Resource(), InstrumentationScope()
+            resource.CopyFrom(origin.resource)
+            scope.CopyFrom(origin.scope)
+            mine = Origin(
+                resource, origin.resource_schema_url, scope, origin.scope_schema_url, origin.key
+            )
+            self._origins[origin.key] = mine
+        return mine
 
     # -- releasing -----------------------------------------------------------------------------
 
