@@ -20,10 +20,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_hop import build_requests  # noqa: E402
+from bench_hop import build_requests
 
-from otel_footprint.service.buffer import BufferLimits, RunBuffer  # noqa: E402
-from otel_footprint.service.pipeline import classify  # noqa: E402
+from otel_footprint.service.buffer import BufferLimits, RunBuffer
+from otel_footprint.service.pipeline import classify
 
 
 def rss() -> int:
