@@ -27,7 +27,7 @@ from otel_footprint.service.pipeline import classify
 
 
 def rss() -> int:
-    with open("/proc/self/status") as status:
+    with Path("/proc/self/status").open() as status:
         for line in status:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
