@@ -13,6 +13,7 @@ from otel_footprint.runs.recognize import SpanRole
 @dataclass(frozen=True)
 class Item:
     name: str
+    parent_id: int = 0
     runish: bool = True
     size: int = 100
 
@@ -24,8 +25,8 @@ def hold(
     core: Core, trace: int, span: int, parent: int, role: SpanRole, client: str | None = None
 ) -> list[Release[int, Item, str]]:
     releases: list[Release[int, Item, str]] = []
-    item = Item(f"{trace}/{span}")
-    core.hold(trace, span, parent, role, item, now=0.0, client=client, releases=releases)
+    item = Item(f"{trace}/{span}", parent)
+    core.hold(trace, span, role, item, now=0.0, client=client, releases=releases)
     core.enforce(releases)
     return releases
 
@@ -70,7 +71,7 @@ def test_a_started_run_groups_its_children_and_waits_for_its_end() -> None:
     core.run_started(7, 1, 0.0, [])
     assert hold(core, 7, 2, 1, SpanRole.PASS) == []
     assert core.poll(50.0) == []  # the run span has not ended
-    core.hold(7, 1, 0, SpanRole.RUN, Item("7/1"), now=60.0, releases=[])
+    core.hold(7, 1, SpanRole.RUN, Item("7/1"), now=60.0, releases=[])
     (release,) = core.poll(61.0)
     (unit,) = release.units
     assert unit.run_span == Item("7/1") and sorted(m.name for m in unit.members) == ["7/1", "7/2"]
@@ -91,3 +92,18 @@ def test_one_reason_table() -> None:
     assert root is not None and root.code == "missing-spans"
     overflow = reason_for("overflow", "bytes", run_span=True)
     assert overflow is not None and overflow.code == "overflow" and "bytes" in overflow.message
+
+
+def test_the_shared_empty_map_is_never_written() -> None:
+    from otel_footprint.runs import holding
+
+    core: Core = RunHolding(HoldLimits(release_grace=1.0, max_runs=3))
+    for trace in range(1, 8):
+        hold(core, trace, 1, 0, SpanRole.RUN)
+        hold(core, trace, 2, 1, SpanRole.PASS)
+        core.hold_event(trace, 2, "event", size=5, now=0.0, releases=[])
+    for release in core.poll(2.0):
+        core.remember(release.trace_id, {2: "note"})
+    assert core.route(5, 3, 2, False) == "late"
+    core.release_everything(3.0)
+    assert holding._EMPTY == {}

@@ -31,7 +31,7 @@ import itertools
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole
@@ -56,6 +56,11 @@ class Holdable(Protocol):
     @property
     def size(self) -> int:
         """Bytes it holds (counted against ``max_bytes``)."""
+        ...
+
+    @property
+    def parent_id(self) -> Any:
+        """Its parent's span id (falsy for a root): held spans keep their own link."""
         ...
 
 
@@ -183,6 +188,11 @@ class Late(Generic[K]):
     cause: Cause | None
 
 
+_EMPTY: dict[Any, Any] = {}
+"""The shared, never written, empty map an entry's rarely used maps start as (64 bytes each a
+trace otherwise); :meth:`_Entry.own` gives the entry its own before the first write."""
+
+
 class _State(Enum):
     ACTIVE = 1
     DONE = 2
@@ -199,13 +209,14 @@ class _Entry(Generic[K, T, E]):
     last_seen: float
     state: _State = _State.ACTIVE
     held: dict[K, T] = field(default_factory=dict)
-    parents: dict[K, K] = field(default_factory=dict)
+    parents: dict[K, K] = field(default_factory=lambda: _EMPTY)
+    """Parent links of spans not held (held spans carry theirs: one map entry less per span)."""
     runs: dict[K, float | None] = field(default_factory=dict)
     """Run spans by id: when each arrived (None: started, not yet ended)."""
-    released_runs: set[K] = field(default_factory=set)
-    events: dict[K, list[tuple[E, int]]] = field(default_factory=dict)
+    released_runs: dict[K, None] = field(default_factory=lambda: _EMPTY)
+    events: dict[K, list[tuple[E, int]]] = field(default_factory=lambda: _EMPTY)
     event_count: int = 0
-    notes: dict[K, object] = field(default_factory=dict)
+    notes: dict[K, object] = field(default_factory=lambda: _EMPTY)
     root_arrival: float | None = None
     closed_cause: Cause | None = None
     footprint: bool = False
@@ -213,20 +224,32 @@ class _Entry(Generic[K, T, E]):
     size: int = 0
     due: float = -1.0
 
+    def own(self, name: str) -> dict[Any, Any]:
+        """The entry's own map ``name`` (parents, released_runs, events, notes), made on first write."""
+        mine: dict[Any, Any] = getattr(self, name)
+        if mine is _EMPTY:
+            mine = {}
+            setattr(self, name, mine)
+        return mine
+
     def nearest_run(self, span_id: K, parent_id: K | None) -> K | None:
         """The closest run span at or above this span, following parent links seen so far."""
         runs = self.runs
         if span_id in runs:
             return span_id
         cur = parent_id
-        for _ in range(len(self.parents) + 1):
+        parents, held = self.parents, self.held
+        for _ in range(len(parents) + len(held) + 1):
             if not cur:
                 return None
             if cur in runs:
                 return cur
-            nxt = self.parents.get(cur)
+            nxt = parents.get(cur)
             if nxt is None:
-                return None
+                item = held.get(cur)
+                if item is None:
+                    return None
+                nxt = item.parent_id
             cur = nxt
         return None  # a parent cycle: treat as broken
 
@@ -245,7 +268,8 @@ class RunHolding(Generic[K, T, E]):
         self._orphan_wait = limits.max_wait if limits.orphan_wait is None else limits.orphan_wait
         self._entries: dict[K, _Entry[K, T, E]] = {}
         self._active: collections.OrderedDict[K, None] = collections.OrderedDict()
-        self._by_client: dict[Hashable, collections.OrderedDict[K, None]] = {}
+        self._clients: dict[Hashable, int] = {}
+        """Traces held by client."""
         self._idle: collections.OrderedDict[K, None] = collections.OrderedDict()
         self._heap: list[tuple[float, int, K]] = []
         self._tick = itertools.count()
@@ -298,10 +322,16 @@ class RunHolding(Generic[K, T, E]):
     # -- routing -------------------------------------------------------------------------------
 
     def link(self, trace_id: K, span_id: K, parent_id: K | None) -> None:
-        """Learn a parent link of a known trace (before routing a batch: order within it is free)."""
+        """Learn a parent link of a decided trace (before routing a batch: order within it is
+        free). A held trace needs none: its spans are held whatever their chain, with their links."""
         entry = self._entries.get(trace_id)
-        if entry is not None and parent_id and span_id not in entry.parents:
-            entry.parents[span_id] = parent_id
+        if (
+            entry is not None
+            and entry.state is not _State.ACTIVE
+            and parent_id
+            and span_id not in entry.parents
+        ):
+            entry.own("parents")[span_id] = parent_id
             self._links += 1
 
     def route(self, trace_id: K, span_id: K, parent_id: K | None, runish: bool) -> Route:
@@ -336,7 +366,6 @@ class RunHolding(Generic[K, T, E]):
         self,
         trace_id: K,
         span_id: K,
-        parent_id: K | None,
         role: SpanRole,
         item: T,
         *,
@@ -354,9 +383,6 @@ class RunHolding(Generic[K, T, E]):
             return False
         entry.held[span_id] = item
         size = item.size
-        if parent_id and span_id not in entry.parents:
-            entry.parents[span_id] = parent_id
-            self._links += 1
         entry.size += size
         entry.last_seen = now
         entry.footprint = entry.footprint or footprint
@@ -364,7 +390,7 @@ class RunHolding(Generic[K, T, E]):
         self.spans_held += 1
         if role is SpanRole.RUN:
             entry.runs[span_id] = now
-        if not parent_id:
+        if not item.parent_id:
             entry.root_arrival = now
         if len(entry.held) > self.limits.max_spans_per_run and self.bounded:
             releases.append(self._release_all(entry, "overflow", "spans"))
@@ -391,12 +417,12 @@ class RunHolding(Generic[K, T, E]):
         """
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is not _State.ACTIVE:
-            if entry.is_late(span_id, entry.parents.get(span_id)):
+            if entry.is_late(span_id, self._parent(entry, span_id)):
                 return False
         elif entry is None and not create:
             return False
         entry = self._activate(trace_id, now, client, releases)
-        entry.events.setdefault(span_id, []).append((item, size))
+        entry.own("events").setdefault(span_id, []).append((item, size))
         entry.event_count += 1
         entry.footprint = True
         entry.size += size
@@ -419,7 +445,7 @@ class RunHolding(Generic[K, T, E]):
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is _State.ACTIVE:
             self._take(entry, Release(trace_id, "ended", None, [], []), list(entry.held))
-            entry.released_runs.update(entry.runs)
+            entry.own("released_runs").update(dict.fromkeys(entry.runs))
             self._finish(entry, _State.DONE, None)
 
     def runs_pending(self, trace_id: K) -> bool:
@@ -445,15 +471,17 @@ class RunHolding(Generic[K, T, E]):
             entry.first_seen = entry.last_seen = now
             entry.client = client
         self._active[trace_id] = None
-        self._by_client.setdefault(client, collections.OrderedDict())[trace_id] = None
+        self._clients[client] = self._clients.get(client, 0) + 1
         return entry
 
     def _victim(self) -> K:
         """The trace a limit releases: the oldest of the client holding the most traces."""
-        if len(self._by_client) == 1:
+        if len(self._clients) == 1:
             return next(iter(self._active))
-        biggest = max(self._by_client.values(), key=len)
-        return next(iter(biggest))
+        biggest = max(self._clients, key=self._clients.__getitem__)
+        entries = self._entries
+        # Oldest first; the biggest client holds the most, so its oldest is met early.
+        return next(t for t in self._active if entries[t].client == biggest)
 
     def _schedule(self, entry: _Entry[K, T, E]) -> None:
         lim = self.limits
@@ -526,9 +554,8 @@ class RunHolding(Generic[K, T, E]):
         applies the broken-chain rule: before that, a missing parent may not be here yet."""
         groups: dict[K | None, list[K]] = {}
         only_run = next(iter(entry.runs)) if final and len(entry.runs) == 1 else None
-        parents = entry.parents
         for span_id, held in entry.held.items():
-            run = entry.nearest_run(span_id, parents.get(span_id))
+            run = entry.nearest_run(span_id, held.parent_id)
             if run is None and held.runish and only_run is not None:
                 run = only_run
             groups.setdefault(run, []).append(span_id)
@@ -558,7 +585,7 @@ class RunHolding(Generic[K, T, E]):
             arrived = entry.runs.get(run)
             if arrived is not None and now >= arrived + lim.release_grace:
                 release.units.append(self._unit(entry, run, members))
-                entry.released_runs.add(run)
+                entry.own("released_runs")[run] = None
                 ids += members
         rest = groups.get(None, [])
         pending = any(r not in entry.released_runs for r in entry.runs)
@@ -603,7 +630,7 @@ class RunHolding(Generic[K, T, E]):
             else:
                 release.units.append(self._unit(entry, run, members))
                 if run is not None:
-                    entry.released_runs.add(run)
+                    entry.own("released_runs")[run] = None
         self._take(entry, release, list(entry.held))
         self._finish(entry, _State.CLOSED, cause)
         return release
@@ -612,6 +639,10 @@ class RunHolding(Generic[K, T, E]):
         """Remove the released spans ``ids`` (and their events) from the entry."""
         for span_id in ids:
             held = entry.held.pop(span_id)
+            if held.parent_id:
+                # Kept for the decision cache: a late span's chain may lead through this one.
+                entry.own("parents")[span_id] = held.parent_id
+                self._links += 1
             entry.size -= held.size
             self.bytes_held -= held.size
             self.spans_held -= 1
@@ -631,20 +662,25 @@ class RunHolding(Generic[K, T, E]):
                 self.bytes_held -= size
                 self.events_held -= 1
                 self._dropped.append(event)
-        entry.events.clear()
+        entry.events = _EMPTY
         entry.event_count = 0
         entry.size = 0
         entry.state = state
         entry.closed_cause = cause
         entry.due = -1.0
         self._active.pop(entry.trace_id, None)
-        mine = self._by_client.get(entry.client)
-        if mine is not None:
-            mine.pop(entry.trace_id, None)
-            if not mine:
-                del self._by_client[entry.client]
+        left = self._clients.get(entry.client, 0) - 1
+        if left > 0:
+            self._clients[entry.client] = left
+        else:
+            self._clients.pop(entry.client, None)
         self._idle[entry.trace_id] = None
         self._idle.move_to_end(entry.trace_id)
+
+    @staticmethod
+    def _parent(entry: _Entry[K, T, E], span_id: K) -> K | None:
+        held = entry.held.get(span_id)
+        return held.parent_id if held is not None else entry.parents.get(span_id)
 
     def take_dropped_events(self) -> list[E]:
         """Event items dropped because their span never came (for the adapter's bookkeeping)."""
@@ -664,5 +700,5 @@ class RunHolding(Generic[K, T, E]):
         """Keep a decided run's notes so its late spans get the same annotations."""
         entry = self._entries.get(trace_id)
         if entry is not None:
-            entry.notes.update(notes)
+            entry.own("notes").update(notes)
         self._trim_cache()

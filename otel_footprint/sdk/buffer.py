@@ -135,6 +135,7 @@ class _Item:
     """Handed on at release (False: handed on at once, kept only as evidence)."""
     runish: bool
     size: int
+    parent_id: int
 
 
 _Release = holding.Release[int, _Item, SpanEventView]
@@ -273,9 +274,8 @@ class RunBuffer:
             core.hold(
                 trace_id,
                 span_id,
-                parent_id,
                 role,
-                _Item(span, hold, runish, span_size(span)),
+                _Item(span, hold, runish, span_size(span), parent_id),
                 now=self._clock(),
                 footprint=marked,
                 releases=releases,

@@ -53,7 +53,7 @@ class SpanInfo:
 
 MAX_ORIGINS = 4096
 """Distinct resource/scope blocks whose detached copies are shared by held spans."""
-HELD_SPAN_OVERHEAD = 240
+HELD_SPAN_OVERHEAD = 200
 """Bytes a held span costs beyond its wire bytes (its record and the core's two map entries),
 measured with tracemalloc by ``benchmarks/bench_held.py``: counted in ``bytes_held``."""
 
@@ -63,30 +63,33 @@ class HeldSpan:
 
     Holding the parsed protobuf span would cost ~5x its wire size (and keep its whole request's
     arena alive); the span is parsed again only when its run is released (:attr:`span`, once).
+    Its ids are kept once, as the buffer's keys, and left out of the held bytes.
     """
 
-    __slots__ = (
-        "_span",
-        "has_footprint_events",
-        "origin",
-        "parent_id",
-        "role",
-        "seq",
-        "size",
-        "span_id",
-        "wire",
-    )
+    __slots__ = ("_data", "origin", "parent_id", "runish", "seq", "span_id", "trace_id")
 
-    def __init__(self, info: SpanInfo, seq: int, origin: Origin) -> None:
+    def __init__(
+        self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
+    ) -> None:
+        span = info.span
+        span.ClearField("trace_id")
+        span.ClearField("span_id")
+        span.ClearField("parent_span_id")
+        self._data: bytes | Span = span.SerializeToString()
+        span.trace_id, span.span_id, span.parent_span_id = trace_id, info.span_id, parent_id
         self.origin = origin
-        self.wire = info.span.SerializeToString()
-        self.role = info.role
-        self.has_footprint_events = info.has_footprint_events
+        self.runish = info.runish
+        """Part of an agent run: a run, model-call or tool span, or one carrying footprint events."""
+        self.trace_id = trace_id
         self.span_id = info.span_id
-        self.parent_id = info.parent_id
+        self.parent_id = parent_id
         self.seq = seq
-        self.size = len(self.wire) + HELD_SPAN_OVERHEAD
-        self._span: Span | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds: its wire bytes (ids left out) and its record."""
+        data = self._data
+        return (len(data) if isinstance(data, bytes) else data.ByteSize()) + HELD_SPAN_OVERHEAD
 
     @property
     def info(self) -> HeldSpan:
@@ -96,13 +99,15 @@ class HeldSpan:
     @property
     def span(self) -> Span:
         """The protobuf span, parsed from the held bytes on first use (then annotated in place)."""
-        if self._span is None:
-            self._span = Span.FromString(self.wire)
-        return self._span
-
-    @property
-    def runish(self) -> bool:
-        return self.role is not SpanRole.OTHER or self.has_footprint_events
+        data = self._data
+        if isinstance(data, bytes):
+            data = self._data = Span.FromString(data)
+            data.trace_id, data.span_id, data.parent_span_id = (
+                self.trace_id,
+                self.span_id,
+                self.parent_id,
+            )
+        return data
 
 
 @dataclass(slots=True, eq=False)
@@ -204,13 +209,16 @@ class RunBuffer:
         """
         releases: list[Release] = []
         hold = self.core.hold
+        # One bytes object per id within the request: a parent's id is its child's parent link.
+        ids = {s.span_id: s.span_id for s in items}
         for s in items:
+            trace_id = ids.setdefault(s.trace_id, s.trace_id)
+            parent_id = ids.setdefault(s.parent_id, s.parent_id)
             kept = hold(
-                s.trace_id,
+                trace_id,
                 s.span_id,
-                s.parent_id,
                 s.role,
-                HeldSpan(s, seq, self._detached(s.origin)),
+                HeldSpan(s, seq, self._detached(s.origin), trace_id, parent_id),
                 now=now,
                 footprint=s.has_footprint_events,
                 client=s.client,
