@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias
 
 import yaml
 
+from otel_footprint.runs.holding import DEFAULT_LIMITS
 from otel_footprint.service.otlp import LOGS_PATH, TRACES_PATH
 
 Protocol_: TypeAlias = Literal["grpc", "http/protobuf"]
@@ -470,12 +471,16 @@ DEFAULTS: dict[str, Any] = {
     },
     "processing": {
         "annotate": True,
-        "release_grace": "1s",
-        "max_wait": "5m",
-        "max_runs": 10000,
-        "max_bytes": "256MiB",
-        "max_spans_per_run": 20000,
-        "decision_cache": {"max_traces": 20000, "max_spans": 1000000},
+        # The run buffer's defaults are the run-holding core's (one set for both paths).
+        "release_grace": DEFAULT_LIMITS.release_grace,
+        "max_wait": DEFAULT_LIMITS.max_wait,
+        "max_runs": DEFAULT_LIMITS.max_runs,
+        "max_bytes": DEFAULT_LIMITS.max_bytes,
+        "max_spans_per_run": DEFAULT_LIMITS.max_spans_per_run,
+        "decision_cache": {
+            "max_traces": DEFAULT_LIMITS.cache_traces,
+            "max_spans": DEFAULT_LIMITS.cache_spans,
+        },
         "run_store": {"kind": "sqlite", "key_prefix": "otel-footprint:", "ttl": "7d"},
         "recent_verdicts": 1000,
     },
