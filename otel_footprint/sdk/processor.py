@@ -71,17 +71,19 @@ def bounded(call: Callable[[], bool], timeout_seconds: float) -> bool:
 class FootprintSpanProcessor(SpanProcessor):
     """Hold each agent run's spans, decide and annotate the run, export through a batch processor.
 
-    ``grace_seconds`` after the (last) run span of a trace ends, the run is decided — late children
-    within the grace are included. A run still open after ``max_wait_seconds`` is decided on what
-    arrived, with ``footprint.run.complete=false`` and reason ``timeout``. At most ``max_runs`` traces
-    and ``max_spans_per_run`` spans per trace are held; past either bound the oldest (or the full)
-    run is released unannotated with reason ``overflow`` / ``span-limit`` on its spans.
+    When and with what each run is decided is the hop's rule too (``runs/holding.py``):
+    ``grace_seconds`` after a run span ends, its run is decided — late children within the grace are
+    included; nested runs are decided each on its own. A run still open after ``max_wait_seconds``
+    is decided on what arrived, with ``footprint.run.complete=false`` and reason ``timeout``. At most
+    ``max_runs`` traces, ``max_bytes`` (estimated) and ``max_spans_per_run`` spans per trace are
+    held; past a bound the oldest (or the full) run is released unannotated with reason
+    ``overflow`` on its spans.
 
     Footprint events may also travel as log records tied to a span (the recorder's
     ``emit_as="log"``): add :meth:`log_record_processor` to the ``LoggerProvider`` the agent logs
     through (``setup(..., logger_provider=...)`` does). They are joined to their spans and the run
     is decided exactly as with span events; at most ``max_log_records_per_run`` are kept per trace,
-    past which the run is released unannotated with reason ``log-limit``.
+    past which the run is released unannotated with reason ``overflow``.
 
     Only spans that can receive notes are held back: run and model-call spans of a run whose
     spans (the live run span included: ``maps.mounted`` comes first) carry footprint events, and
