@@ -10,7 +10,13 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.service.buffer import HELD_SPAN_OVERHEAD, BufferLimits, RunBuffer, SpanInfo
+from otel_footprint.service.buffer import (
+    HELD_SPAN_OVERHEAD,
+    BufferLimits,
+    Release,
+    RunBuffer,
+    SpanInfo,
+)
 from otel_footprint.service.otlp import Origin, has_footprint_events, span_role
 
 _ids = itertools.count(1)
@@ -103,12 +109,18 @@ def test_timeout_releases_incomplete_runs() -> None:
     assert [u.run_span for u in rel.units] == [None]
 
 
-def test_late_spans_of_a_decided_run_use_the_decision_cache() -> None:
+def _released_run() -> tuple[RunBuffer, Span, Span, Release]:
+    """A buffer that held one run (a run span and a model call) and released it."""
     buf = RunBuffer(limits())
     root = _span(1, op="invoke_agent")
     chat = _span(1, parent=root.span_id, op="chat")
-    buf.hold([info(root), info(chat)], seq=1, size_each=10, now=0.0)
+    buf.hold([info(chat), info(root)], seq=1, size_each=10, now=0.0)
     (rel,) = buf.poll(2.0)
+    return buf, root, chat, rel
+
+
+def test_late_spans_of_a_decided_run_use_the_decision_cache() -> None:
+    buf, root, _, rel = _released_run()
     note = object()
     late_child = _span(1, parent=root.span_id, op="execute_tool")
     buf.remember(rel.trace_id, {late_child.span_id: note})
@@ -257,11 +269,7 @@ def test_classification_reads_roles_and_footprint_events() -> None:
 
 
 def test_a_held_span_is_its_wire_bytes_parsed_again_only_when_released() -> None:
-    buf = RunBuffer(limits())
-    root = _span(1, op="invoke_agent")
-    chat = _span(1, parent=root.span_id, op="chat")
-    buf.hold([info(chat), info(root)], seq=1, size_each=1, now=0.0)
-    (release,) = buf.poll(1.5)
+    _, root, chat, release = _released_run()
     held = {h.span_id: h for h in release.spans()}
     size = held[bytes(chat.span_id)].size
     assert size < len(chat.SerializeToString()) + HELD_SPAN_OVERHEAD  # its ids are kept once

@@ -382,21 +382,33 @@ class RunHolding(Generic[K, T, E]):
         if span_id in entry.held:
             return False
         entry.held[span_id] = item
-        size = item.size
-        entry.size += size
         entry.last_seen = now
         entry.footprint = entry.footprint or footprint
-        self.bytes_held += size
         self.spans_held += 1
         if role is SpanRole.RUN:
             entry.runs[span_id] = now
         if not item.parent_id:
             entry.root_arrival = now
-        if len(entry.held) > self.limits.max_spans_per_run and self.bounded:
-            releases.append(self._release_all(entry, "overflow", "spans"))
+        self._added(
+            entry, item.size, len(entry.held) > self.limits.max_spans_per_run, "spans", releases
+        )
+        return True
+
+    def _added(
+        self,
+        entry: _Entry[K, T, E],
+        size: int,
+        over: bool,
+        limit: Limit,
+        releases: list[Release[K, T, E]],
+    ) -> None:
+        """Count what was just held; release the trace when it went ``over`` its ``limit``."""
+        entry.size += size
+        self.bytes_held += size
+        if over and self.bounded:
+            releases.append(self._release_all(entry, "overflow", limit))
         else:
             self._schedule(entry)
-        return True
 
     def hold_event(
         self,
@@ -407,7 +419,6 @@ class RunHolding(Generic[K, T, E]):
         size: int,
         now: float,
         create: bool = True,
-        client: Hashable = None,
         releases: list[Release[K, T, E]],
     ) -> bool:
         """Keep a footprint event that arrived as a log record, for the join with its span.
@@ -421,17 +432,14 @@ class RunHolding(Generic[K, T, E]):
                 return False
         elif entry is None and not create:
             return False
-        entry = self._activate(trace_id, now, client, releases)
+        # Log records carry no sender of their own here: they join the trace's client (or none).
+        entry = self._activate(trace_id, now, entry.client if entry else None, releases)
         entry.own("events").setdefault(span_id, []).append((item, size))
         entry.event_count += 1
         entry.footprint = True
-        entry.size += size
-        self.bytes_held += size
         self.events_held += 1
-        if entry.event_count > self.limits.max_events_per_run and self.bounded:
-            releases.append(self._release_all(entry, "overflow", "events"))
-        else:
-            self._schedule(entry)
+        over = entry.event_count > self.limits.max_events_per_run
+        self._added(entry, size, over, "events", releases)
         return True
 
     def enforce(self, releases: list[Release[K, T, E]]) -> None:

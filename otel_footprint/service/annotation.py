@@ -25,11 +25,12 @@ from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.engine.decide import EngineOptions, decide_run
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import RunSpans, group_runs
+from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.service import jsonlog
-from otel_footprint.service.buffer import Cause, LateSpan, Release, RunUnit
+from otel_footprint.service.buffer import LateSpan, Release, RunUnit
 
 _log = jsonlog.get("annotate")
 
@@ -70,25 +71,6 @@ class NoAnnotation:
         return False
 
 
-_REASON_TEXT: Mapping[Cause, str] = {
-    "timeout": "the run was decided when the buffer's wait bound passed, before it had ended",
-    "overflow": "the run buffer hit a limit; the run was forwarded without a decision",
-    "shutdown": "the hop shut down before the run ended; decided on the spans that had arrived",
-    "root": "the trace's root span ended before this run's run span arrived",
-    "ended": "",
-}
-
-
-def _reason_for(cause: Cause, limit: str | None) -> Reason | None:
-    if cause == "ended":
-        return None
-    if cause == "overflow":
-        return Reason("overflow", f"{_REASON_TEXT['overflow']} (limit: {limit})")
-    if cause == "root":
-        return Reason("missing-spans", _REASON_TEXT["root"])
-    return Reason(cause, _REASON_TEXT[cause])
-
-
 class FootprintAnnotation:
     """The real stage: the engine's decision per run, its notes applied to the spans in place."""
 
@@ -125,9 +107,8 @@ class FootprintAnnotation:
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
         runs = group_runs(views.values(), log_events)
-        incomplete = _reason_for(release.cause, release.limit)
-        if release.cause == "root" and unit.run_span is not None:
-            incomplete = None  # the run span is here: the root only ended first
+        # "root" with the run span here: the root only ended first, nothing is missing.
+        incomplete = reason_for(release.cause, release.limit, run_span=unit.run_span is not None)
         out = [self._run(release, unit, run, views, incomplete) for run in runs]
         if not runs and incomplete is not None:
             # Model-call / tool spans with no run span and no footprint events form no run; they
