@@ -295,3 +295,30 @@ def test_plain_spans_between_a_run_and_its_calls_change_nothing_in_the_decision(
     assert _attrs(out[bytes(run.span_id)])[semconv.RUN_PASSES] == 3
     for span_id, expected in reference.items():
         assert out[span_id] == expected
+
+
+def test_recovered_complete_runs_are_decided_not_released_as_overflow(tmp_path: Path) -> None:
+    """After a crash with a backlog larger than max_runs, the restored runs are decided when due."""
+    clock = Clock()
+    pipeline, journal, _ = _pipeline(tmp_path, clock, max_runs=100)
+    runs = []
+    for trace in range(20, 30):
+        run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
+        runs.append(run)
+        pipeline.ingest_traces(_request(_span(trace, "chat", parent=run.span_id), run), None, "t")
+    journal.close()  # a crash: nothing decided, every held record still in the journal
+
+    journal = Journal(tmp_path / "queue", fsync=False)
+    replay = journal.open()
+    metrics = HopMetrics()
+    options = PipelineOptions(limits=BufferLimits(release_grace=1.0, max_wait=10.0, max_runs=3))
+    restarted = Pipeline(options, journal, FootprintAnnotation(), metrics, clock=clock)
+    restarted.recover(replay)
+    with pytest.raises(OverloadedError, match="full"):  # the backlog is over the limit: push back
+        restarted.ingest_traces(_request(_span(99, "chat")), None, "t")
+    clock.now += 2.0
+    restarted.process_due()
+    out = _forwarded(journal)
+    assert metrics.runs_released_overflow.value("runs") == 0
+    for run in runs:
+        assert _attrs(out[bytes(run.span_id)])[semconv.RUN_COMPLETE] is True
