@@ -278,6 +278,8 @@ class RunHolding(Generic[K, T, E]):
         self.bytes_held = 0
         self.spans_held = 0
         self.events_held = 0
+        self.traces_held_total = 0
+        """Traces that started being held (a decided trace holding again counts again)."""
         self.bounded = True
         """False while an adapter restores what it held before a restart: recovered runs are
         released when due (``ended``), never as ``overflow`` because the backlog is large."""
@@ -353,6 +355,38 @@ class RunHolding(Generic[K, T, E]):
             entry.notes.get(span_id), entry.nearest_run(span_id, parent_id), entry.closed_cause
         )
 
+    def offer(
+        self,
+        trace_id: K,
+        span_id: K,
+        role: SpanRole,
+        item: T,
+        *,
+        now: float,
+        opens: bool,
+        footprint: bool = False,
+        releases: list[Release[K, T, E]],
+    ) -> Route:
+        """:meth:`route` and :meth:`hold` for one span arriving alone (the in-process path).
+
+        ``opens``: the span may start holding a trace not held yet (a run span, or footprint).
+        """
+        entry = self._entries.get(trace_id)
+        parent_id = item.parent_id
+        if entry is None:
+            if not opens:
+                return "pass"
+        elif entry.state is not _State.ACTIVE:
+            self.link(trace_id, span_id, parent_id)
+            if entry.is_late(span_id, parent_id):
+                return "late"
+            if not opens:
+                return "pass"
+        elif entry.released_runs and entry.is_late(span_id, parent_id):
+            return "late"  # a child of a nested run already decided
+        self.hold(trace_id, span_id, role, item, now=now, footprint=footprint, releases=releases)
+        return "hold"
+
     # -- holding -------------------------------------------------------------------------------
 
     def run_started(
@@ -361,6 +395,8 @@ class RunHolding(Generic[K, T, E]):
         """A run span started (in-process): its trace is held and its children group under it."""
         entry = self._activate(trace_id, now, None, releases)
         entry.runs.setdefault(span_id, None)
+        if entry.due < 0:
+            self._schedule(entry)  # its wait bound runs from now
 
     def hold(
         self,
@@ -378,20 +414,27 @@ class RunHolding(Generic[K, T, E]):
 
         False for a duplicate (a sender's retry): the first copy is kept and nothing is counted.
         """
-        entry = self._activate(trace_id, now, client, releases)
-        if span_id in entry.held:
+        entry = self._entries.get(trace_id)
+        if entry is None or entry.state is not _State.ACTIVE:
+            entry = self._activate(trace_id, now, client, releases)
+        elif span_id in entry.held:
             return False
-        entry.held[span_id] = item
+        held = entry.held
+        held[span_id] = item
         entry.last_seen = now
-        entry.footprint = entry.footprint or footprint
+        if footprint:
+            entry.footprint = True
         self.spans_held += 1
+        # Only a run span, a root, or a span of a trace with no run yet moves the due time.
+        moves = not entry.runs
         if role is SpanRole.RUN:
             entry.runs[span_id] = now
+            moves = True
         if not item.parent_id:
             entry.root_arrival = now
-        self._added(
-            entry, item.size, len(entry.held) > self.limits.max_spans_per_run, "spans", releases
-        )
+            moves = True
+        over = len(held) > self.limits.max_spans_per_run
+        self._added(entry, item.size, over, "spans", releases, moves)
         return True
 
     def _added(
@@ -401,13 +444,14 @@ class RunHolding(Generic[K, T, E]):
         over: bool,
         limit: Limit,
         releases: list[Release[K, T, E]],
+        moves: bool = True,
     ) -> None:
         """Count what was just held; release the trace when it went ``over`` its ``limit``."""
         entry.size += size
         self.bytes_held += size
         if over and self.bounded:
             releases.append(self._release_all(entry, "overflow", limit))
-        else:
+        elif moves or entry.due < 0:
             self._schedule(entry)
 
     def hold_event(
@@ -446,15 +490,19 @@ class RunHolding(Generic[K, T, E]):
         """Release traces while the held bytes exceed the hard limit (after a batch of holds)."""
         while self.bytes_held > self.limits.max_bytes and self._active and self.bounded:
             releases.append(self._release_all(self._entries[self._victim()], "overflow", "bytes"))
-        self._trim_cache()
 
     def discard(self, trace_id: K) -> None:
-        """Forget a held trace with nothing to decide (every run ended, no footprint events)."""
+        """Forget a held trace with nothing to decide (every run ended, no footprint events): no
+        release, no cache entry (a straggler of it then passes as a span of no run would)."""
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is _State.ACTIVE:
-            self._take(entry, Release(trace_id, "ended", None, [], []), list(entry.held))
-            entry.own("released_runs").update(dict.fromkeys(entry.runs))
+            self.bytes_held -= entry.size
+            self.spans_held -= len(entry.held)
+            entry.held = {}
             self._finish(entry, _State.DONE, None)
+            self._idle.pop(trace_id, None)
+            del self._entries[trace_id]
+            self._links -= len(entry.parents)
 
     def runs_pending(self, trace_id: K) -> bool:
         """Whether the held trace has a run span started that has not arrived yet."""
@@ -480,6 +528,7 @@ class RunHolding(Generic[K, T, E]):
             entry.client = client
         self._active[trace_id] = None
         self._clients[client] = self._clients.get(client, 0) + 1
+        self.traces_held_total += 1
         return entry
 
     def _victim(self) -> K:
@@ -684,6 +733,7 @@ class RunHolding(Generic[K, T, E]):
             self._clients.pop(entry.client, None)
         self._idle[entry.trace_id] = None
         self._idle.move_to_end(entry.trace_id)
+        self._trim_cache()
 
     @staticmethod
     def _parent(entry: _Entry[K, T, E], span_id: K) -> K | None:

@@ -61,13 +61,12 @@ def carries_footprint_events(span: ReadableSpan) -> bool:
     return any(is_footprint_input_event(event.name) for event in span.events)
 
 
-def span_size(span: ReadableSpan) -> int:
-    """A cheap estimate of what a held SDK span costs in memory (bytes)."""
+def span_size(span: ReadableSpan, with_events: bool) -> int:
+    """A cheap estimate of what a held SDK span costs in memory (bytes); its events are counted
+    only ``with_events`` (``ReadableSpan.events`` copies them: spans without footprint skip it)."""
     attributes = span.attributes
     size = SPAN_BYTES + 96 * (len(attributes) if attributes else 0)
-    for event in span.events:
-        size += 160 + 96 * (len(event.attributes) if event.attributes else 0)
-    return size
+    return size + 480 * len(span.events) if with_events else size
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,8 +211,6 @@ class RunBuffer:
             if self._closed:
                 return
             core = self._core
-            if not core.is_held(trace_id):
-                self._counts["runs_tracked"] += 1
             releases: list[_Release] = []
             core.run_started(trace_id, context.span_id, self._clock(), releases)
             self._live.setdefault(trace_id, []).append(span)
@@ -247,47 +244,45 @@ class RunBuffer:
                 counts["spans_after_shutdown"] += 1
                 return False
             core = self._core
-            core.link(trace_id, span_id, parent_id)
-            runish = role is not SpanRole.OTHER or footprint
-            # Only a run span or footprint events open a run here: a model call outside any run
-            # span started in this process has nothing to wait for.
-            where = core.route(trace_id, span_id, parent_id, role is SpanRole.RUN or footprint)
-            if where != "hold":
-                counts["spans_late" if where == "late" else "spans_passed"] += 1
-                return False
-            if not core.is_held(trace_id):
-                counts["runs_tracked"] += 1
             if role is SpanRole.RUN:
                 self._ended(trace_id, span_id)
-            marked = footprint or core.has_footprint(trace_id) or self._live_footprint(trace_id)
             # Only spans that can receive notes wait: run and model-call spans of a trace that has
-            # footprint events, spans carrying them, and spans their log records name.
-            hold = footprint or (
-                marked
-                and (
-                    role is SpanRole.RUN
-                    or role is SpanRole.PASS
-                    or core.has_events(trace_id, span_id)
-                )
+            # footprint events, spans carrying them, and spans their log records name. Only for
+            # those are the live run spans' events read (tool spans are evidence either way).
+            notable = (
+                role is SpanRole.RUN or role is SpanRole.PASS or core.has_events(trace_id, span_id)
             )
+            marked = footprint or core.has_footprint(trace_id)
+            if not marked and notable:
+                marked = self._live_footprint(trace_id)
+            hold = footprint or (marked and notable)
+            runish = role is not SpanRole.OTHER or footprint
             releases: list[_Release] = []
-            core.hold(
+            where = core.offer(
                 trace_id,
                 span_id,
                 role,
-                _Item(span, hold, runish, span_size(span), parent_id),
+                _Item(span, hold, runish, span_size(span, footprint), parent_id),
                 now=self._clock(),
+                # Only a run span or footprint events open a run here: a model call outside any
+                # run span started in this process has nothing to wait for.
+                opens=role is SpanRole.RUN or footprint,
                 footprint=marked,
                 releases=releases,
             )
-            core.enforce(releases)
+            if where != "hold":
+                counts["spans_late" if where == "late" else "spans_passed"] += 1
+                return False
+            if core.bytes_held > self._limits.max_bytes:
+                core.enforce(releases)
             counts["spans_held" if hold else "spans_passed"] += 1
             if role is SpanRole.RUN and not marked and not core.runs_pending(trace_id):
                 # Nothing to decide and nothing held: done now, no worker, no wait.
                 core.discard(trace_id)
                 self._live.pop(trace_id, None)
                 counts["runs_without_footprint"] += 1
-            self._queue(releases)
+            elif releases or role is SpanRole.RUN or footprint:
+                self._queue(releases)  # a release, or a due time that may have come nearer
             return hold
 
     def offer_log(self, trace_id: int, span_id: int, event: SpanEventView) -> bool:
@@ -509,4 +504,5 @@ class RunBuffer:
             counts["held_spans"] = core.spans_held
             counts["held_log_records"] = core.events_held
             counts["held_bytes"] = core.bytes_held
+            counts["runs_tracked"] = core.traces_held_total
         return BufferStats(**counts)
