@@ -201,28 +201,49 @@ class _State(Enum):
     """Released on root / timeout / overflow / shutdown: anything later is late."""
 
 
-@dataclass(slots=True, eq=False)
 class _Entry(Generic[K, T, E]):
-    trace_id: K
-    client: Hashable
-    first_seen: float
-    last_seen: float
-    state: _State = _State.ACTIVE
-    held: dict[K, T] = field(default_factory=dict)
-    parents: dict[K, K] = field(default_factory=lambda: _EMPTY)
-    """Parent links of spans not held (held spans carry theirs: one map entry less per span)."""
-    runs: dict[K, float | None] = field(default_factory=dict)
-    """Run spans by id: when each arrived (None: started, not yet ended)."""
-    released_runs: dict[K, None] = field(default_factory=lambda: _EMPTY)
-    events: dict[K, list[tuple[E, int]]] = field(default_factory=lambda: _EMPTY)
-    event_count: int = 0
-    notes: dict[K, object] = field(default_factory=lambda: _EMPTY)
-    root_arrival: float | None = None
-    closed_cause: Cause | None = None
-    footprint: bool = False
-    """Some span or event of the trace carries footprint events (set by the adapter's offers)."""
-    size: int = 0
-    due: float = -1.0
+    """One trace held (or remembered): a plain slotted class, built once per trace on the hot path."""
+
+    __slots__ = (
+        "client",
+        "closed_cause",
+        "due",
+        "event_count",
+        "events",
+        "first_seen",
+        "footprint",
+        "held",
+        "last_seen",
+        "notes",
+        "parents",
+        "released_runs",
+        "root_arrival",
+        "runs",
+        "size",
+        "state",
+        "trace_id",
+    )
+
+    def __init__(self, trace_id: K, client: Hashable, now: float) -> None:
+        self.trace_id = trace_id
+        self.client = client
+        self.first_seen = self.last_seen = now
+        self.state = _State.ACTIVE
+        self.held: dict[K, T] = {}
+        self.runs: dict[K, float | None] = {}
+        """Run spans by id: when each arrived (None: started, not yet ended)."""
+        self.parents: dict[K, K] = _EMPTY
+        """Parent links of spans not held (held spans carry theirs: one map entry less per span)."""
+        self.released_runs: dict[K, None] = _EMPTY
+        self.events: dict[K, list[tuple[E, int]]] = _EMPTY
+        self.notes: dict[K, object] = _EMPTY
+        self.event_count = 0
+        self.root_arrival: float | None = None
+        self.closed_cause: Cause | None = None
+        self.footprint = False
+        """Some span or event of the trace carries footprint events (set by the adapter's offers)."""
+        self.size = 0
+        self.due = -1.0
 
     def own(self, name: str) -> dict[Any, Any]:
         """The entry's own map ``name`` (parents, released_runs, events, notes), made on first write."""
@@ -495,14 +516,13 @@ class RunHolding(Generic[K, T, E]):
         """Forget a held trace with nothing to decide (every run ended, no footprint events): no
         release, no cache entry (a straggler of it then passes as a span of no run would)."""
         entry = self._entries.get(trace_id)
-        if entry is not None and entry.state is _State.ACTIVE:
+        if entry is not None and entry.state is _State.ACTIVE and not entry.events:
+            del self._entries[trace_id]
+            del self._active[trace_id]
             self.bytes_held -= entry.size
             self.spans_held -= len(entry.held)
-            entry.held = {}
-            self._finish(entry, _State.DONE, None)
-            self._idle.pop(trace_id, None)
-            del self._entries[trace_id]
             self._links -= len(entry.parents)
+            self._left(entry.client)
 
     def runs_pending(self, trace_id: K) -> bool:
         """Whether the held trace has a run span started that has not arrived yet."""
@@ -518,7 +538,7 @@ class RunHolding(Generic[K, T, E]):
         if len(self._active) >= self.limits.max_runs and self.bounded:
             releases.append(self._release_all(self._entries[self._victim()], "overflow", "runs"))
         if entry is None:
-            entry = _Entry(trace_id, client, now, now)
+            entry = _Entry(trace_id, client, now)
             self._entries[trace_id] = entry
         else:
             # A DONE trace starts a new run: hold again (its decided runs stay decided).
@@ -726,14 +746,17 @@ class RunHolding(Generic[K, T, E]):
         entry.closed_cause = cause
         entry.due = -1.0
         self._active.pop(entry.trace_id, None)
-        left = self._clients.get(entry.client, 0) - 1
-        if left > 0:
-            self._clients[entry.client] = left
-        else:
-            self._clients.pop(entry.client, None)
+        self._left(entry.client)
         self._idle[entry.trace_id] = None
         self._idle.move_to_end(entry.trace_id)
         self._trim_cache()
+
+    def _left(self, client: Hashable) -> None:
+        left = self._clients.get(client, 0) - 1
+        if left > 0:
+            self._clients[client] = left
+        else:
+            self._clients.pop(client, None)
 
     @staticmethod
     def _parent(entry: _Entry[K, T, E], span_id: K) -> K | None:
