@@ -405,6 +405,22 @@ class RunHolding(Generic[K, T, E]):
                 return "pass"
         elif entry.released_runs and entry.is_late(span_id, parent_id):
             return "late"  # a child of a nested run already decided
+        elif (
+            role is not SpanRole.RUN
+            and parent_id
+            and entry.runs
+            and span_id not in entry.held
+            and len(entry.held) < self.limits.max_spans_per_run
+        ):
+            # The common child of a held run (the hot path in-process): its due time cannot move.
+            entry.held[span_id] = item
+            entry.last_seen = now
+            if footprint:
+                entry.footprint = True
+            self.spans_held += 1
+            entry.size += item.size
+            self.bytes_held += item.size
+            return "hold"
         self.hold(trace_id, span_id, role, item, now=now, footprint=footprint, releases=releases)
         return "hold"
 
@@ -412,12 +428,14 @@ class RunHolding(Generic[K, T, E]):
 
     def run_started(
         self, trace_id: K, span_id: K, now: float, releases: list[Release[K, T, E]]
-    ) -> None:
-        """A run span started (in-process): its trace is held and its children group under it."""
+    ) -> float:
+        """A run span started (in-process): its trace is held and its children group under it.
+        Returns when the trace is due (its wait bound runs from now)."""
         entry = self._activate(trace_id, now, None, releases)
         entry.runs.setdefault(span_id, None)
         if entry.due < 0:
-            self._schedule(entry)  # its wait bound runs from now
+            self._schedule(entry)
+        return entry.due
 
     def hold(
         self,

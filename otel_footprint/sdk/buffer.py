@@ -212,9 +212,12 @@ class RunBuffer:
                 return
             core = self._core
             releases: list[_Release] = []
-            core.run_started(trace_id, context.span_id, self._clock(), releases)
+            due = core.run_started(trace_id, context.span_id, self._clock(), releases)
             self._live.setdefault(trace_id, []).append(span)
-            self._queue(releases)
+            if releases:
+                self._queue(releases)
+            elif due + self._tick < self._wake_at:
+                self._lock.notify_all()  # the worker sleeps past this run's wait bound
 
     def pass_quickly(self, trace_id: int) -> bool:
         """True when a span of no role and no footprint event in ``trace_id`` can go on at once.
@@ -249,10 +252,12 @@ class RunBuffer:
             # Only spans that can receive notes wait: run and model-call spans of a trace that has
             # footprint events, spans carrying them, and spans their log records name. Only for
             # those are the live run spans' events read (tool spans are evidence either way).
+            marked = footprint or core.has_footprint(trace_id)  # log records mark their trace
             notable = (
-                role is SpanRole.RUN or role is SpanRole.PASS or core.has_events(trace_id, span_id)
+                role is SpanRole.RUN
+                or role is SpanRole.PASS
+                or (marked and core.has_events(trace_id, span_id))
             )
-            marked = footprint or core.has_footprint(trace_id)
             if not marked and notable:
                 marked = self._live_footprint(trace_id)
             hold = footprint or (marked and notable)
@@ -262,7 +267,14 @@ class RunBuffer:
                 trace_id,
                 span_id,
                 role,
-                _Item(span, hold, runish, span_size(span, footprint), parent_id),
+                # Evidence is handed on at once (the export queue holds it too): counted flat.
+                _Item(
+                    span,
+                    hold,
+                    runish,
+                    span_size(span, footprint) if hold else SPAN_BYTES,
+                    parent_id,
+                ),
                 now=self._clock(),
                 # Only a run span or footprint events open a run here: a model call outside any
                 # run span started in this process has nothing to wait for.
