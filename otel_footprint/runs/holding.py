@@ -382,11 +382,11 @@ class RunHolding(Generic[K, T, E]):
         span_id: K,
         role: SpanRole,
         item: T,
-        *,
-        now: float,
-        opens: bool,
-        footprint: bool = False,
         releases: list[Release[K, T, E]],
+        *,
+        opens: bool,
+        footprint: bool,
+        now: float,
     ) -> Route:
         """:meth:`route` and :meth:`hold` for one span arriving alone (the in-process path).
 

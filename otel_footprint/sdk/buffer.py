@@ -263,24 +263,19 @@ class RunBuffer:
             hold = footprint or (marked and notable)
             runish = role is not SpanRole.OTHER or footprint
             releases: list[_Release] = []
+            # Evidence is handed on at once (the export queue holds it too): counted flat.
+            size = span_size(span, footprint) if hold else SPAN_BYTES
             where = core.offer(
                 trace_id,
                 span_id,
                 role,
-                # Evidence is handed on at once (the export queue holds it too): counted flat.
-                _Item(
-                    span,
-                    hold,
-                    runish,
-                    span_size(span, footprint) if hold else SPAN_BYTES,
-                    parent_id,
-                ),
-                now=self._clock(),
+                _Item(span, hold, runish, size, parent_id),
+                releases,
                 # Only a run span or footprint events open a run here: a model call outside any
                 # run span started in this process has nothing to wait for.
                 opens=role is SpanRole.RUN or footprint,
                 footprint=marked,
-                releases=releases,
+                now=self._clock(),
             )
             if where != "hold":
                 counts["spans_late" if where == "late" else "spans_passed"] += 1
