@@ -265,6 +265,17 @@ EV_RUN_FINDING: Final = "footprint.run.finding"
 FINDING_TEXT: Final = "footprint.finding.text"
 RUN_RESUMED: Final = "footprint.run.resumed"
 
+# On the run span, shadow mode: what kept riding after the kernel would have parked it (the roll-up
+# of the pass spans' served_while_parked; the total characters are RUN_SERVED_CHARS_WHILE_PARKED).
+RUN_SERVED_PASSES_WHILE_PARKED: Final = "footprint.run.served_passes_while_parked"
+"""Passes on which some parked injection still rode (int)."""
+RUN_SERVED_WHILE_PARKED: Final = "footprint.run.served_while_parked"
+"""The injection ids that rode while parked, first-rode order (string array)."""
+RUN_SERVED_WHILE_PARKED_MAPS: Final = "footprint.run.served_while_parked_maps"
+"""The maps whose injections rode while parked, plan order (string array)."""
+RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP: Final = "footprint.run.served_chars_while_parked_by_map"
+"""Characters per map, aligned with RUN_SERVED_WHILE_PARKED_MAPS (int array)."""
+
 MODE_VERIFY: Final = "verify"
 MODE_SHADOW: Final = "shadow"
 

@@ -21,6 +21,7 @@ SignalId: TypeAlias = Literal[
     "existence-not-checked",
     "undeclared-empty-used",
     "undeclared-empty-in-view",
+    "rode-while-parked",
 ]
 
 
@@ -95,7 +96,9 @@ class Signal:
     """Something the account found wrong, in priority order."""
 
     signal_id: SignalId
-    check_id: CheckId
+    check_id: CheckId | None
+    """The check that raised it; None for the engagement replay's own signal (rode while
+    parked)."""
     tone: Tone
     sentence: str
     pointers: tuple[Pointer, ...] = ()

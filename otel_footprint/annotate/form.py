@@ -381,6 +381,25 @@ def _account_note(
         builder.event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
 
 
+def _riding_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
+    """Shadow mode's finding on the run span: passes, ids and per-map characters that rode."""
+    rode = verdict.rode_while_parked
+    builder.put(
+        semconv.RUN_SERVED_PASSES_WHILE_PARKED,
+        sum(1 for p in verdict.passes if p.served_while_parked),
+    )
+    if not rode:
+        return
+    ids = dict.fromkeys(i for r in rode for i in r.ids)
+    builder.put(semconv.RUN_SERVED_WHILE_PARKED, shaper.strings(ids))
+    maps = shaper.strings(r.map_id for r in rode)
+    builder.put(semconv.RUN_SERVED_WHILE_PARKED_MAPS, maps)
+    # Aligned with the (possibly capped) map list.
+    builder.put(
+        semconv.RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP, tuple(r.chars for r in rode[: len(maps)])
+    )
+
+
 def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
     builder.put(semconv.RUN_ID, shaper.value(verdict.run_id))
     builder.put(semconv.RUN_PASSES, len(verdict.passes))
@@ -393,6 +412,7 @@ def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
             semconv.RUN_SERVED_CHARS_WHILE_PARKED,
             sum(p.served_chars_while_parked for p in verdict.passes),
         )
+        _riding_note(verdict, shaper, builder)
     builder.put(semconv.RUN_RESUMED, verdict.resumed)
     codes = _reason_codes(verdict.reasons)
     if codes:

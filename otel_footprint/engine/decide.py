@@ -22,16 +22,20 @@ from otel_footprint.account.input import (
     leg_input,
 )
 from otel_footprint.account.input import ToolCall as AccountToolCall
+from otel_footprint.account.riding import with_riding
 from otel_footprint.account.understood import verdict_to_carry
+from otel_footprint.engine.riding import rode_while_parked
 from otel_footprint.engine.verdict import Mode, PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
+from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
 from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
     Batch,
     Carry,
+    PassFacts,
     RunFacts,
     batches_of,
     build_pass,
@@ -184,6 +188,8 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     carried = leg.carried_verdict if leg is not None else None
     if options.account:
         verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
+    if mode == "shadow" and plan is not None:
+        verdict = _with_riding(verdict, plan)
     if store is not None:
         _remember(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided_all)
     return verdict
@@ -211,6 +217,7 @@ def _replay(
     prior: tuple[MapEngagementRecord, ...] | None = carry.engagement if carry else None
     verdicts: list[PassVerdict] = []
     map_ids = [m.id for m in plan.maps]
+    members = frozenset(m for mounted in plan.maps for m in mounted.member_ids) | {PARK_CARD_ID}
     for index, pass_facts in enumerate(facts.passes):
         gap = gap_reason(facts, index, carry)
         if gap is not None:
@@ -247,10 +254,24 @@ def _replay(
                 mismatch=mismatch,
                 served=pass_facts.served,
                 records=advance.next,
+                rode=_rode(pass_facts, members),
+                served_chars_by_id=tuple([(i, pass_facts.chars_of((i,))) for i in served_parked]),
             )
         )
         prior = advance.next
     return verdicts, prior or (), True
+
+
+def _rode(pass_facts: PassFacts, members: frozenset[str]) -> tuple[str, ...] | None:
+    """The map members (and park card) whose injections the record shows on this pass."""
+    if not pass_facts.injected:
+        return None
+    given = [
+        row.source_id
+        for row in pass_facts.injected
+        if row.source_id in members and row.source not in ("user", "assistant", "tool-result")
+    ]
+    return tuple(dict.fromkeys(i for i in given if i is not None))
 
 
 def _remember(
@@ -369,6 +390,15 @@ def _continuity_sentence(
         f"{guess.get(before.by, before.by)}{witness} that nothing corroborated "
         f"({before.by}, {standing}).{tail}"
     )
+
+
+def _with_riding(verdict: RunVerdict, plan: EngagementPlan) -> RunVerdict:
+    """Shadow mode's finding: the per-map riding roll-up, and its signal in the account."""
+    rode = rode_while_parked(verdict.passes, plan)
+    if not rode:
+        return verdict
+    account = with_riding(verdict.account, rode) if verdict.account is not None else None
+    return dataclasses.replace(verdict, rode_while_parked=rode, account=account)
 
 
 def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:

@@ -430,6 +430,12 @@ class Pipeline:
         m = self.metrics
         m.spans_queued.inc(spans)
         m.spans_annotated.inc(sum(d.annotated_spans for d in decisions))
+        for d in decisions:
+            if d.verdict is not None and d.verdict.rode_while_parked:
+                m.served_chars_while_parked.inc(sum(r.chars for r in d.verdict.rode_while_parked))
+                m.served_passes_while_parked.inc(
+                    sum(1 for p in d.verdict.passes if p.served_while_parked)
+                )
         runs = max(len(release.units), 1) if spans else 0
         if runs:
             m.runs_released.inc(runs, release.cause)
