@@ -191,7 +191,10 @@ def test_a_refusing_endpoint_is_a_clear_error(
     code, _ = _import(str(RECORDING), "--endpoint", url, "--protocol", protocol, "--timeout", "3")
     assert code == 1
     error = capsys.readouterr().err
-    assert error.startswith("otel-footprint import agentfootprint: error: could not send to") and expected in error
+    assert (
+        error.startswith("otel-footprint import agentfootprint: error: could not send to")
+        and expected in error
+    )
     assert "refused" in error.lower()
 
 

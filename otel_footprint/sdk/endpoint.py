@@ -83,9 +83,7 @@ def pick_protocol(
                 break
     if chosen:
         if chosen not in PROTOCOLS:
-            raise EndpointError(
-                f"{source} {chosen!r} is not supported; use grpc or http/protobuf"
-            )
+            raise EndpointError(f"{source} {chosen!r} is not supported; use grpc or http/protobuf")
         return "grpc" if chosen == "grpc" else "http/protobuf"
     path = _parts(url).path.rstrip("/")
     return "http/protobuf" if path.endswith(TRACES_PATH) else DEFAULT_PROTOCOL

@@ -573,6 +573,8 @@ def load_file(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not YAML text (byte {exc.start})") from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
