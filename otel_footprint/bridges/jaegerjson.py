@@ -142,11 +142,13 @@ def _span(raw: Any, where: str) -> tuple[str, str | None, Span]:
     span.start_time_unix_nano = start
     span.end_time_unix_nano = start + _micros(raw.get("duration", 0), f"{where} duration")
     tags = raw.get("tags")
-    span.attributes.extend(_key_values(tags, where, _DERIVED))
+    code = str(_tag(tags, "otel.status_code") or "").upper()
+    # ``error=true`` is what Jaeger adds for an ERROR status: the status says it already.
+    skip = _DERIVED | {"error"} if code == "ERROR" else _DERIVED
+    span.attributes.extend(_key_values(tags, where, skip))
     kind = _tag(tags, "span.kind")
     if kind:
         span.kind = _KINDS.get(str(kind).lower(), Span.SPAN_KIND_INTERNAL)
-    code = str(_tag(tags, "otel.status_code") or "").upper()
     if code in ("OK", "ERROR"):
         span.status.code = Status.STATUS_CODE_OK if code == "OK" else Status.STATUS_CODE_ERROR
         span.status.message = str(_tag(tags, "otel.status_description") or "")
