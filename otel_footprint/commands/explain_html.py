@@ -251,7 +251,8 @@ def _key() -> str:
         "<span><i class='st-ride'></i>parked, but its skills still rode (shadow mode: the cost)"
         "</span><span><i class='st-card' style='background:#eee'></i>the park card rode</span>"
         "<span><i class='mark' style='background:#eee'></i>the kernel changed the map's standing"
-        "</span><span>“a guess” = lexical, semantic or assumed evidence, which parks when "
+        "</span><span>letters under a lane: the first letter of each skill given to the model "
+        "on that call (▪ = the park card)</span><span>“a guess” = lexical, semantic or assumed evidence, which parks when "
         "nothing uses it</span></div>"
     )
 
@@ -320,6 +321,7 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
         parts.append(_rows(verdict.account.lines, links))
     if verdict.passes:
         parts.append(_pass_table(verdict, links))
+    parts.append(_evidence(verdict, links))
     if verdict.reasons:
         parts.append("<h3>Why the record could not be read whole</h3><ul>")
         for reason in verdict.reasons:
@@ -463,6 +465,49 @@ def _rows(lines: Sequence[Line], links: Links) -> str:
         )
     parts.append("</dl>")
     return "".join(parts)
+
+
+def _evidence(verdict: RunVerdict, links: Links) -> str:
+    """Every span a pointer names that the pass table does not: the run span, tool spans."""
+    claims: dict[str, dict[str, None]] = {}
+    fields: dict[str, dict[str, None]] = {}
+
+    def add(pointers: Sequence[Pointer], claim: str) -> None:
+        for pointer in pointers:
+            claims.setdefault(pointer.span_id, {}).setdefault(claim, None)
+            what = pointer.attribute or pointer.event_name or "span"
+            fields.setdefault(pointer.span_id, {}).setdefault(what, None)
+
+    account = verdict.account
+    if account is not None:
+        for check in account.checks:
+            add(check.pointers, CHECK_TITLES.get(check.check_id, check.check_id))
+        for line in account.lines:
+            add(line.pointers, line.text)
+    for rode in verdict.rode_while_parked:
+        add(rode.pointers, f"{', '.join(rode.ids)} rode while parked")
+    passes = {p.span_id for p in verdict.passes if p.span_id}
+    listed = [span for span in claims if span not in passes]
+    if not listed:
+        return ""
+    rows = []
+    for span_id in listed:
+        role = "the run span" if span_id == verdict.run_span_id else "span"
+        said = "; ".join(list(claims[span_id])[:2])
+        more = len(claims[span_id]) - 2
+        rows.append(
+            f"<tr><td id='span-{_e(span_id)}'><a class='mono' "
+            f"href='{_e(links.span(verdict.trace_id, span_id))}'>{_e(span_id)}</a> "
+            f"<span class='meta'>{role}</span></td>"
+            f"<td class='mono'>{_e(', '.join(fields[span_id]))}</td>"
+            f"<td>{_e(round_numbers(said))}{f' (+{more})' if more > 0 else ''}</td></tr>"
+        )
+    return (
+        f"<details><summary>Evidence spans ({len(listed)})</summary><table class='passes'>"
+        "<tr><th>span</th><th>where on it</th><th>what it backs</th></tr>"
+        + "".join(rows)
+        + "</table></details>"
+    )
 
 
 def _pass_key(p: PassVerdict) -> tuple[object, ...]:

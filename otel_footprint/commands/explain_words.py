@@ -141,6 +141,10 @@ def engagement_story(verdict: RunVerdict) -> str:
     (“zone”) · call 4: parked after 3 idle calls · the park card stood in on 27 calls``."""
     shadow = verdict.mode == "shadow"
     parts: list[str] = []
+    routing = verdict.account.routing if verdict.account is not None else None
+    if routing is not None and routing.verdict is not None and routing.verdict.to:
+        given = ", ".join(routing.delivered) or "nothing recorded"
+        parts.append(f"routing decided {routing.verdict.to}, the model was given {given}")
     for p in verdict.passes:
         for change in p.changes:
             if isinstance(change, ParkedChange):
