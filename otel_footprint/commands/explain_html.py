@@ -24,7 +24,6 @@ from otel_footprint.account.model import Chip, Line, Pointer
 from otel_footprint.commands.explain_words import (
     CHECK_TITLES,
     ROW_TITLES,
-    TONE_WORDS,
     collapse,
     describe_change,
     engagement_story,
@@ -34,6 +33,7 @@ from otel_footprint.commands.explain_words import (
     rode_text,
     round_numbers,
     standing_text,
+    verdict_word,
 )
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -204,7 +204,7 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
             f"<td><a href='#{_anchor(last.run_id)}'>{_e(last.run_id)}</a>"
             f"<div class='meta'>{_e(last.mode or 'no engagement')} mode"
             f"{f', {len(legs)} legs' if len(legs) > 1 else ''}</div></td>"
-            f"<td><span class='badge'>{_e(TONE_WORDS.get(tone, tone) or tone)}</span></td>"
+            f"<td><span class='badge'>{_e(verdict_word(legs, tone))}</span></td>"
             f"<td class='what'>{_e(sentence)}{story}{strip}</td><td>{calls}</td></tr>"
         )
     rows.append("</table>")
@@ -283,7 +283,7 @@ def _run_section(legs: Sequence[RunVerdict], links: Links) -> str:
     parts = [
         f"<section class='run tone-{_e(tone)}' id='{_anchor(first.run_id)}' "
         f"data-run='{_e(first.run_id)}'>",
-        f"<h2>{_e(first.run_id)} <span class='badge'>{_e(TONE_WORDS.get(tone, tone))}</span></h2>",
+        f"<h2>{_e(first.run_id)} <span class='badge'>{_e(verdict_word(legs, tone))}</span></h2>",
     ]
     for index, verdict in enumerate(legs, start=1):
         if len(legs) > 1:

@@ -40,7 +40,7 @@ CHECK_TITLES = {
 
 TONE_WORDS = {
     "bad": "something went wrong",
-    "warn": "costly",
+    "warn": "worth a look",
     "ok": "nothing wrong found",
     "unknown": "partly checked",
     "plain": "",
@@ -180,3 +180,15 @@ def engagement_story(verdict: RunVerdict) -> str:
     if mismatches:
         parts.append(f"the agent's own kernel disagreed on {mismatches} calls")
     return " · ".join(parts)
+
+
+def verdict_word(verdicts: Sequence[RunVerdict], tone: str) -> str:
+    """The badge: the tone in words; ``costly`` when the warning is what rode while parked."""
+    if tone == "warn" and any(
+        v.account is not None
+        and v.account.signals
+        and v.account.signals[0].signal_id == "rode-while-parked"
+        for v in verdicts
+    ):
+        return "costly"
+    return TONE_WORDS.get(tone, tone) or tone
