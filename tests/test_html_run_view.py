@@ -118,3 +118,20 @@ def test_a_screenshot_of_the_demo(demo: Path, tmp_path: Path) -> None:
     assert len(data) > 20_000  # a rendered page, not a blank one
     kept = Path(__file__).resolve().parents[1] / "docs" / "explain-demo.png"
     assert kept.exists(), "docs/explain-demo.png (scripts/explain-screenshot.sh) is missing"
+
+
+def test_the_legs_of_a_resumed_run_sit_under_one_heading() -> None:
+    from _shared import RECORDINGS
+
+    recording = RECORDINGS / "pause-resume.ndjson"
+    if not recording.exists():
+        pytest.skip("recordings not on this machine")
+    page = _page(recording)
+    sections = re.findall(r"<section class='run[^']*' id='run-([^']+)'", page)
+    assert len(sections) == 1, sections
+    assert "Leg 1 of 2 · paused here; continues in the next leg" in page
+    assert "Leg 2 of 2 · resumed" in page
+    assert "complete" not in re.sub(r"<[^>]+>", " ", page).split("Leg 1 of 2")[1].split("Leg 2")[0]
+    # The first leg only paused: the run's badge follows the leg that finished it.
+    (tone,) = re.findall(r"<tr class='tone-(\w+) glance-run'", page)
+    assert tone == "ok"

@@ -177,8 +177,18 @@ def _summary(verdict: RunVerdict) -> str:
 
 
 def _run_tone(legs: Sequence[RunVerdict]) -> str:
+    """The worst tone of the run's legs; an earlier leg that only paused (its summary: the record
+    does not show the run finishing) is continued by the next one, so it does not count."""
     order = ["bad", "warn", "unknown", "ok", "plain"]
-    tones = [_tone(v) for v in legs]
+    counted = [
+        v
+        for i, v in enumerate(legs)
+        if i == len(legs) - 1
+        or v.account is None
+        or v.account.summary.template_id != "summary.unfinished"
+        or v.account.signals
+    ]
+    tones = [_tone(v) for v in counted]
     return min(tones, key=lambda t: order.index(t) if t in order else len(order))
 
 
@@ -197,7 +207,10 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
         sentence = " ".join(_summary(v) for v in legs[-1:])
         calls = sum(len(v.passes) for v in legs)
         strip = "".join(_strip(v) for v in legs)
-        told = " / ".join(t for t in (engagement_story(v) for v in legs) if t)
+        stories = [engagement_story(v) for v in legs]
+        if len(legs) > 1:
+            stories = [f"leg {i}: {t}" for i, t in enumerate(stories, start=1) if t]
+        told = " / ".join(t for t in stories if t)
         story = f"<div class='story'>{_e(told)}</div>" if told else ""
         rows.append(
             f"<tr class='tone-{_e(tone)} glance-run' data-tone='{_e(tone)}'>"
