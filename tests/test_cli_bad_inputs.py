@@ -341,3 +341,29 @@ def test_every_case_is_walked(files: dict[str, Path], grpc_port: int, taken_port
     assert walked == defined
     commands = {c.args[0] for c in _cases(files, grpc_port, taken_port).values() if c.args}
     assert {"explain", "import", "demo", "serve", "conformance"} <= commands
+
+
+def test_grpc_to_an_http_port_fails_in_one_line_with_the_hint() -> None:
+    """``demo --endpoint http://host:4318`` (no protocol: grpc) against a plain HTTP server: the
+    exporter's retry warnings stay out of stderr; one line says what failed and what to try."""
+    import http.server
+    import threading
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        done = _run(
+            ("demo", "--scenario", "routed-delivered", "--endpoint", f"http://127.0.0.1:{port}"),
+            None,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert "Traceback" not in err
+    (line,) = err.splitlines()
+    assert line.startswith("otel-footprint demo: error: 4 spans could not be sent to ")
+    assert "give --protocol http/protobuf" in line

@@ -8,6 +8,7 @@ OTLP JSON (``-o``, one export request per run) or sent over OTLP (``--endpoint``
 from __future__ import annotations
 
 import argparse
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,15 +137,53 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             output = args.output.open("w", encoding="utf-8")
         except OSError as error:
             raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
+    exporter_log = _ExporterLog()
     try:
-        return _run(args, out, endpoint, output)
+        with exporter_log:
+            return _run(args, out, endpoint, output, exporter_log)
     finally:
         if output is not None:
             output.close()
 
 
+class _ExporterLog(logging.Handler):
+    """Keeps the OTLP exporter's last complaint for the one error line, instead of letting its
+    retry warnings reach stderr (the demo reports a failed send itself)."""
+
+    LOGGER = "opentelemetry.exporter"
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+        self._logger = logging.getLogger(self.LOGGER)
+        self._propagate = self._logger.propagate
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage()
+
+    def __enter__(self) -> _ExporterLog:
+        self._logger.addHandler(self)
+        self._logger.propagate = False
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._logger.removeHandler(self)
+        self._logger.propagate = self._propagate
+
+    def reason(self) -> str:
+        """The last complaint, cut to its first clause (``failed to connect ...``)."""
+        if not self.last:
+            return ""
+        text = " ".join(self.last.split())
+        return f" ({text[:160]}{'…' if len(text) > 160 else ''})"
+
+
 def _run(
-    args: argparse.Namespace, out: TextIO, endpoint: Endpoint | None, output: TextIO | None
+    args: argparse.Namespace,
+    out: TextIO,
+    endpoint: Endpoint | None,
+    output: TextIO | None,
+    exporter_log: _ExporterLog,
 ) -> int:
     verdicts: list[RunVerdict] = []
     collector = _Collector(_forwarder(endpoint))
@@ -178,8 +217,8 @@ def _run(
     if endpoint is not None:
         if collector.failed:
             raise CommandError(
-                f"{collector.failed} spans could not be sent to {endpoint.describe()}; "
-                f"{wrong_protocol_hint(endpoint)}",
+                f"{collector.failed} spans could not be sent to {endpoint.describe()}"
+                f"{exporter_log.reason()}; {wrong_protocol_hint(endpoint)}",
                 EXIT_FAILED,
             )
         out.write(f"sent to {endpoint.describe()}\n")
