@@ -103,6 +103,7 @@ border-radius:6px;margin:10px 0}
 .st-ride{background:repeating-linear-gradient(135deg,var(--ride) 0 4px,#fda29b 4px 8px)!important}
 .st-card{box-shadow:inset 0 -5px 0 var(--card)}
 .mark{outline:2px solid var(--ink);outline-offset:-2px}
+.mm{outline:3px solid var(--bad);outline-offset:-3px}
 .tl{display:grid;grid-template-columns:150px 1fr;gap:4px 10px;align-items:center;margin:6px 0}
 .tl .name{font-weight:600;font-size:13px;overflow:hidden;text-overflow:ellipsis}
 .ticks{display:flex;gap:1px;font-size:10px;color:var(--muted)}
@@ -204,7 +205,7 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
     for legs in runs:
         tone = _run_tone(legs)
         last = legs[-1]
-        sentence = " ".join(_summary(v) for v in legs[-1:])
+        sentence = _summary(last)
         calls = sum(len(v.passes) for v in legs)
         strip = "".join(_strip(v) for v in legs)
         stories = [engagement_story(v) for v in legs]
@@ -244,6 +245,8 @@ def _cell_class(verdict: PassVerdict, map_id: str | None, riding_ids: set[str]) 
         classes.append("st-card")
     if any(c.map_id == map_id or map_id is None for c in verdict.changes):
         classes.append("mark")
+    if verdict.mismatch:
+        classes.append("mm")
     return " ".join(classes)
 
 
@@ -264,7 +267,8 @@ def _key() -> str:
         "<span><i class='st-ride'></i>parked, but its skills still rode (shadow mode: the cost)"
         "</span><span><i class='st-card' style='background:#eee'></i>the park card rode</span>"
         "<span><i class='mark' style='background:#eee'></i>the kernel changed the map's standing"
-        "</span><span>letters under a lane: the first letter of each skill given to the model "
+        "</span><span><i class='mm' style='background:#eee'></i>verify mode: the agent's own kernel "
+        "decided otherwise</span><span>letters under a lane: the first letter of each skill given to the model "
         "on that call (▪ = the park card)</span><span>“a guess” = lexical, semantic or assumed evidence, which parks when "
         "nothing uses it</span></div>"
     )
