@@ -135,3 +135,13 @@ def test_the_legs_of_a_resumed_run_sit_under_one_heading() -> None:
     # The first leg only paused: the run's badge follows the leg that finished it.
     (tone,) = re.findall(r"<tr class='tone-(\w+) glance-run'", page)
     assert tone == "ok"
+
+
+def test_numbers_are_rounded_for_reading() -> None:
+    from otel_footprint.commands.explain_words import round_numbers
+
+    assert round_numbers("put it first: 0.7071067811865475 against 0.29") == (
+        "put it first: 0.71 against 0.29"
+    )
+    # Ids, versions and short numbers are left alone.
+    assert round_numbers("v1.2.3 run-0.12345x 0.126 7,776") == "v1.2.3 run-0.12345x 0.13 7,776"
