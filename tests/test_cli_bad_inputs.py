@@ -106,6 +106,11 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         "explain-bad-format": Case(
             ("explain", str(f["empty"]), "--format", "pdf"), 2, "invalid choice", usage=True
         ),
+        "explain-jaeger-url-not-http": Case(
+            ("explain", str(f["empty"]), "--jaeger-url", "javascript:alert(1)"),
+            2,
+            "expected an http:// or https:// URL",
+        ),
         "explain-unknown-flag": Case(
             ("explain", str(f["empty"]), "--bogus"), 2, "unrecognized arguments", usage=True
         ),
@@ -221,6 +226,7 @@ CASE_IDS = [
         "explain-directory",
         "explain-no-input",
         "explain-bad-format",
+        "explain-jaeger-url-not-http",
         "explain-unknown-flag",
     ],
     *[

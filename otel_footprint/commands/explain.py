@@ -90,6 +90,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Explain every run of the inputs; 0 on success, 2 on unreadable input."""
     from otel_footprint.commands.errors import CommandError
 
+    for flag, url in (("--jaeger-url", args.jaeger_url), ("--phoenix-url", args.phoenix_url)):
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise CommandError(f"{flag} {url!r}: expected an http:// or https:// URL")
     try:
         loaded = load_inputs(args.inputs)
     except InputError as error:
