@@ -56,6 +56,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made["empty"].write_bytes(b"")
     made["empty_object"].write_text("{}\n")
     made["array"].write_text("[1, 2]\n")
+    made["jaeger_empty"] = root / "jaeger-empty.json"
+    made["jaeger_empty"].write_text('{"data": [], "total": 0, "limit": 0, "offset": 0}\n')
     made["metrics"].write_text(json.dumps({"resourceMetrics": []}) + "\n")
     made["bad_line"].write_text('{"resourceSpans": []}\n{not json\n')
     made["not_recording"].write_text('{"hello": "world"}\n')
@@ -98,6 +100,9 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         "explain-garbage-stdin": Case(("explain", "-"), 2, "stdin", stdin=bytes(range(256))),
         "explain-empty-stdin": Case(("explain", "-"), 2, "empty input", stdin=b""),
         "explain-array": Case(("explain", str(f["array"])), 2, "a JSON list"),
+        "explain-jaeger-no-traces": Case(
+            ("explain", str(f["jaeger_empty"])), 2, "Jaeger trace download with no traces"
+        ),
         "explain-metrics-only": Case(("explain", str(f["metrics"])), 2, "no traces or logs"),
         "explain-bad-line": Case(("explain", str(f["bad_line"])), 2, "line 2 is not JSON"),
         "explain-absent": Case(("explain", str(f["dir"] / "absent.json")), 2, "cannot read"),
@@ -220,6 +225,7 @@ CASE_IDS = [
         "explain-garbage-stdin",
         "explain-empty-stdin",
         "explain-array",
+        "explain-jaeger-no-traces",
         "explain-metrics-only",
         "explain-bad-line",
         "explain-absent",

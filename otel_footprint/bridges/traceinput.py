@@ -60,6 +60,8 @@ def _parse_otlp(document: Any, where: str, loaded: Loaded) -> None:
         except JaegerJsonError as error:
             raise InputError(str(error)) from None
         return
+    if isinstance(document, dict) and document.get("data") == []:
+        raise InputError(f"{where}: a Jaeger trace download with no traces in it")
     if not isinstance(document, dict) or not any(k in document for k in _OTLP_KEYS + _METRIC_KEYS):
         shape = "an empty object" if document == {} else f"a JSON {type(document).__name__}"
         if isinstance(document, dict) and document:
