@@ -91,6 +91,7 @@ def test_rode_agrees_with_the_account_when_another_skill_was_given() -> None:
     rows = [line.split() for line in text.splitlines() if re.match(r"\s+\d+\s+[0-9a-f]{16}", line)]
     assert [row[2] for row in rows] == ["shipping", "shipping"]
     assert "it was given the shipping skill instead" in text
+    assert "  Checks: 1 decided-delivered: FAILED · 2 existence: does not apply" in text
 
 
 def test_the_example_prints_its_verdict() -> None:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from otel_footprint.bridges.traceinput import KINDS, InputError, Loaded, read_inputs
 from otel_footprint.commands.explain_words import (
     ROW_TITLES,
+    check_outcome,
     collapse,
     describe_change,
     riding_totals,
@@ -57,8 +58,9 @@ COLUMNS_HELP = """the text format, column by column (docs/glossary.md has every 
             guesses) and "idle N" = calls in a row where nothing used the map
   changes   what the kernel changed on that call (engaged / PARKED, witness = the
             user's words that matched); "still rode while parked" = shadow mode's cost
-after the table: the final standing, the account's rows, and the one-line summary
-(its tone: ok, warn, bad or unknown)."""
+after the table: the final standing, what rode while parked, the account's rows, the
+checks (passed, FAILED, could not run, does not apply) and the one-line summary (its
+tone: ok, warn, bad or unknown)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -310,6 +312,11 @@ def render_run_text(verdict: RunVerdict) -> str:
             times = f" (×{count})" if count > 1 else ""
             bullet = "      - " if line.item else "    "
             out.append(f"{bullet}{round_numbers(line.text)}{chips}{times}")
+        checks = " · ".join(
+            f"{n} {c.check_id}: {check_outcome(c.state, c.label)}"
+            for n, c in enumerate(verdict.account.checks, start=1)
+        )
+        out.append(f"  Checks: {checks}")
         summary = verdict.account.summary
         out.append(f"  Summary ({summary.tone}): {round_numbers(summary.sentence)}")
     for finding in verdict.findings:

@@ -24,6 +24,7 @@ from otel_footprint.account.model import Chip, Line, Pointer
 from otel_footprint.commands.explain_words import (
     CHECK_TITLES,
     ROW_TITLES,
+    check_outcome,
     collapse,
     describe_change,
     engagement_story,
@@ -433,7 +434,7 @@ def _bar(chars: int, verdict: RunVerdict) -> int:
     return round(100 * chars / top) if top else 0
 
 
-_OUTCOME = {"pass": ("ok", "passed"), "fail": ("bad", "failed")}
+_OUTCOME = {"pass": "ok", "fail": "bad"}
 
 
 def _checks(verdict: RunVerdict, links: Links) -> str:
@@ -441,12 +442,10 @@ def _checks(verdict: RunVerdict, links: Links) -> str:
     assert account is not None
     parts = ["<h3>Checks</h3><div class='checks'>"]
     for check in account.checks:
-        if check.state == "reachable":
-            tone, word = _OUTCOME.get(check.label, ("unknown", check.label))
-        elif check.state == "unreachable":
-            tone, word = "unknown", "could not run on this record"
-        else:
-            tone, word = "unknown", "does not apply"
+        tone = _OUTCOME.get(check.label, "unknown") if check.state == "reachable" else "unknown"
+        word = check_outcome(check.state, check.label).lower()
+        if check.state == "unreachable":
+            word += " on this record"
         sentence = check.sentence or {
             "unreachable": "What this check needs is not in the record.",
             "not-applicable": "Nothing in this run for this check to judge.",

@@ -192,3 +192,10 @@ def verdict_word(verdicts: Sequence[RunVerdict], tone: str) -> str:
     ):
         return "costly"
     return TONE_WORDS.get(tone, tone) or tone
+
+
+def check_outcome(state: str, label: str) -> str:
+    """A check's result in words: ``passed``, ``failed``, ``could not run``, ``does not apply``."""
+    if state == "reachable":
+        return {"pass": "passed", "fail": "FAILED"}.get(label, label)
+    return "could not run" if state == "unreachable" else "does not apply"
