@@ -134,7 +134,12 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         "import-output-nowhere": Case(
             ("import", "agentfootprint", str(f["not_recording"]), "-o", "/nonexistent/x.jsonl"),
             2,
-            "line 1",
+            "cannot write /nonexistent/x.jsonl: no directory /nonexistent",
+        ),
+        "import-output-directory": Case(
+            ("import", "agentfootprint", str(f["not_recording"]), "-o", str(f["dir"])),
+            2,
+            "it is a directory",
         ),
         "import-unknown-scheme": Case(
             ("import", "agentfootprint", str(f["garbage"]), "--endpoint", "ftp://x:1"),
@@ -242,6 +247,7 @@ CASE_IDS = [
         "import-absent",
         "import-directory",
         "import-output-nowhere",
+        "import-output-directory",
         "import-unknown-scheme",
         "import-bad-timeout",
         "import-unknown-flag",

@@ -7,6 +7,9 @@ that escapes a command is also reported on one line (``OTEL_FOOTPRINT_TRACEBACK=
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 EXIT_FAILED = 1
 """The command ran but did not succeed (an endpoint refused, a check failed)."""
 EXIT_BAD_INPUT = 2
@@ -24,3 +27,14 @@ class CommandError(Exception):
 def error_line(prog: str, message: str) -> str:
     """The one line: ``otel-footprint explain: error: x.json: empty input``."""
     return f"{prog}: error: {' '.join(message.split())}"
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, before any work (and without touching it)."""
+    if path.is_dir():
+        raise CommandError(f"cannot write {path}: it is a directory")
+    parent = path.parent
+    if not parent.is_dir():
+        raise CommandError(f"cannot write {path}: no directory {parent}")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CommandError(f"cannot write {path}: permission denied")

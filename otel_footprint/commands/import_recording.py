@@ -27,7 +27,7 @@ from otel_footprint.bridges.agentfootprint import (
     recording_to_requests,
 )
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
-from otel_footprint.commands.errors import CommandError
+from otel_footprint.commands.errors import CommandError, check_writable
 from otel_footprint.sdk.endpoint import (
     PROTOCOLS,
     Endpoint,
@@ -271,6 +271,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         endpoint = resolve(args.endpoint, args.protocol) if args.endpoint else None
     except EndpointError as exc:
         raise CommandError(str(exc)) from None
+    if args.output not in (None, "-"):
+        check_writable(Path(args.output))
     try:
         lines = _read_lines(args.recording)
     except OSError as exc:
