@@ -1,0 +1,87 @@
+/**
+ * The span-start hook: a span processor that attaches a run's stated pass (`run.next`, or a pending
+ * `run.modelCall`) to the model-call span an instrumentation starts inside the run, and sets
+ * `footprint.pass.iteration` on it. Install it first in the provider's span processors:
+ *
+ * ```ts
+ * new NodeTracerProvider({ spanProcessors: [footprintHook(), new BatchSpanProcessor(exporter)] });
+ * ```
+ *
+ * A model-call span is recognised at its start, as the Python side recognises it: GenAI
+ * `gen_ai.operation.name` chat / text_completion / generate_content, OpenInference
+ * `openinference.span.kind` = LLM, OpenLLMetry `llm.request.type` chat / completion, or a span name
+ * starting `chat `. Model-call spans with nothing stated for them (a guard, a summariser) are left as
+ * they are: they are not passes.
+ */
+
+import type { AttributeValue, Context, Span } from '@opentelemetry/api';
+
+import { MODEL_CALL_OPERATIONS, LLM_REQUEST_TYPE_MODEL_CALLS, names } from './semconv.js';
+import { type ModelSpanSink, OWN_SPAN_CONTEXT_KEY, RUN_CONTEXT_KEY, registerHook } from './recorder.js';
+
+/** What the hook reads of a started span (the SDK's span has both). */
+interface StartedSpan {
+  readonly name?: unknown;
+  readonly attributes?: unknown;
+}
+
+function attribute(span: StartedSpan, key: string): AttributeValue | undefined {
+  const attributes = span.attributes;
+  if (typeof attributes !== 'object' || attributes === null) return undefined;
+  return (attributes as Record<string, AttributeValue | undefined>)[key];
+}
+
+/** True when `span` (as it starts) is a model call by any of the recognised conventions. */
+export function isModelCallSpan(span: Span): boolean {
+  const started = span as unknown as StartedSpan;
+  const operation = attribute(started, names.GEN_AI_OPERATION_NAME);
+  if (typeof operation === 'string' && MODEL_CALL_OPERATIONS.has(operation)) return true;
+  if (attribute(started, names.OPENINFERENCE_SPAN_KIND) === names.OI_KIND_LLM) return true;
+  const requestType = attribute(started, names.LLM_REQUEST_TYPE);
+  if (typeof requestType === 'string' && LLM_REQUEST_TYPE_MODEL_CALLS.has(requestType)) return true;
+  return typeof started.name === 'string' && started.name.startsWith(`${names.OP_CHAT} `);
+}
+
+function isSink(value: unknown): value is ModelSpanSink {
+  return typeof value === 'object' && value !== null && typeof (value as ModelSpanSink).attachModelSpan === 'function';
+}
+
+/**
+ * A span processor (the SDK's `SpanProcessor` shape) that only acts at span start. It exports
+ * nothing: put your exporting processor after it.
+ */
+export class FootprintSpanProcessor {
+  private active = true;
+  /** Passes attached to an instrumentation's span so far. */
+  attached = 0;
+
+  constructor() {
+    registerHook(1);
+  }
+
+  onStart(span: Span, parentContext: Context): void {
+    if (!this.active || parentContext.getValue(OWN_SPAN_CONTEXT_KEY) === true) return;
+    const sink = parentContext.getValue(RUN_CONTEXT_KEY);
+    if (!isSink(sink) || !isModelCallSpan(span)) return;
+    if (sink.attachModelSpan(span)) this.attached += 1;
+  }
+
+  onEnd(): void {}
+
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  shutdown(): Promise<void> {
+    if (this.active) {
+      this.active = false;
+      registerHook(-1);
+    }
+    return Promise.resolve();
+  }
+}
+
+/** The one line of setup: `spanProcessors: [footprintHook(), ...your exporting processors]`. */
+export function footprintHook(): FootprintSpanProcessor {
+  return new FootprintSpanProcessor();
+}
