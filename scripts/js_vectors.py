@@ -32,7 +32,6 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
 
 from otel_footprint import record as footprint
 from otel_footprint import semconv
@@ -161,7 +160,10 @@ ENCODE_CASES: list[dict[str, Any]] = [
         "payload": {
             "slot": "tools",
             "iteration": 1,
-            "sourceBreakdown": {"registry": {"chars": 12, "count": 3}, "skill": {"chars": 9, "count": 1}},
+            "sourceBreakdown": {
+                "registry": {"chars": 12, "count": 3},
+                "skill": {"chars": 9, "count": 1},
+            },
             "budget": {"cap": 2000, "used": 21, "headroomChars": 1979},
             "droppedCount": 0,
             "droppedSummaries": [],
@@ -261,7 +263,11 @@ ENCODE_CASES: list[dict[str, Any]] = [
     {
         "case": "agent.run_configured / skill.graph_declared",
         "type": semconv.T_RUN_CONFIGURED,
-        "payload": {"agentId": "support", "llm": {"model": "m", "temperature": 0.2}, "maxIterations": 8},
+        "payload": {
+            "agentId": "support",
+            "llm": {"model": "m", "temperature": 0.2},
+            "maxIterations": 8,
+        },
     },
     {
         "case": "skill.graph_declared: null inside a list of objects",
@@ -446,7 +452,13 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
             "graph": {"nodes": [{"id": "zone-audit"}, {"id": "run-finder"}], "edges": []},
         },
         "steps": [
-            {"op": "routed", "by": "entry", "to": "zone-audit", "witness": "zone", "witnessKeyword": "zone"},
+            {
+                "op": "routed",
+                "by": "entry",
+                "to": "zone-audit",
+                "witness": "zone",
+                "witnessKeyword": "zone",
+            },
             {
                 "op": "modelCall",
                 "model": "gpt-x",
@@ -454,13 +466,43 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "steps": [
                     {
                         "op": "engagement",
-                        "change": {"kind": "engaged", "mapId": "skill-map", "iteration": 1, "by": "lexical", "witness": "zone"},
+                        "change": {
+                            "kind": "engaged",
+                            "mapId": "skill-map",
+                            "iteration": 1,
+                            "by": "lexical",
+                            "witness": "zone",
+                        },
                     },
-                    {"op": "evaluated", "activeIds": ["zone-audit"], "cursorTo": "zone-audit", "movedBy": "entry", "witness": "zone"},
-                    {"op": "injected", "slot": "system-prompt", "source": "base", "content": "You help people."},
-                    {"op": "injected", "slot": "system-prompt", "source": "skill", "sourceId": "zone-audit", "content": SKILL_BODY},
+                    {
+                        "op": "evaluated",
+                        "activeIds": ["zone-audit"],
+                        "cursorTo": "zone-audit",
+                        "movedBy": "entry",
+                        "witness": "zone",
+                    },
+                    {
+                        "op": "injected",
+                        "slot": "system-prompt",
+                        "source": "base",
+                        "content": "You help people.",
+                    },
+                    {
+                        "op": "injected",
+                        "slot": "system-prompt",
+                        "source": "skill",
+                        "sourceId": "zone-audit",
+                        "content": SKILL_BODY,
+                    },
                     {"op": "composed", "slot": "system-prompt"},
-                    {"op": "injected", "slot": "tools", "source": "registry", "sourceId": "screen_open", "chars": 42, "contentHash": "ab"},
+                    {
+                        "op": "injected",
+                        "slot": "tools",
+                        "source": "registry",
+                        "sourceId": "screen_open",
+                        "chars": 42,
+                        "contentHash": "ab",
+                    },
                     {"op": "usage", "inputTokens": 10, "outputTokens": 2},
                 ],
             },
@@ -468,12 +510,25 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "op": "toolCall",
                 "name": "screen_open",
                 "args": {"screen": "runs"},
-                "steps": [{"op": "result", "value": {"error": "no such screen", "ok": False}, "error": True}],
+                "steps": [
+                    {
+                        "op": "result",
+                        "value": {"error": "no such screen", "ok": False},
+                        "error": True,
+                    }
+                ],
             },
             {
                 "op": "modelCall",
                 "model": "gpt-x",
-                "steps": [{"op": "evaluated", "activeIds": ["zone-audit"], "cursorTo": "zone-audit", "cursorFrom": "zone-audit"}],
+                "steps": [
+                    {
+                        "op": "evaluated",
+                        "activeIds": ["zone-audit"],
+                        "cursorTo": "zone-audit",
+                        "cursorFrom": "zone-audit",
+                    }
+                ],
             },
             {
                 "op": "toolCall",
@@ -481,7 +536,12 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "args": {"id": "run-finder"},
                 "callId": "c9",
                 "steps": [
-                    {"op": "permission", "capability": "skill_read", "target": "skill:run-finder", "result": "allow"},
+                    {
+                        "op": "permission",
+                        "capability": "skill_read",
+                        "target": "skill:run-finder",
+                        "result": "allow",
+                    },
                     {"op": "picked", "skillId": "run-finder", "hop": True},
                     {"op": "result", "value": "ok"},
                 ],
@@ -499,10 +559,33 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "model": "模型",
                 "steps": [
                     {"op": "evaluated", "activeIds": []},
-                    {"op": "injected", "slot": "system-prompt", "source": "base", "content": "🔍" * 100},
-                    {"op": "injected", "slot": "system-prompt", "source": "skill", "sourceId": "ü", "content": "é" * 79 + "✓"},
-                    {"op": "injected", "slot": "system-prompt", "source": "skill", "sourceId": "x", "content": "", "summary": "given"},
-                    {"op": "injected", "slot": "history", "source": "user", "content": "line\nbreak \"quoted\" \\ tab\t"},
+                    {
+                        "op": "injected",
+                        "slot": "system-prompt",
+                        "source": "base",
+                        "content": "🔍" * 100,
+                    },
+                    {
+                        "op": "injected",
+                        "slot": "system-prompt",
+                        "source": "skill",
+                        "sourceId": "ü",
+                        "content": "é" * 79 + "✓",
+                    },
+                    {
+                        "op": "injected",
+                        "slot": "system-prompt",
+                        "source": "skill",
+                        "sourceId": "x",
+                        "content": "",
+                        "summary": "given",
+                    },
+                    {
+                        "op": "injected",
+                        "slot": "history",
+                        "source": "user",
+                        "content": 'line\nbreak "quoted" \\ tab\t',
+                    },
                 ],
             },
             {
@@ -531,7 +614,10 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "to": "zone-audit",
                 "from": "run-finder",
                 "scorer": "keyword",
-                "scores": [{"id": "zone-audit", "score": 0.91}, {"id": "run-finder", "score": 0.12}],
+                "scores": [
+                    {"id": "zone-audit", "score": 0.91},
+                    {"id": "run-finder", "score": 0.12},
+                ],
                 "decisive": False,
                 "offered": ["zone-audit", "run-finder"],
                 "decider": "small-model",
@@ -553,7 +639,13 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                     },
                     {
                         "op": "engagement",
-                        "change": {"kind": "parked", "mapId": "kb", "iteration": 3, "by": "structural", "idleCalls": 2},
+                        "change": {
+                            "kind": "parked",
+                            "mapId": "kb",
+                            "iteration": 3,
+                            "by": "structural",
+                            "idleCalls": 2,
+                        },
                     },
                     {
                         "op": "engagement",
@@ -571,7 +663,11 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                         },
                     },
                     {"op": "composed", "slot": "tools"},
-                    {"op": "event", "type": "skill.route_conflict", "payload": {"between": ["a", "b"], "detail": {"x": 1}}},
+                    {
+                        "op": "event",
+                        "type": "skill.route_conflict",
+                        "payload": {"between": ["a", "b"], "detail": {"x": 1}},
+                    },
                 ],
             },
             {
@@ -580,7 +676,12 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "args": {"id": "faq"},
                 "iteration": 2,
                 "steps": [
-                    {"op": "rejected", "requestedId": "faq", "allowed": ["zone-audit"], "currentSkillId": "zone-audit"},
+                    {
+                        "op": "rejected",
+                        "requestedId": "faq",
+                        "allowed": ["zone-audit"],
+                        "currentSkillId": "zone-audit",
+                    },
                     {
                         "op": "permission",
                         "capability": "tool_call",
@@ -595,8 +696,17 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
             },
             {"op": "modelCall", "model": "m", "provider": "p"},
             {"op": "pause", "question": "Which zone?", "toolCallId": "c1", "toolName": "ask_user"},
-            {"op": "event", "type": "tools.coverage_declared", "payload": {"checked": ["a"], "notChecked": []}},
-            {"op": "emit", "type": "tools.absent", "payload": {"toolName": "x"}, "compositionId": "c/1"},
+            {
+                "op": "event",
+                "type": "tools.coverage_declared",
+                "payload": {"checked": ["a"], "notChecked": []},
+            },
+            {
+                "op": "emit",
+                "type": "tools.absent",
+                "payload": {"toolName": "x"},
+                "compositionId": "c/1",
+            },
         ],
     },
     {
@@ -606,15 +716,28 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
             "runId": "run-r",
             "resumed": True,
             "resumeInput": {"answer": "zone A", "confirmed": True},
-            "held": {"turnRoute": {"by": "intent", "to": "zone-audit"}, "entryScores": [{"id": "zone-audit", "score": 0.5}]},
+            "held": {
+                "turnRoute": {"by": "intent", "to": "zone-audit"},
+                "entryScores": [{"id": "zone-audit", "score": 0.5}],
+            },
             "nextIteration": 5,
             "turnIndex": 2,
             "maps": [MAP],
             "enforced": False,
         },
         "steps": [
-            {"op": "toolCall", "name": "ask_user", "callId": "c1", "iteration": 4, "steps": [{"op": "result", "value": "zone A"}]},
-            {"op": "modelCall", "model": "m", "steps": [{"op": "evaluated", "activeIds": ["zone-audit"]}]},
+            {
+                "op": "toolCall",
+                "name": "ask_user",
+                "callId": "c1",
+                "iteration": 4,
+                "steps": [{"op": "result", "value": "zone A"}],
+            },
+            {
+                "op": "modelCall",
+                "model": "m",
+                "steps": [{"op": "evaluated", "activeIds": ["zone-audit"]}],
+            },
             {"op": "answer", "text": "done"},
         ],
     },
