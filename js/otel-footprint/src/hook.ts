@@ -14,7 +14,7 @@
  * they are: they are not passes.
  */
 
-import type { AttributeValue, Context, Span } from '@opentelemetry/api';
+import type { AttributeValue, Attributes, Context, Span, TimeInput } from '@opentelemetry/api';
 
 import { MODEL_CALL_OPERATIONS, LLM_REQUEST_TYPE_MODEL_CALLS, names } from './semconv.js';
 import { type ModelSpanSink, OWN_SPAN_CONTEXT_KEY, RUN_CONTEXT_KEY, registerHook } from './recorder.js';
@@ -62,8 +62,46 @@ export class FootprintSpanProcessor {
   onStart(span: Span, parentContext: Context): void {
     if (!this.active || parentContext.getValue(OWN_SPAN_CONTEXT_KEY) === true) return;
     const sink = parentContext.getValue(RUN_CONTEXT_KEY);
-    if (!isSink(sink) || !isModelCallSpan(span)) return;
-    if (sink.attachModelSpan(span)) this.attached += 1;
+    if (!isSink(sink) || !sink.wantsModelSpan()) return;
+    if (isModelCallSpan(span)) {
+      if (sink.attachModelSpan(span)) this.attached += 1;
+      return;
+    }
+    // Some tracers set the recognising attributes just after the start (OpenInference's OITracer
+    // starts the span bare, then sets them): watch this span's attribute writes until it is
+    // recognised, is not wanted any more, or ends.
+    this.watch(span, sink);
+  }
+
+  private watch(span: Span, sink: ModelSpanSink): void {
+    const own = span as unknown as Record<string, unknown>;
+    const setAttribute = span.setAttribute;
+    const setAttributes = span.setAttributes;
+    const end = span.end;
+    const unwatch = (): void => {
+      delete own['setAttribute'];
+      delete own['setAttributes'];
+      delete own['end'];
+    };
+    const check = (): void => {
+      if (!isModelCallSpan(span)) return;
+      unwatch();
+      if (sink.wantsModelSpan() && sink.attachModelSpan(span)) this.attached += 1;
+    };
+    own['setAttribute'] = function (this: Span, key: string, value: AttributeValue) {
+      const result = setAttribute.call(this, key, value);
+      check();
+      return result;
+    };
+    own['setAttributes'] = function (this: Span, attributes: Attributes) {
+      const result = setAttributes.call(this, attributes);
+      check();
+      return result;
+    };
+    own['end'] = function (this: Span, endTime?: TimeInput) {
+      unwatch();
+      end.call(this, endTime);
+    };
   }
 
   onEnd(): void {}

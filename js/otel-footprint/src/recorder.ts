@@ -219,6 +219,9 @@ export function registerHook(delta: 1 | -1): void {
 
 /** What the span-start hook calls on the run it finds in the parent context. */
 export interface ModelSpanSink {
+  /** True while a stated pass waits for its model-call span. */
+  wantsModelSpan(): boolean;
+  /** Attach the waiting pass to `span`; false when none waits. */
   attachModelSpan(span: Span): boolean;
 }
 
@@ -661,6 +664,11 @@ export class Run implements ModelSpanSink {
       this.pending = new ModelCall(this, this.nextIterationValue, undefined, {}, undefined);
     }
     return this.pending;
+  }
+
+  /** @internal True while a stated pass waits for the instrumentation's model-call span. */
+  wantsModelSpan(): boolean {
+    return this.pending !== undefined && this.pending.span === undefined;
   }
 
   /** @internal Called by the span-start hook for a model-call span started inside this run. */
