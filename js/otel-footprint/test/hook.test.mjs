@@ -1,0 +1,211 @@
+// The span-start hook: a pass stated on the run lands on the model-call span an instrumentation starts
+// next inside the run (with footprint.pass.iteration), exactly as the recorder's own span would carry it.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { SpanKind, context, trace } from '@opentelemetry/api';
+
+import * as footprint from '../dist/index.js';
+import { described, sdk } from './support.mjs';
+
+const N = footprint.names;
+
+function statePass(call) {
+  call.evaluated(['billing'], { cursorTo: 'billing', movedBy: 'intent', witness: 'refund' });
+  call.injected('system-prompt', 'skill', { sourceId: 'billing', content: 'BILLING SKILL ✓' });
+  call.injected('tools', 'registry', { sourceId: 'refund', chars: 12 }); // left open: the call closes it
+}
+
+/** An instrumentation's model call: a client span started in the active context, as theirs are. */
+function instrumentedCall(tracer, attributes, name = 'chat m') {
+  const span = tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes });
+  span.end();
+  return span;
+}
+
+const events = (span) => span.events.map((e) => [e.name, e.attributes]);
+
+test('a pass stated on run.next lands on the next model-call span, with its number', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  try {
+    footprint.run({ tracer, agent: 'a', runId: 'r' }, (run) => {
+      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a guard: nothing stated
+      statePass(run.next);
+      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' });
+      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a summary: nothing stated
+      assert.equal(run.iteration, 1);
+      run.answer('done');
+    });
+    const [, guard, pass, summary] = order.spans;
+    assert.equal(hook.attached, 1);
+    assert.deepEqual([guard.events, summary.events], [[], []]);
+    assert.equal(guard.attributes[N.PASS_ITERATION], undefined);
+    assert.equal(pass.attributes[N.PASS_ITERATION], 1);
+    assert.deepEqual(
+      pass.events.map((e) => e.name),
+      [N.EV_CONTEXT_EVALUATED, N.EV_CONTEXT_INJECTED, N.EV_CONTEXT_INJECTED, N.EV_SLOT_COMPOSED, N.EV_SLOT_COMPOSED],
+    );
+
+    // The same statements through the recorder's own span (no hook) give the same events.
+    const own = sdk();
+    footprint.run({ tracer: own.tracer, agent: 'a', runId: 'r' }, (run) => {
+      run.modelCall('m', {}, (call) => statePass(call));
+    });
+    assert.deepEqual(events(pass), events(own.order.spans[1]));
+    await own.provider.shutdown();
+  } finally {
+    await hook.shutdown();
+    await provider.shutdown();
+  }
+});
+
+for (const [library, attributes, name] of [
+  ['OpenTelemetry / OpenLLMetry (gen_ai.operation.name)', { [N.GEN_AI_OPERATION_NAME]: 'text_completion' }, 'x'],
+  ['OpenInference (openinference.span.kind)', { [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM }, 'OpenAI Chat Completions'],
+  ['older OpenLLMetry (llm.request.type)', { [N.LLM_REQUEST_TYPE]: 'completion' }, 'openai.completion'],
+  ['a span name alone', {}, 'chat gpt-x'],
+]) {
+  test(`recognised at start: ${library}`, async () => {
+    const hook = footprint.footprintHook();
+    const { provider, order, tracer } = sdk([hook]);
+    footprint.run({ tracer, agent: 'a' }, (run) => {
+      statePass(run.next);
+      instrumentedCall(tracer, attributes, name);
+    });
+    assert.equal(order.spans[1].attributes[N.PASS_ITERATION], 1);
+    assert.equal(order.spans[1].events.length, 5);
+    await hook.shutdown();
+    await provider.shutdown();
+  });
+}
+
+test('a span whose recognising attributes come just after its start (OpenInference) is attached', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  footprint.run({ tracer, agent: 'a' }, (run) => {
+    const other = tracer.startSpan('HTTP POST'); // not a model call: watched, then left alone
+    other.setAttribute('http.method', 'POST');
+    other.end();
+    statePass(run.next);
+    const span = tracer.startSpan('OpenAI Chat Completions');
+    span.setAttributes({ [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM });
+    span.end();
+  });
+  const [, http, llm] = order.spans;
+  assert.deepEqual([http.events.length, http.attributes[N.PASS_ITERATION]], [0, undefined]);
+  assert.deepEqual([llm.events.length, llm.attributes[N.PASS_ITERATION]], [5, 1]);
+  assert.equal(Object.hasOwn(llm, 'setAttribute'), false, 'the watch is removed');
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('the model-call helper makes no second span under an instrumentation, and its own without one', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  footprint.run({ tracer, agent: 'a' }, (run) => {
+    run.modelCall('m', { provider: 'p' }, (call) => {
+      statePass(call);
+      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }, 'chat m (instrumented)');
+    });
+    run.modelCall('m', { provider: 'p' }, (call) => statePass(call)); // no instrumentation here
+    run.toolCall('lookup', {}, (tool) => tool.result('ok'));
+  });
+  const names = order.spans.map((s) => s.name);
+  assert.deepEqual(names, ['invoke_agent a', 'chat m (instrumented)', 'chat m', 'execute_tool lookup']);
+  const [, instrumented, own, tool] = order.spans;
+  assert.deepEqual(
+    [instrumented.attributes[N.PASS_ITERATION], own.attributes[N.PASS_ITERATION], tool.attributes[N.PASS_ITERATION]],
+    [1, 2, 2],
+  );
+  assert.equal(own.attributes[N.GEN_AI_PROVIDER_NAME], 'p');
+  assert.equal(own.events.length, 5);
+  assert.ok(own.startTime[0] * 1e3 + own.startTime[1] / 1e6 <= own.endTime[0] * 1e3 + own.endTime[1] / 1e6);
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('a stated pass no model call took is counted, not written anywhere', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  let leg;
+  footprint.run({ tracer, agent: 'a' }, (run) => {
+    leg = run;
+    statePass(run.next);
+  });
+  assert.equal(leg.unattached, 1);
+  assert.equal(order.spans.length, 1);
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('outside a run, and after the hook is shut down, spans are left alone', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' });
+  await hook.shutdown();
+  const run = footprint.startRun({ tracer, agent: 'a' });
+  context.with(run.context, () => {
+    const call = run.startModelCall('m'); // no hook any more: the recorder's own span at once
+    assert.ok(call.span !== undefined);
+    call.end();
+  });
+  run.end();
+  assert.deepEqual(
+    order.spans.map((s) => [s.name, s.attributes[N.PASS_ITERATION]]),
+    [['chat m', undefined], ['invoke_agent a', undefined], ['chat m', 1]],
+  );
+  await provider.shutdown();
+});
+
+test('log records: each event as a log record tied to its span', async () => {
+  const records = [];
+  const logger = { emit: (record) => records.push(record) };
+  const { provider, tracer } = sdk();
+  footprint.run({ tracer, agent: 'a', emitAs: 'log', logger, userPrompt: 'hi' }, (run) => {
+    run.modelCall('m', {}, (call) => call.evaluated(['x']));
+  });
+  assert.deepEqual(
+    records.map((r) => [r.eventName, trace.getSpan(r.context)?.name]),
+    [
+      [N.EV_TURN_START, 'invoke_agent a'],
+      [N.EV_CONTEXT_EVALUATED, 'chat m'],
+    ],
+  );
+  assert.deepEqual(records[0].attributes, { [N.F_TURN_INDEX]: 0, [N.F_USER_PROMPT]: 'hi' });
+  assert.throws(() => footprint.startRun({ tracer, agent: 'a', emitAs: 'log' }), /needs a logger/);
+  await provider.shutdown();
+});
+
+test('a plan that cannot be mounted is refused loudly', () => {
+  const { tracer } = sdk();
+  assert.throws(() => footprint.startRun({ tracer, agent: 'a', maps: [{ id: 'm', memberIds: [], toolNames: [] }] }), footprint.PlanError);
+  assert.throws(
+    () => footprint.startRun({ tracer, agent: 'a', maps: [{ id: 'm', memberIds: ['x'], toolNames: [] }], renewalGrace: 0 }),
+    /renewalGrace/,
+  );
+});
+
+test('async callbacks: the run and the tool span end when the promise settles', async () => {
+  const { provider, order, tracer } = sdk();
+  const answer = await footprint.run({ tracer, agent: 'a' }, async (run) => {
+    await run.toolCall('slow', {}, async (tool) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      tool.result({ rows: 2 });
+    });
+    await assert.rejects(
+      run.toolCall('bad', {}, async () => {
+        throw new Error('nope');
+      }),
+      /nope/,
+    );
+    return 'answer';
+  });
+  assert.equal(answer, 'answer');
+  const [, slow, bad] = order.spans;
+  assert.equal(slow.attributes[N.GEN_AI_TOOL_CALL_RESULT], '{"rows": 2}');
+  assert.equal(bad.status.code, 2);
+  assert.ok(order.spans.every((s) => s.ended));
+  await provider.shutdown();
+});
