@@ -33,8 +33,6 @@ def hop(phoenix: PhoenixClient, tmp_path_factory: pytest.TempPathFactory) -> Ite
         assert code == 0, f"serve exited {code} on SIGTERM; stderr:\n{process.stderr()[-3000:]}"
 
 
-
-
 def run_node_agent(agent: Path, *args: str) -> dict[str, Any]:
     """Run agent.mjs to completion (bounded); its last stdout line is a JSON summary."""
     done = subprocess.run(

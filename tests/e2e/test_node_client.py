@@ -26,8 +26,6 @@ PASSES = 30
 MEMBERS = ["zone-audit", "run-finder"]
 
 
-
-
 def run_agent(agent: Path, *args: str) -> dict[str, Any]:
     """Run agent.mjs to completion (bounded) and return its JSON summary line."""
     done = subprocess.run(
@@ -69,7 +67,7 @@ def test_stuck_turn_arrives_over_otlp(node_agent: Path, protocol: str) -> None:
             f"--protocol={protocol}",
             f"--passes={PASSES}",
             "--run-id=node-stuck-30",
-            )
+        )
         spans = sink.wait_for_spans(summary["spans"], timeout=10)
 
     assert summary["spans"] == summary["exported"] == 1 + PASSES + (PASSES - 1)

@@ -138,7 +138,9 @@ def python_agent(tracer: Any, run_id: str, server: FakeOpenAI, s: dict[str, Any]
             for tool_call in message["tool_calls"]:
                 function = tool_call["function"]
                 with run.tool_call(
-                    function["name"], args=json.loads(function["arguments"]), call_id=tool_call["id"]
+                    function["name"],
+                    args=json.loads(function["arguments"]),
+                    call_id=tool_call["id"],
                 ) as tool:
                     tool.result(TOOL_RESULT)
                 messages.append({"role": "tool", "tool_call_id": tool_call["id"], "content": "ok"})
@@ -164,7 +166,9 @@ def verdicts(phoenix: PhoenixClient, project: str, run_id: str, spans: int) -> d
             e.attributes[sc.EVAL_NAME]: e.attributes[sc.EVAL_SCORE_LABEL]
             for e in run.events_named(sc.EV_EVALUATION_RESULT)
         },
-        "lines": sorted(e.attributes.get(sc.LINE_TEXT) for e in run.events_named(sc.EV_ACCOUNT_LINE)),
+        "lines": sorted(
+            e.attributes.get(sc.LINE_TEXT) for e in run.events_named(sc.EV_ACCOUNT_LINE)
+        ),
         "passes": {
             iteration: {
                 **{name: span.attributes.get(name) for name in PASS_VERDICT},
