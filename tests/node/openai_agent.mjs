@@ -1,6 +1,6 @@
 // A tool-calling agent on the `openai` npm client against an OpenAI-compatible server (the tests' fake
 // on loopback), instrumented by one real JavaScript instrumentation, recorded with the package
-// @otel-footprint/recorder: the agent states each pass on `run.next`; the span-start hook attaches it
+// @otel-footprint/recorder: the agent states each pass on the run; the span-start hook attaches it
 // to the model-call span the instrumentation makes (no span of the recorder's own for model calls).
 //
 // Scenario (the stuck turn, shorter): the skill map [zone-audit, run-finder] owns get_zone_info; pass 1
@@ -10,7 +10,7 @@
 // Usage: node openai_agent.mjs --base-url URL --instrumentation otel|openinference|traceloop|none
 //          [--style next|helper] [--endpoint URL] [--passes N] [--run-id ID] [--project NAME]
 //          [--timeout-ms MS]
-// --style next (default): the pass is stated on `run.next`; helper: inside `run.modelCall(...)`, which
+// --style next (default): the pass is stated on `run.nextPass()`; helper: inside `run.modelCall(...)`, which
 // makes the recorder's own `chat <model>` span only when no instrumentation made one.
 // Exports OTLP/HTTP protobuf to --endpoint (a base URL; /v1/traces is added). Prints one JSON summary
 // line. Exit status: 0 all spans exported, 1 an export failed, 2 bad arguments.
@@ -160,7 +160,8 @@ async function agentLoop(client, tracer, { runId, passes, style }) {
         let reply;
         if (style === 'next') {
           // State the pass on the run; the hook attaches it to the instrumentation's span.
-          statePass(run.next, run.iteration + 1);
+          const pass = run.nextPass();
+          statePass(pass, pass.iteration);
           reply = await client.chat.completions.create({ model, messages, tools });
         } else {
           // The explicit helper: the instrumentation's span when there is one, else its own.

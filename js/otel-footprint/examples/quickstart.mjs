@@ -39,13 +39,13 @@ await run(
   async (run) => {
     run.routed('intent', { to: 'billing', decisive: true });
     // Pass 1: say what goes into the call, then make it.
-    run.next.evaluated(['billing'], { cursorTo: 'billing', movedBy: 'intent' });
-    run.next.injected('system-prompt', 'skill', { sourceId: 'billing', content: 'BILLING: refunds...' });
+    run.evaluated(['billing'], { cursorTo: 'billing', movedBy: 'intent' });
+    run.injected('system-prompt', 'skill', { sourceId: 'billing', content: 'BILLING: refunds...' });
     await chatCompletion('gpt-x');
     run.toolCall('lookup_order', { args: { id: 1182 } }, (tool) => tool.result([{ order: 1182, status: 'charged twice' }]));
     // Pass 2
-    run.next.evaluated(['billing'], { cursorTo: 'billing', cursorFrom: 'billing' });
-    run.next.injected('system-prompt', 'skill', { sourceId: 'billing', content: 'BILLING: refunds...' });
+    run.evaluated(['billing'], { cursorTo: 'billing', cursorFrom: 'billing' });
+    run.injected('system-prompt', 'skill', { sourceId: 'billing', content: 'BILLING: refunds...' });
     const reply = await chatCompletion('gpt-x');
     run.answer(reply.content);
   },

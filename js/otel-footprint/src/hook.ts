@@ -1,17 +1,17 @@
 /**
- * The span-start hook: a span processor that attaches a run's stated pass (`run.next`, or a pending
- * `run.modelCall`) to the model-call span an instrumentation starts inside the run, and sets
+ * The span-start hook: a span processor that attaches a run's stated pass (`run.evaluated(...)`,
+ * `run.nextPass()`, or `run.modelCall(...)`) to the model-call span an instrumentation starts next
+ * inside the run, and sets
  * `footprint.pass.iteration` on it. Install it first in the provider's span processors:
  *
  * ```ts
  * new NodeTracerProvider({ spanProcessors: [footprintHook(), new BatchSpanProcessor(exporter)] });
  * ```
  *
- * A model-call span is recognised at its start, as the Python side recognises it: GenAI
- * `gen_ai.operation.name` chat / text_completion / generate_content, OpenInference
- * `openinference.span.kind` = LLM, OpenLLMetry `llm.request.type` chat / completion, or a span name
- * starting `chat `. Model-call spans with nothing stated for them (a guard, a summariser) are left as
- * they are: they are not passes.
+ * A model-call span is recognised as the Python side recognises one ({@link isModelCallSpan}), at its
+ * start or at the attribute write that makes it one. Model-call spans with nothing stated for them
+ * (a guard, a summariser; the client span under a framework span that already took the pass) are left
+ * as they are: they are not passes.
  */
 
 import type { AttributeValue, Attributes, Context, Span, TimeInput } from '@opentelemetry/api';
@@ -31,15 +31,27 @@ function attribute(span: StartedSpan, key: string): AttributeValue | undefined {
   return (attributes as Record<string, AttributeValue | undefined>)[key];
 }
 
-/** True when `span` (as it starts) is a model call by any of the recognised conventions. */
+/**
+ * True when `span` is a model call, by the rule of the Python side (`runs/recognize.py`, `role_of`):
+ * a GenAI `gen_ai.operation.name` decides when present (chat / text_completion / generate_content);
+ * else OpenInference `openinference.span.kind` = LLM; else (not an OpenLLMetry agent or tool span)
+ * OpenLLMetry `llm.request.type` chat / completion.
+ */
 export function isModelCallSpan(span: Span): boolean {
   const started = span as unknown as StartedSpan;
   const operation = attribute(started, names.GEN_AI_OPERATION_NAME);
-  if (typeof operation === 'string' && MODEL_CALL_OPERATIONS.has(operation)) return true;
-  if (attribute(started, names.OPENINFERENCE_SPAN_KIND) === names.OI_KIND_LLM) return true;
+  if (operation !== undefined) return typeof operation === 'string' && MODEL_CALL_OPERATIONS.has(operation);
+  const kind = attribute(started, names.OPENINFERENCE_SPAN_KIND);
+  if (kind !== undefined) return String(kind).toUpperCase() === names.OI_KIND_LLM;
+  const traceloopKind = attribute(started, names.TRACELOOP_SPAN_KIND);
+  if (traceloopKind === names.TL_KIND_AGENT || traceloopKind === names.TL_KIND_TOOL) return false;
   const requestType = attribute(started, names.LLM_REQUEST_TYPE);
-  if (typeof requestType === 'string' && LLM_REQUEST_TYPE_MODEL_CALLS.has(requestType)) return true;
-  return typeof started.name === 'string' && started.name.startsWith(`${names.OP_CHAT} `);
+  return typeof requestType === 'string' && LLM_REQUEST_TYPE_MODEL_CALLS.has(requestType);
+}
+
+/** A span that already carries a pass number (the recorder's own, or taken by another hook). */
+function numbered(span: Span): boolean {
+  return attribute(span as unknown as StartedSpan, names.PASS_ITERATION) !== undefined;
 }
 
 function isSink(value: unknown): value is ModelSpanSink {
@@ -62,7 +74,7 @@ export class FootprintSpanProcessor {
   onStart(span: Span, parentContext: Context): void {
     if (!this.active || parentContext.getValue(OWN_SPAN_CONTEXT_KEY) === true) return;
     const sink = parentContext.getValue(RUN_CONTEXT_KEY);
-    if (!isSink(sink) || !sink.wantsModelSpan()) return;
+    if (!isSink(sink) || !sink.wantsModelSpan() || numbered(span)) return;
     if (isModelCallSpan(span)) {
       if (sink.attachModelSpan(span)) this.attached += 1;
       return;

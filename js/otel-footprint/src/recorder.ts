@@ -10,7 +10,7 @@
  *
  * With an instrumentation that makes the model-call spans (OpenTelemetry's, OpenInference's,
  * OpenLLMetry's), install {@link FootprintSpanProcessor} (`footprintHook()`): what the agent states on
- * `run.next` (or inside `run.modelCall`) is then attached to the model-call span the instrumentation
+ * `run.evaluated(...)` / `run.injected(...)` (or inside `run.modelCall`) is then attached to the model-call span the instrumentation
  * starts next inside the run, with `footprint.pass.iteration`, and the recorder makes no span of its own.
  */
 
@@ -50,7 +50,7 @@ export type EmitAs = 'span' | 'log';
  * (`logs.getLogger('otel_footprint.record')`) fits; typed here so the package needs no api-logs.
  */
 export interface LogEmitter {
-  emit(record: { eventName?: string; attributes?: Attributes; context?: Context }): void;
+  emit(record: { eventName?: string; attributes?: Attributes; context?: Context; timestamp?: number }): void;
 }
 
 /** One mounted map of the plan (the reference's `{id, memberIds, toolNames, nonParkable?}`). */
@@ -104,6 +104,14 @@ function summary(content: string): string {
   const chars = codePoints(content);
   return chars.length <= SUMMARY_CHARS ? content : `${chars.slice(0, SUMMARY_CHARS - 1).join('')}…`;
 }
+
+/** Now, in milliseconds since the epoch with sub-millisecond precision (an OpenTelemetry time). */
+function now(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** The recorder's problem event type, when this checkout's semconv.py has it (generated names). */
+const RECORD_PROBLEM: string | undefined = (names as Readonly<Record<string, string | undefined>>)['T_RECORD_PROBLEM'];
 
 /** Drop absent fields: the schema leaves them out rather than sending nulls. */
 function compact(payload: Record<string, unknown>): Record<string, unknown> {
@@ -229,21 +237,25 @@ export interface ModelSpanSink {
 
 class Emitter {
   constructor(
-    private readonly emitAs: EmitAs,
+    readonly emitAs: EmitAs,
     private readonly logger: LogEmitter | undefined,
   ) {
     if (emitAs !== 'span' && emitAs !== 'log') throw new Error(`emitAs must be 'span' or 'log', got ${String(emitAs)}`);
     if (emitAs === 'log' && logger === undefined) throw new Error("emitAs 'log' needs a logger (an api-logs Logger)");
   }
 
-  emit(span: Span, eventType: string, payload: Payload, compositionId?: string): void {
+  emit(span: Span, eventType: string, payload: Payload, compositionId?: string, time?: number): void {
     const name = eventNameOf(eventType);
     const attributes = encodePayload(payload, compositionId);
     if (this.emitAs === 'span' || this.logger === undefined) {
-      if (!span.isRecording()) diag.warn(`otel-footprint: ${name} written on a span that has ended; it is lost`);
-      span.addEvent(name, attributes);
+      span.addEvent(name, attributes, time);
     } else {
-      this.logger.emit({ eventName: name, attributes, context: trace.setSpan(contextApi.active(), span) });
+      this.logger.emit({
+        eventName: name,
+        attributes,
+        context: trace.setSpan(contextApi.active(), span),
+        ...(time === undefined ? {} : { timestamp: time }),
+      });
     }
   }
 }
@@ -253,7 +265,7 @@ interface Composition {
   readonly breakdown: Map<string, { chars: number; count: number }>;
 }
 
-type Staged = readonly [eventType: string, payload: Record<string, unknown>, compositionId: string | undefined];
+type Staged = readonly [eventType: string, payload: Record<string, unknown>, compositionId: string | undefined, time: number];
 
 /** Options of {@link ModelCall.evaluated}. */
 export interface EvaluatedOptions {
@@ -287,36 +299,44 @@ export interface ModelCallOptions {
 }
 
 /**
- * One model call (one pass) and what went into it. Its span is the recorder's own `chat <model>`
- * span, or — with the hook installed — the model-call span the instrumentation starts next in the
- * run; until then (`span` undefined) what is stated is held and written when the span starts.
+ * One pass (one model call) and what went into it.
+ *
+ * What is stated here is held (*staged*) until the pass has a span: the model-call span an
+ * instrumentation starts next inside the run takes it through the span-start hook
+ * ({@link FootprintSpanProcessor}), which writes it there with `footprint.pass.iteration`. A pass
+ * opened with {@link Run.modelCall} that no instrumentation span took gets the recorder's own
+ * `chat <model>` span when it ends (started when the call was opened), so an agent without
+ * instrumentation records exactly what the Python recorder does. Events stated after the taken span
+ * has ended go on the run span (they carry the iteration or a composition id that ties them here).
  */
 export class ModelCall {
   /** The pass number (`footprint.pass.iteration`). */
   readonly iteration: number;
+  /** True when an instrumentation's model-call span took this pass. */
+  claimed = false;
+  /** @internal The model of {@link Run.modelCall} (its own span's name). */
+  model: string | undefined;
   private spanValue: Span | undefined;
-  private readonly staged: Staged[] = [];
+  private readonly stagedEvents: Staged[] = [];
+  private readonly stagedAttributes: Attributes = {};
   private readonly open = new Map<string, Composition>();
-  private readonly usageAttributes: Attributes = {};
-  private ended = false;
-  private readonly started: number;
 
-  /** @internal use {@link Run.startModelCall}, {@link Run.modelCall} or {@link Run.next}. */
+  /** @internal use {@link Run.nextPass} or {@link Run.modelCall}. */
   constructor(
     private readonly run: Run,
     iteration: number,
-    private readonly model: string | undefined,
-    private readonly options: ModelCallOptions,
-    span: Span | undefined,
   ) {
     this.iteration = iteration;
-    this.spanValue = span;
-    this.started = Date.now();
   }
 
-  /** The pass span; undefined while waiting for the instrumentation's span. */
+  /** The span this pass's events are on; undefined while staged (no model call yet). */
   get span(): Span | undefined {
     return this.spanValue;
+  }
+
+  /** True while the pass waits for its model-call span. */
+  get staged(): boolean {
+    return this.spanValue === undefined;
   }
 
   /** What this pass serves and where the cursor stands (`context.evaluated`). */
@@ -363,7 +383,10 @@ export class ModelCall {
     );
   }
 
-  /** Close this pass's composition of `slot` (`context.slot_composed` with the per-source breakdown). */
+  /**
+   * Close this pass's composition of `slot` (`context.slot_composed` with the per-source breakdown).
+   * Open compositions are closed when the model call starts (or, for the recorder's own span, ends).
+   */
   composed(slot: string): void {
     const composition = this.open.get(slot) ?? { id: this.run.compositionId(slot), breakdown: new Map() };
     this.open.delete(slot);
@@ -377,11 +400,18 @@ export class ModelCall {
     this.write(change.kind === 'parked' ? names.T_MAP_PARKED : names.T_MAP_ENGAGED, changePayload(change));
   }
 
-  /** Token usage of the call (`gen_ai.usage.*`). */
+  /** Token usage of the call (`gen_ai.usage.*`); a taken span's usage is its instrumentation's. */
   usage(tokens: { inputTokens?: number; outputTokens?: number }): void {
-    if (tokens.inputTokens !== undefined) this.usageAttributes[names.GEN_AI_USAGE_INPUT_TOKENS] = tokens.inputTokens;
-    if (tokens.outputTokens !== undefined) this.usageAttributes[names.GEN_AI_USAGE_OUTPUT_TOKENS] = tokens.outputTokens;
-    this.spanValue?.setAttributes(this.usageAttributes);
+    const values: Array<[string, number | undefined]> = [
+      [names.GEN_AI_USAGE_INPUT_TOKENS, tokens.inputTokens],
+      [names.GEN_AI_USAGE_OUTPUT_TOKENS, tokens.outputTokens],
+    ];
+    for (const [key, value] of values) {
+      if (value === undefined) continue;
+      const span = this.spanValue;
+      if (span === undefined) this.stagedAttributes[key] = value;
+      else if (span.isRecording() && !this.claimed) span.setAttribute(key, value);
+    }
   }
 
   /** Any other upstream event type on this pass (e.g. `skill.route_conflict`). */
@@ -389,43 +419,30 @@ export class ModelCall {
     this.write(eventType, { ...(payload instanceof Map ? Object.fromEntries(payload) : payload) });
   }
 
-  /**
-   * Close the model call: open compositions are closed; a call still waiting for an instrumentation
-   * span gets the recorder's own `chat <model>` span (started when the call was opened).
-   */
-  end(): void {
-    if (this.ended) return;
-    if (this.spanValue === undefined && this.model !== undefined) {
-      this.bind(this.run.startOwnModelSpan(this.model, this.iteration, this.options.provider, this.started), true);
-    }
-    if (this.spanValue !== undefined) this.closeCompositions();
-    this.ended = true;
-    if (this.owned) this.spanValue?.end();
-    this.run.released(this);
+  /** End the model call opened with {@link Run.startModelCall} (see {@link Run.modelCall}). */
+  end(error?: unknown): void {
+    this.run.endModelCall(this, error);
   }
 
-  private owned = false;
-
-  /** @internal The run's span (own or instrumentation's) for this pass; writes what was held. */
-  bind(span: Span, owned: boolean): void {
+  /** @internal Write what was staged on `span`, the pass's span from now on. */
+  land(span: Span, claimed: boolean, keepTimes: boolean): void {
     this.spanValue = span;
-    this.owned = owned;
-    if (!owned) span.setAttribute(names.PASS_ITERATION, this.iteration);
-    span.setAttributes(this.usageAttributes);
-    for (const [eventType, payload, compositionId] of this.staged.splice(0)) {
-      this.run.emit(span, eventType, payload, compositionId);
+    this.claimed = claimed;
+    span.setAttribute(names.PASS_ITERATION, this.iteration);
+    span.setAttributes(this.stagedAttributes);
+    for (const [eventType, payload, compositionId, time] of this.stagedEvents.splice(0)) {
+      this.run.emit(span, eventType, payload, compositionId, keepTimes ? time : undefined);
     }
-    // The instrumentation's call has started: everything stated so far is what went into it.
-    if (!owned) this.closeCompositions();
   }
 
-  /** @internal True while events are held (the run warns when it ends with some). */
-  get holding(): boolean {
-    return this.staged.length > 0 || this.open.size > 0;
-  }
-
-  private closeCompositions(): void {
+  /** @internal Close the compositions still open (the model call has started, or ended). */
+  close(): void {
     for (const slot of [...this.open.keys()]) this.composed(slot);
+  }
+
+  /** @internal The staged event types (for the unattached-pass problem). */
+  stagedTypes(): string[] {
+    return [...new Set(this.stagedEvents.map(([eventType]) => eventType))].sort();
   }
 
   private composition(slot: string): Composition {
@@ -439,8 +456,15 @@ export class ModelCall {
 
   private write(eventType: string, payload: Record<string, unknown>, compositionId?: string): void {
     const compacted = compact(payload);
-    if (this.spanValue === undefined) this.staged.push([eventType, compacted, compositionId]);
-    else this.run.emit(this.spanValue, eventType, compacted, compositionId);
+    const span = this.spanValue;
+    if (span === undefined) {
+      this.stagedEvents.push([eventType, compacted, compositionId, now()]);
+    } else if (span.isRecording() || this.run.emitAs === 'log') {
+      // A log record may name an ended span; a span event may not be added to one.
+      this.run.emit(span, eventType, compacted, compositionId);
+    } else {
+      this.run.emit(this.run.span, eventType, compacted, compositionId);
+    }
   }
 }
 
@@ -569,11 +593,6 @@ export interface RunOptions {
   emitAs?: EmitAs;
   /** The log record emitter when `emitAs` is `'log'`. */
   logger?: LogEmitter;
-  /**
-   * `'auto'` (default): model calls wait for an instrumentation's span when a hook is installed,
-   * and make their own otherwise; `'own'`: always the recorder's own `chat <model>` span.
-   */
-  modelSpans?: 'auto' | 'own';
 }
 
 /** One run leg: the `invoke_agent` span; opens model-call and tool spans under it. */
@@ -586,6 +605,7 @@ export class Run implements ModelSpanSink {
   private counter = 0;
   private pending: ModelCall | undefined;
   private unattachedCount = 0;
+  private readonly opened = new Map<ModelCall, { provider: string | undefined; started: number }>();
 
   /** @internal use {@link run} or {@link startRun}. */
   constructor(
@@ -595,7 +615,6 @@ export class Run implements ModelSpanSink {
     private readonly emitter: Emitter,
     nextIteration: number,
     private readonly turnIndex: number,
-    private readonly modelSpans: 'auto' | 'own',
     parent: Context,
   ) {
     this.nextIterationValue = nextIteration;
@@ -604,8 +623,13 @@ export class Run implements ModelSpanSink {
   }
 
   /** Write one footprint event on `span` the way this run was configured to. */
-  emit(span: Span, eventType: string, payload: Payload, compositionId?: string): void {
-    this.emitter.emit(span, eventType, payload, compositionId);
+  emit(span: Span, eventType: string, payload: Payload, compositionId?: string, time?: number): void {
+    this.emitter.emit(span, eventType, payload, compositionId, time);
+  }
+
+  /** How this run writes its events. */
+  get emitAs(): EmitAs {
+    return this.emitter.emitAs;
   }
 
   /** A run-unique id for one composition of `slot` (shared by its rows). */
@@ -614,100 +638,142 @@ export class Run implements ModelSpanSink {
     return `${slot}/compose#${this.counter}`;
   }
 
-  /** How many passes ended with stated events that no model call took (lost; see {@link next}). */
+  // ── the next pass: stated on the run, landed on the next model-call span ─────────────────────
+
+  /**
+   * The pass the next model call of this run will be: what is stated on it is staged and lands on
+   * the model-call span an instrumentation starts next inside the run (see {@link ModelCall}). The
+   * same object until that span starts; the pass number is taken now.
+   */
+  nextPass(): ModelCall {
+    if (this.pending === undefined) {
+      const number = this.nextIterationValue;
+      this.nextIterationValue = number + 1;
+      this.iteration = number;
+      this.pending = new ModelCall(this, number);
+    }
+    return this.pending;
+  }
+
+  /** {@link ModelCall.evaluated} on {@link nextPass} (staged until the model call). */
+  evaluated(activeIds: readonly string[] = [], options: EvaluatedOptions = {}): ModelCall {
+    const call = this.nextPass();
+    call.evaluated(activeIds, options);
+    return call;
+  }
+
+  /** {@link ModelCall.injected} on {@link nextPass} (staged until the model call). */
+  injected(slot: string, source: string, options: InjectedOptions = {}): ModelCall {
+    const call = this.nextPass();
+    call.injected(slot, source, options);
+    return call;
+  }
+
+  /** {@link ModelCall.composed} on {@link nextPass} (staged until the model call). */
+  composed(slot: string): ModelCall {
+    const call = this.nextPass();
+    call.composed(slot);
+    return call;
+  }
+
+  /**
+   * Say on the run span why part of the run cannot be decided (`record.problem`, when this
+   * checkout's semconv has it); with `iteration` that pass and the ones after it stay undecided.
+   */
+  problem(code: string, message: string, iteration?: number): void {
+    if (RECORD_PROBLEM === undefined) {
+      diag.warn(`otel-footprint: run ${this.runId}: ${code}: ${message}`);
+      return;
+    }
+    this.emit(this.span, RECORD_PROBLEM, { code, message, iteration });
+  }
+
+  /** How many passes were stated but taken by no model call (each also a `record.problem`). */
   get unattached(): number {
     return this.unattachedCount;
   }
 
-  private number(iteration: number | undefined): number {
-    const number = iteration ?? this.nextIterationValue;
-    this.nextIterationValue = number + 1;
-    this.iteration = number;
-    return number;
+  /** @internal True while a stated pass waits for the instrumentation's model-call span. */
+  wantsModelSpan(): boolean {
+    return this.pending !== undefined;
+  }
+
+  /** @internal The span-start hook's entry: a model-call span started inside this run takes the staged pass. */
+  attachModelSpan(span: Span): boolean {
+    if (span.spanContext().traceId !== this.span.spanContext().traceId) return false;
+    const call = this.pending;
+    if (call === undefined) return false; // not a pass: a guard, a router, a summary
+    this.pending = undefined;
+    call.land(span, true, false);
+    call.close();
+    return true;
   }
 
   /**
-   * Open a model call (one pass). Without a hook (or with `modelSpans: 'own'`) this is the span
-   * `chat <model>` at once, as in Python; with a hook, the call waits for the instrumentation's
-   * model-call span and makes its own only if none started before {@link ModelCall.end}.
+   * Open one pass around the model call the caller makes next: with an instrumentation (and the
+   * hook), its model-call span takes the pass and no other span is made; without one,
+   * {@link ModelCall.end} makes the recorder's own `chat <model>` span (covering the call). A pass
+   * already stated on the run ({@link nextPass}) is this one. Passes number themselves from 1.
    */
   startModelCall(model: string, options: ModelCallOptions = {}): ModelCall {
-    const number = this.number(options.iteration);
-    if (this.modelSpans === 'own' || hookCount() === 0) {
-      const call = new ModelCall(this, number, model, options, undefined);
-      call.bind(this.startOwnModelSpan(model, number, options.provider), true);
-      return call;
-    }
-    this.dropPending();
-    const call = new ModelCall(this, number, model, options, undefined);
-    this.pending = call;
+    if (options.iteration !== undefined && this.pending === undefined) this.nextIterationValue = options.iteration;
+    const call = this.nextPass();
+    call.model = model;
+    this.opened.set(call, { provider: options.provider, started: now() });
     return call;
   }
 
   /** {@link startModelCall}, `fn` run inside the run's context, then {@link ModelCall.end}. */
   modelCall<T>(model: string, options: ModelCallOptions, fn: (call: ModelCall) => T): T {
     const call = this.startModelCall(model, options);
-    const scope = call.span === undefined ? this.context : trace.setSpan(this.context, call.span);
     return settle(
-      () => contextApi.with(scope, () => fn(call)),
-      () => call.end(),
+      () => contextApi.with(this.context, () => fn(call)),
+      (error) => call.end(error),
     );
   }
 
-  /**
-   * The next model call, as the agent states it before the instrumentation makes it: `run.next.
-   * evaluated(...)`, `run.next.injected(...)`. Held in the run and attached (with the pass number)
-   * to the model-call span the instrumentation starts next inside the run, by the span-start hook.
-   */
-  get next(): ModelCall {
-    if (this.pending === undefined) {
-      this.pending = new ModelCall(this, this.nextIterationValue, undefined, {}, undefined);
-    }
-    return this.pending;
-  }
-
-  /** @internal True while a stated pass waits for the instrumentation's model-call span. */
-  wantsModelSpan(): boolean {
-    return this.pending !== undefined && this.pending.span === undefined;
-  }
-
-  /** @internal Called by the span-start hook for a model-call span started inside this run. */
-  attachModelSpan(span: Span): boolean {
-    const call = this.pending;
-    if (call === undefined || call.span !== undefined) return false; // not a pass: a guard, a summary
-    this.pending = undefined;
-    if (call.iteration >= this.nextIterationValue) this.number(call.iteration);
-    call.bind(span, false);
-    return true;
-  }
-
   /** @internal */
-  startOwnModelSpan(model: string, iteration: number, provider: string | undefined, startTime?: number): Span {
+  endModelCall(call: ModelCall, error: unknown): void {
+    const opened = this.opened.get(call);
+    if (opened === undefined) return; // ended already, or never opened with startModelCall
+    this.opened.delete(call);
+    if (this.pending !== call) {
+      call.close();
+      return;
+    }
+    this.pending = undefined;
     const attributes: Attributes = {
       [names.GEN_AI_OPERATION_NAME]: names.OP_CHAT,
-      [names.GEN_AI_REQUEST_MODEL]: model,
-      [names.PASS_ITERATION]: iteration,
+      [names.GEN_AI_REQUEST_MODEL]: call.model ?? '',
+      [names.PASS_ITERATION]: call.iteration,
     };
-    if (provider !== undefined) attributes[names.GEN_AI_PROVIDER_NAME] = provider;
-    return this.tracer.startSpan(
-      `${names.OP_CHAT} ${model}`,
-      { kind: SpanKind.CLIENT, attributes, ...(startTime === undefined ? {} : { startTime }) },
+    if (opened.provider !== undefined) attributes[names.GEN_AI_PROVIDER_NAME] = opened.provider;
+    const span = this.tracer.startSpan(
+      `${names.OP_CHAT} ${call.model ?? ''}`,
+      { kind: SpanKind.CLIENT, attributes, startTime: opened.started },
       this.context.setValue(OWN_SPAN_CONTEXT_KEY, true),
     );
+    call.land(span, false, true);
+    call.close();
+    if (error !== undefined) failSpan(span, error);
+    span.end();
   }
 
-  /** @internal */
-  released(call: ModelCall): void {
-    if (this.pending === call) this.pending = undefined;
-  }
-
-  private dropPending(): void {
+  private finish(): void {
     const call = this.pending;
-    if (call?.holding === true) {
-      this.unattachedCount += 1;
-      diag.warn(`otel-footprint: run ${this.runId}: pass ${call.iteration} was stated but no model call took it`);
-    }
+    if (call === undefined) return;
     this.pending = undefined;
+    this.unattachedCount += 1;
+    const why =
+      hookCount() === 0
+        ? 'no span-start hook is installed (footprintHook() in the tracer provider\'s span processors)'
+        : 'no model-call span started inside the run after them';
+    this.problem(
+      'unattached-pass',
+      `pass ${call.iteration}'s staged events (${call.stagedTypes().join(', ') || 'none'}) were attached ` +
+        `to no model call: ${why}; passes from here on are not decided`,
+      call.iteration,
+    );
   }
 
   /**
@@ -786,9 +852,9 @@ export class Run implements ModelSpanSink {
     this.emit(this.span, eventType, payload);
   }
 
-  /** End the run span (a pass stated on {@link next} that no model call took is counted and warned). */
+  /** End the run span (a pass stated but taken by no model call is said on it: `record.problem`). */
   end(): void {
-    this.dropPending();
+    this.finish();
     this.span.end();
   }
 }
@@ -825,7 +891,6 @@ export function startRun(options: RunOptions, parent: Context = contextApi.activ
     emitter,
     options.nextIteration ?? 1,
     turnIndex,
-    options.modelSpans ?? 'auto',
     parent,
   );
   if (options.resumed === true) {
@@ -848,8 +913,8 @@ export function startRun(options: RunOptions, parent: Context = contextApi.activ
  * ```ts
  * await run({ tracer, agent: 'support', maps: [{ id: 'skill-map', memberIds: ['billing'], toolNames: [] }] },
  *   async (run) => {
- *     run.next.evaluated(['billing'], { cursorTo: 'billing', movedBy: 'intent' });
- *     run.next.injected('system-prompt', 'skill', { sourceId: 'billing', content: body });
+ *     run.evaluated(['billing'], { cursorTo: 'billing', movedBy: 'intent' });
+ *     run.injected('system-prompt', 'skill', { sourceId: 'billing', content: body });
  *     const reply = await openai.chat.completions.create({ ... }); // the instrumentation's span
  *     run.answer(reply.choices[0].message.content);
  *   });

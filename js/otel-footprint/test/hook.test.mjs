@@ -26,13 +26,13 @@ function instrumentedCall(tracer, attributes, name = 'chat m') {
 
 const events = (span) => span.events.map((e) => [e.name, e.attributes]);
 
-test('a pass stated on run.next lands on the next model-call span, with its number', async () => {
+test('a pass stated on the run lands on the next model-call span, with its number', async () => {
   const hook = footprint.footprintHook();
   const { provider, order, tracer } = sdk([hook]);
   try {
     footprint.run({ tracer, agent: 'a', runId: 'r' }, (run) => {
       instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a guard: nothing stated
-      statePass(run.next);
+      statePass(run.nextPass());
       instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' });
       instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a summary: nothing stated
       assert.equal(run.iteration, 1);
@@ -65,13 +65,12 @@ for (const [library, attributes, name] of [
   ['OpenTelemetry / OpenLLMetry (gen_ai.operation.name)', { [N.GEN_AI_OPERATION_NAME]: 'text_completion' }, 'x'],
   ['OpenInference (openinference.span.kind)', { [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM }, 'OpenAI Chat Completions'],
   ['older OpenLLMetry (llm.request.type)', { [N.LLM_REQUEST_TYPE]: 'completion' }, 'openai.completion'],
-  ['a span name alone', {}, 'chat gpt-x'],
 ]) {
   test(`recognised at start: ${library}`, async () => {
     const hook = footprint.footprintHook();
     const { provider, order, tracer } = sdk([hook]);
     footprint.run({ tracer, agent: 'a' }, (run) => {
-      statePass(run.next);
+      statePass(run.nextPass());
       instrumentedCall(tracer, attributes, name);
     });
     assert.equal(order.spans[1].attributes[N.PASS_ITERATION], 1);
@@ -88,7 +87,7 @@ test('a span whose recognising attributes come just after its start (OpenInferen
     const other = tracer.startSpan('HTTP POST'); // not a model call: watched, then left alone
     other.setAttribute('http.method', 'POST');
     other.end();
-    statePass(run.next);
+    statePass(run.nextPass());
     const span = tracer.startSpan('OpenAI Chat Completions');
     span.setAttributes({ [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM });
     span.end();
@@ -132,10 +131,52 @@ test('a stated pass no model call took is counted, not written anywhere', async 
   let leg;
   footprint.run({ tracer, agent: 'a' }, (run) => {
     leg = run;
-    statePass(run.next);
+    statePass(run.nextPass());
   });
   assert.equal(leg.unattached, 1);
   assert.equal(order.spans.length, 1);
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('a span name alone, or a GenAI operation that is no model call, is no pass (as in Python)', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  let leg;
+  footprint.run({ tracer, agent: 'a' }, (run) => {
+    leg = run;
+    statePass(run.nextPass());
+    instrumentedCall(tracer, {}, 'chat gpt-x');
+    instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'embeddings', [N.OPENINFERENCE_SPAN_KIND]: 'LLM' });
+  });
+  assert.deepEqual(order.spans.map((s) => s.events.length), [1, 0, 0]); // turn_start; nothing attached
+  assert.equal(leg.unattached, 1);
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('run.evaluated / injected / composed state the next pass; a helper around it is the same pass', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  footprint.run({ tracer, agent: 'a' }, (run) => {
+    const pass = run.evaluated(['billing']);
+    assert.equal(run.injected('system-prompt', 'base', { content: 'x' }), pass);
+    assert.equal(run.composed('system-prompt'), pass);
+    assert.equal(pass.iteration, 1);
+    assert.ok(pass.staged);
+    run.modelCall('m', {}, (call) => {
+      assert.equal(call, pass);
+      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' });
+      call.usage({ inputTokens: 3 }); // the instrumentation's span: its usage is its own
+    });
+    assert.ok(pass.claimed);
+    pass.evaluated(['late']); // after the span ended: on the run span, tied by its iteration
+  });
+  const [runSpan, llm] = order.spans;
+  assert.deepEqual(llm.events.map((e) => e.name), [N.EV_CONTEXT_EVALUATED, N.EV_CONTEXT_INJECTED, N.EV_SLOT_COMPOSED]);
+  assert.equal(llm.attributes[N.GEN_AI_USAGE_INPUT_TOKENS], undefined);
+  assert.equal(runSpan.events.at(-1).name, N.EV_CONTEXT_EVALUATED);
+  assert.equal(runSpan.events.at(-1).attributes[N.F_ITERATION], 1);
   await hook.shutdown();
   await provider.shutdown();
 });
@@ -147,9 +188,10 @@ test('outside a run, and after the hook is shut down, spans are left alone', asy
   await hook.shutdown();
   const run = footprint.startRun({ tracer, agent: 'a' });
   context.with(run.context, () => {
-    const call = run.startModelCall('m'); // no hook any more: the recorder's own span at once
-    assert.ok(call.span !== undefined);
+    const call = run.startModelCall('m'); // no hook any more: the recorder's own span at the end
+    assert.equal(call.span, undefined);
     call.end();
+    assert.equal(call.span?.attributes[N.PASS_ITERATION], 1);
   });
   run.end();
   assert.deepEqual(
