@@ -3,9 +3,7 @@
 // @otel-footprint/recorder: the agent states each pass on the run; the span-start hook attaches it
 // to the model-call span the instrumentation makes (no span of the recorder's own for model calls).
 //
-// Scenario (the stuck turn, shorter): the skill map [zone-audit, run-finder] owns get_zone_info; pass 1
-// places the cursor on zone-audit by an entry rule (witness "zone"), later passes stay; the model only
-// ever calls screen_open, then answers. Shadow mode (no kernel here): the map should park on pass 4.
+// The scenario (the stuck turn, shorter) is scenario.mjs's, shared with the Python agent of the test.
 //
 // Usage: node openai_agent.mjs --base-url URL --instrumentation otel|openinference|traceloop|none
 //          [--style next|helper] [--endpoint URL] [--passes N] [--run-id ID] [--project NAME]
@@ -26,23 +24,9 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { footprintHook, names as N, run as footprintRun } from '@otel-footprint/recorder';
 
-const require = createRequire(import.meta.url);
+import { SCENARIO, statePass } from './scenario.mjs';
 
-export const SCENARIO = Object.freeze({
-  agent: 'openai-agent',
-  userPrompt: 'find the most recent zone redundancy run',
-  basePrompt: 'You help people find and audit things.',
-  skill: 'zone-audit',
-  members: ['zone-audit', 'run-finder'],
-  skillBody: 'ZONE AUDIT PROCEDURE: call get_zone_info, classify single-path hosts.',
-  toolRows: [
-    ['screen_open', 'Open a screen and look at it.'],
-    ['read_skill', 'Activate a skill for the next iteration.'],
-    ['get_zone_info', 'Zone redundancy audit data.'],
-  ],
-  zoneTool: 'get_zone_info',
-  toolResult: 'screen shows: runs list',
-});
+const require = createRequire(import.meta.url);
 
 function fail(status, message) {
   process.stderr.write(`openai_agent.mjs: ${message}\n`);
@@ -109,22 +93,6 @@ function instrument(which, provider) {
   instrumentation.enable();
 }
 
-/** What goes into pass `iteration`, stated on the run before the model call. */
-function statePass(next, iteration) {
-  const S = SCENARIO;
-  if (iteration === 1) {
-    next.evaluated([S.skill], { cursorTo: S.skill, movedBy: 'entry', witness: 'zone', witnessKeyword: 'zone' });
-  } else {
-    next.evaluated([S.skill], { cursorTo: S.skill, cursorFrom: S.skill, movedBy: 'stay' });
-  }
-  next.injected('system-prompt', 'base', { content: S.basePrompt });
-  next.injected('system-prompt', 'skill', { sourceId: S.skill, content: S.skillBody });
-  next.composed('system-prompt');
-  for (const [name, description] of S.toolRows) next.injected('tools', 'registry', { sourceId: name, content: description });
-  next.injected('tools', 'skill', { sourceId: S.skill, content: `${S.zoneTool}: zone audit data` });
-  next.composed('tools');
-}
-
 async function agentLoop(client, tracer, { runId, passes, style }) {
   const S = SCENARIO;
   return footprintRun(
@@ -136,13 +104,7 @@ async function agentLoop(client, tracer, { runId, passes, style }) {
       renewalGrace: 3,
       enforced: false,
       userPrompt: S.userPrompt,
-      graph: {
-        nodes: S.members.map((id) => ({ id, kind: 'skill' })),
-        edges: [
-          { from: null, to: S.skill, kind: 'entry' },
-          { from: S.skill, to: 'run-finder', kind: 'model' },
-        ],
-      },
+      graph: S.graph,
     },
     async (run) => {
       const messages = [
