@@ -27,12 +27,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_footprint.annotate.form import AnnotateOptions, annotations_for
 from otel_footprint.bridges.agentfootprint import recording_to_requests
-from otel_footprint.runs.engine import EngineOptions, decide_run
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import RunSpans, group_runs
-from otel_footprint.runs.model import RunVerdict
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
 from otel_footprint.runs.store import MemoryRunStore
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 _REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("OTEL_FOOTPRINT_SHARED") or _REPO.parent / "shared")

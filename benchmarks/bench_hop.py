@@ -7,7 +7,7 @@ One run measures, against the same workload and the same downstream receiver:
 2. the same with ``processing.annotate: false`` (journal + forward only: the baseline);
 3. resident memory per buffered span (spans held because their runs have not ended).
 
-The hop runs as a subprocess (``python -m otel_footprint.cli serve``); the load generator sends
+The hop runs as a subprocess (``python -m otel_footprint.commands.cli serve``); the load generator sends
 pre-serialized OTLP/gRPC requests of synthetic agent runs from a few threads, and an in-process
 OTLP/gRPC receiver counts what arrives. Usage::
 
@@ -36,7 +36,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
 from otel_footprint.annotate.otlp import to_any_value
-from otel_footprint.runs.events import encode_payload
+from otel_footprint.codec import encode_payload
 
 REPO = Path(__file__).resolve().parents[1]
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -203,7 +203,7 @@ class Hop:
         argv = [
             sys.executable,
             "-m",
-            "otel_footprint.cli",
+            "otel_footprint.commands.cli",
             "serve",
             "--grpc",
             "127.0.0.1:0",

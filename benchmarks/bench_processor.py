@@ -28,8 +28,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import Tracer
 
 from otel_footprint import semconv as sc
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.sdk.processor import FootprintSpanProcessor
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 QUEUE = 2_000_000
 ATTRS = {f"app.attribute_{i}": f"value-{i}" for i in range(10)}

@@ -25,7 +25,7 @@ UPSTREAM_PREFIX: Final = "agentfootprint."
 # ---------------------------------------------------------------------------------------------
 # Input events (agent side). Name = "footprint." + the upstream type without "agentfootprint.".
 # Payload field ``fooBar`` travels as attribute ``footprint.foo_bar``; objects and lists of
-# objects travel as JSON strings (see runs/events.py for the one codec).
+# objects travel as JSON strings (see codec.py for the one codec).
 # ---------------------------------------------------------------------------------------------
 
 # Event types: the upstream type without prefix, as FootprintEvent.type carries it.

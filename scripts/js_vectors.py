@@ -308,7 +308,7 @@ ENCODE_CASES: list[dict[str, Any]] = [
 
 def encode_vectors() -> list[dict[str, Any]]:
     """Each case with the event name and attributes ``encode_payload`` makes of it."""
-    from otel_footprint.runs.events import encode_payload  # the one codec (moves with its layer)
+    from otel_footprint.codec import encode_payload  # the one codec
 
     out: list[dict[str, Any]] = []
     for case in ENCODE_CASES:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from account_fixtures import LegBuilder
 
 from otel_footprint import semconv
 from otel_footprint.account import (
@@ -15,7 +16,6 @@ from otel_footprint.account import (
     account_json_size,
 )
 from otel_footprint.account.model import Line
-from otel_footprint.account.testing import LegBuilder
 
 SUPPORT_NODES = [
     {"id": "billing", "kind": "skill", "label": "billing"},

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from _shared import RECORDINGS
+from account_fixtures import RecordedLeg, recording_legs
 
 from otel_footprint import semconv
 from otel_footprint.account import (
@@ -16,8 +17,7 @@ from otel_footprint.account import (
     account_for,
     verdict_to_carry,
 )
-from otel_footprint.account.testing import RecordedLeg, recording_legs
-from otel_footprint.runs.events import FootprintEvent, camel_case
+from otel_footprint.codec import FootprintEvent, camel_case
 
 pytestmark = pytest.mark.skipif(not RECORDINGS.is_dir(), reason="shared recordings not present")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from _shared import SPEC
+from account_fixtures import LegBuilder
 
 from otel_footprint.account import (
     CarriedVerdict,
@@ -32,7 +33,6 @@ from otel_footprint.account.templates import (
     placeholders,
     weakest,
 )
-from otel_footprint.account.testing import LegBuilder
 from otel_footprint.account.view import LegView
 
 

@@ -23,8 +23,9 @@ from otel_footprint.annotate.form import (
     merge_notes,
     unannotated_notes,
 )
+from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagedChange, MapEngagementRecord, ParkedChange
-from otel_footprint.runs.model import PassVerdict, Reason, RunVerdict
+from otel_footprint.runs.model import Reason
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 RUN_SPAN = "00000000000000aa"

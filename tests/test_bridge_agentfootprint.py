@@ -292,7 +292,7 @@ def test_engine_reproduces_the_upstream_kernel_decisions(
     imported: tuple[Path, list[ExportTraceServiceRequest]],
 ) -> None:
     """The imported spans, decided by the runs engine, give the upstream's own map events."""
-    engine = pytest.importorskip("otel_footprint.runs.engine")
+    engine = pytest.importorskip("otel_footprint.engine.decide")
     from otel_footprint.kernel.jsoncodec import change_to_json
     from otel_footprint.runs.group import group_runs
     from otel_footprint.runs.spans import OtlpSpanView

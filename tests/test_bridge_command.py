@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from otel_footprint.bridges.agentfootprint import recording_to_requests
 from otel_footprint.bridges.otlpjson import read_otlp_json_lines
-from otel_footprint.cli import main
+from otel_footprint.commands.cli import main
 
 _FIXTURE = Path(__file__).resolve().parent / "data" / "recordings" / "park-trap.ndjson"
 RECORDING = _FIXTURE if _FIXTURE.exists() else _RECORDINGS / "park-trap.ndjson"
@@ -198,7 +198,7 @@ def test_a_refusing_endpoint_is_a_clear_error(
 def test_protocol_defaults_follow_the_environment_then_the_port(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from otel_footprint.bridges.command import _default_protocol
+    from otel_footprint.commands.import_recording import _default_protocol
 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)

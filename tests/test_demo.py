@@ -15,7 +15,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from otel_footprint import semconv as sc
 from otel_footprint.bridges.otlpjson import read_otlp_json_lines
-from otel_footprint.cli import main
+from otel_footprint.commands.cli import main
 from otel_footprint.runs.spans import key_values_to_pairs
 
 

@@ -137,7 +137,7 @@ def test_the_readme_has_runnable_examples() -> None:
 
 def test_react_loop_example_spans_are_a_decidable_run() -> None:
     """The example's spans are one run whose plan and routed skill the engine reads."""
-    engine = pytest.importorskip("otel_footprint.runs.engine")
+    engine = pytest.importorskip("otel_footprint.engine.decide")
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

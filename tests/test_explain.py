@@ -16,7 +16,7 @@ from _shared import RECORDINGS
 from google.protobuf import json_format
 
 from otel_footprint.bridges.agentfootprint import recording_to_requests
-from otel_footprint.cli import main
+from otel_footprint.commands.cli import main
 
 PARK_TRAP = RECORDINGS / "park-trap.ndjson"
 PAUSE_RESUME = RECORDINGS / "pause-resume.ndjson"

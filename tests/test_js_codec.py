@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from otel_footprint import semconv
-from otel_footprint.runs.events import encode_payload
+from otel_footprint.codec import encode_payload
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "js" / "otel-footprint"

@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 from _shared import VECTORS
 
-from otel_footprint.conformance import json_diff, replay_engagement, run_conformance_engagement
+from otel_footprint.commands.conformance import (
+    json_diff,
+    replay_engagement,
+    run_conformance_engagement,
+)
 from otel_footprint.kernel import advance_engagement, parked_member_ids
 from otel_footprint.kernel.jsoncodec import (
     advance_to_json,

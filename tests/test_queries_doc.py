@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_footprint import semconv as sc
 from otel_footprint.account import model as account_model
 from otel_footprint.account.templates import CHIPS, TEMPLATES
+from otel_footprint.commands.scenarios import run_scenarios
 from otel_footprint.kernel import types as kernel_types
 from otel_footprint.sdk.processor import FootprintSpanProcessor
-from otel_footprint.sdk.scenarios import run_scenarios
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "queries.md"
 

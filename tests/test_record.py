@@ -16,8 +16,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_footprint import record as footprint
 from otel_footprint import semconv
+from otel_footprint.codec import EventPointer, FootprintEvent, decode_event
 from otel_footprint.kernel import EngagedChange, PlanError
-from otel_footprint.runs.events import EventPointer, FootprintEvent, decode_event
 from otel_footprint.runs.recognize import SpanRole, role_of
 
 MAP = footprint.MountedMap("skill-map", ("zone-audit", "run-finder"), ("get_zone_info",))

@@ -28,7 +28,7 @@ from otel_footprint.kernel import (
 )
 from otel_footprint.kernel.jsoncodec import change_to_json
 
-engine = pytest.importorskip("otel_footprint.runs.engine")
+engine = pytest.importorskip("otel_footprint.engine.decide")
 group = pytest.importorskip("otel_footprint.runs.group")
 from otel_footprint.runs.spans import SdkSpanView  # noqa: E402
 

@@ -17,13 +17,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span, Status, StatusCode, set_span_in_context
 
 from otel_footprint import semconv
+from otel_footprint.codec import encode_payload
+from otel_footprint.engine import decide as engine
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.kernel.jsoncodec import change_to_json, record_to_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
-from otel_footprint.runs import engine
-from otel_footprint.runs.engine import EngineOptions, decide_run
-from otel_footprint.runs.events import encode_payload
 from otel_footprint.runs.group import RunSpans, group_runs
-from otel_footprint.runs.model import RunVerdict
 from otel_footprint.runs.passes import batches_of, build_pass, read_run
 from otel_footprint.runs.spans import SdkSpanView
 from otel_footprint.runs.store import LegState, MemoryRunStore

@@ -15,19 +15,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import set_span_in_context
 
 from otel_footprint import semconv
-from otel_footprint.runs.engine import decide_run
-from otel_footprint.runs.events import (
+from otel_footprint.codec import (
     EventPointer,
     camel_case,
     decode_event,
     field_attribute,
     snake_case,
 )
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
+from otel_footprint.engine.decide import decide_run
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.passes import decode_run, decode_run_events, read_run
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView, key_values_to_pairs
 from otel_footprint.runs.store import MemoryRunStore
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 POINTER = EventPointer("0" * 32, "1" * 16, "footprint.context.evaluated", 0)
 

@@ -16,7 +16,7 @@ import pytest
 from _shared import RECORDINGS as SHARED
 from _shared import recordings
 
-from otel_footprint.cli import main
+from otel_footprint.commands.cli import main
 
 # The README names a second folder for recordings held back from development; read it if present.
 RECORDINGS = recordings()

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from otel_footprint import semconv as sc
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.runs.spans import key_values_to_pairs
 from otel_footprint.sdk import FootprintOTLPSpanExporter, FootprintSpanProcessor
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 
 class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
@@ -165,7 +165,7 @@ _AUTOCONFIGURED_AGENT = textwrap.dedent(
     """
     from opentelemetry import trace
     from opentelemetry.sdk._configuration import _initialize_components
-    from otel_footprint.sdk.scenarios import SCENARIOS, run_script
+    from otel_footprint.commands.scenarios import SCENARIOS, run_script
 
     _initialize_components()  # what opentelemetry-instrument / the distro run at start-up
     provider = trace.get_tracer_provider()

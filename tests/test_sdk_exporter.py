@@ -11,8 +11,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_footprint import semconv as sc
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.sdk.exporter import FootprintOTLPSpanExporter, otlp_span_exporter
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 
 class Failing(SpanExporter):

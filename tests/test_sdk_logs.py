@@ -23,13 +23,13 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_footprint import semconv as sc
 from otel_footprint.annotate.form import SpanNote
-from otel_footprint.runs.events import encode_payload
+from otel_footprint.codec import encode_payload
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.spans import SpanEventView
 from otel_footprint.sdk import FootprintLogRecordProcessor, FootprintSpanProcessor, setup
 from otel_footprint.sdk.decide import make_decider
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 RUN_ATTRS: dict[str, AttributeValue] = {
     sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,

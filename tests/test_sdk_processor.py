@@ -17,10 +17,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_footprint import semconv as sc
 from otel_footprint.annotate.form import SpanNote
-from otel_footprint.runs.events import encode_payload
+from otel_footprint.codec import encode_payload
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.runs.model import Reason
 from otel_footprint.sdk import FootprintSpanProcessor, setup
-from otel_footprint.sdk.scenarios import SCENARIOS, run_script
 
 RUN_ATTRS = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.RUN_ID: "r"}
 

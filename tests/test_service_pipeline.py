@@ -247,7 +247,7 @@ def test_a_failing_commit_hook_does_not_stop_the_spans(tmp_path: Path) -> None:
 
 def _event(span: Span, name: str, payload: dict[str, Any]) -> None:
     from otel_footprint.annotate.otlp import to_any_value
-    from otel_footprint.runs.events import encode_payload
+    from otel_footprint.codec import encode_payload
 
     event = span.events.add(name=name, time_unix_nano=span.start_time_unix_nano)
     for key, value in encode_payload(payload).items():
@@ -261,7 +261,7 @@ def test_plain_spans_between_a_run_and_its_calls_change_nothing_in_the_decision(
     (an agent framework's step spans) must still lead every call to its run, as group_runs does."""
     from otel_footprint.annotate.form import annotations_for
     from otel_footprint.annotate.otlp import apply_note
-    from otel_footprint.runs.engine import decide_run
+    from otel_footprint.engine.decide import decide_run
     from otel_footprint.runs.group import group_runs
     from otel_footprint.runs.spans import OtlpSpanView
 

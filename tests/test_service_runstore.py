@@ -183,7 +183,7 @@ def test_sqlite_store_writes_behind_until_flush_and_reads_its_own_writes(tmp_pat
 
 
 def test_verdict_log_writes_accounts_behind_and_queries_see_them(tmp_path: Path) -> None:
-    from otel_footprint.runs.model import RunVerdict
+    from otel_footprint.engine.verdict import RunVerdict
     from otel_footprint.service.annotation import Decision
     from otel_footprint.service.verdicts import VerdictLog
 

@@ -14,7 +14,7 @@ import grpc
 import pytest
 from test_service_support import REPO, HopProcess, Sink, emit_plain
 
-from otel_footprint import cli
+from otel_footprint.commands import cli
 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
@@ -184,7 +184,7 @@ def test_forwarding_to_itself_is_refused(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "otel_footprint.cli",
+            "otel_footprint.commands.cli",
             "serve",
             "--grpc",
             f"127.0.0.1:{port}",

@@ -28,7 +28,7 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
-from otel_footprint.runs.events import encode_payload
+from otel_footprint.codec import encode_payload
 from otel_footprint.runs.spans import any_value_to_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -223,7 +223,7 @@ class HopProcess:
         self.argv = [
             sys.executable,
             "-m",
-            "otel_footprint.cli",
+            "otel_footprint.commands.cli",
             "serve",
             "--grpc",
             "127.0.0.1:0",

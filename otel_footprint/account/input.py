@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
-from otel_footprint.runs.events import EventPointer, FootprintEvent
+from otel_footprint.codec import EventPointer, FootprintEvent
 
 Origin: TypeAlias = Literal["event", "held", "carried"]
 """Where a routing verdict was read: this leg's ``skill.turn_routed``, the state a resumed leg

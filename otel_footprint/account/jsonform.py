@@ -1,6 +1,6 @@
 """The whole account as plain JSON data (camelCase), and its size against the reference's bound.
 
-``explain --format json`` writes its own, smaller contract shape (runs/explain.py), not this one.
+``explain --format json`` writes its own, smaller contract shape (commands/explain.py), not this one.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
-from otel_footprint.runs.events import EventPointer, FootprintEvent
+from otel_footprint.codec import EventPointer, FootprintEvent
 
 MAX_POINTERS: int = 12
 """Pointers per sentence (reference §4.9)."""

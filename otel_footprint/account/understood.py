@@ -55,7 +55,7 @@ from otel_footprint.account.view import (
     strict_equal,
 )
 from otel_footprint.account.writer import Var, Writer
-from otel_footprint.runs.events import FootprintEvent
+from otel_footprint.codec import FootprintEvent
 
 MAX_REFUSALS = 12
 """Refusals listed in the routing facts; the rest are counted."""

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from otel_footprint.runs.events import FootprintEvent, integral
+from otel_footprint.codec import FootprintEvent, integral
 
 
 class LegView:

@@ -13,10 +13,11 @@ from typing import Literal, TypeAlias
 
 from otel_footprint import semconv
 from otel_footprint.account.model import AccountResult, Chip, Pointer
+from otel_footprint.codec import AttributeValue
+from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
-from otel_footprint.runs.events import AttributeValue
 from otel_footprint.runs.group import RunSpans
-from otel_footprint.runs.model import PassVerdict, Reason, RunVerdict
+from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole, role_of
 from otel_footprint.runs.spans import SpanView
 

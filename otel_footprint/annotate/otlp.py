@@ -15,7 +15,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags
 
 from otel_footprint.annotate.form import Pairs, SpanNote
-from otel_footprint.runs.events import AttributeValue
+from otel_footprint.codec import AttributeValue
 
 if TYPE_CHECKING:
     from google.protobuf.internal.containers import RepeatedCompositeFieldContainer

@@ -24,7 +24,7 @@ from otel_footprint.bridges.recording import (
     parse_recording,
     split_legs,
 )
-from otel_footprint.runs.events import AttributeValue, encode_payload
+from otel_footprint.codec import AttributeValue, encode_payload
 
 __all__ = [
     "ImportOptions",

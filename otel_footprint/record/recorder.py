@@ -17,6 +17,7 @@ from opentelemetry._logs import Logger, LoggerProvider, get_logger
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from otel_footprint import __version__, semconv
+from otel_footprint.codec import encode_payload
 from otel_footprint.kernel import (
     DEFAULT_RENEWAL_GRACE,
     EngagementChange,
@@ -25,7 +26,6 @@ from otel_footprint.kernel import (
     engagement_plan,
 )
 from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
-from otel_footprint.runs.events import encode_payload
 
 EmitAs: TypeAlias = Literal["span", "log"]
 """Where footprint events go: span events (every backend shows them) or log records."""

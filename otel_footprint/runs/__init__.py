@@ -1,1 +1,1 @@
-"""From spans to runs: the neutral span view, recognition, grouping, Pass building and the engine."""
+"""From spans to runs: the neutral span view, recognition, grouping into runs and Pass building."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from otel_footprint import semconv
-from otel_footprint.runs.events import integral
+from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole, role_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView

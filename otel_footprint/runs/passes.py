@@ -15,6 +15,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from otel_footprint import semconv
+from otel_footprint.codec import (
+    EventDecodeError,
+    EventPointer,
+    EventVia,
+    FootprintEvent,
+    decode_event,
+    integral,
+)
 from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.plan import DEFAULT_RENEWAL_GRACE
@@ -24,14 +32,6 @@ from otel_footprint.kernel.types import (
     EngagementPlan,
     MapEngagementRecord,
     ToolResult,
-)
-from otel_footprint.runs.events import (
-    EventDecodeError,
-    EventPointer,
-    EventVia,
-    FootprintEvent,
-    decode_event,
-    integral,
 )
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason

@@ -18,9 +18,10 @@ from otel_footprint.annotate.form import (
     merge_notes,
     unannotated_notes,
 )
-from otel_footprint.runs.engine import EngineOptions, decide_run
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import group_runs
-from otel_footprint.runs.model import Reason, RunStore, RunVerdict
+from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 
 LogEvents = Mapping[str, Sequence[SpanEventView]]

@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
-from otel_footprint.runs.engine import EngineOptions
+from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.model import RunStore
 from otel_footprint.sdk.buffer import (
     DEFAULT_GRACE_SECONDS,

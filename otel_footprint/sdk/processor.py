@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from otel_footprint import semconv
 from otel_footprint.annotate.form import AnnotateOptions
-from otel_footprint.runs.engine import EngineOptions
+from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole

@@ -22,9 +22,10 @@ from otel_footprint.annotate.form import (
     unannotated_notes,
 )
 from otel_footprint.annotate.otlp import apply_note
-from otel_footprint.runs.engine import EngineOptions, decide_run
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import RunSpans, group_runs
-from otel_footprint.runs.model import Reason, RunStore, RunVerdict
+from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.service import jsonlog

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.kernel.types import EngagedChange, EngagementChange, MapEngagementRecord
-from otel_footprint.runs.model import RunVerdict
 from otel_footprint.service.runstore import open_sqlite, write_rows
 
 if TYPE_CHECKING:

@@ -207,7 +207,7 @@ def start_hop(data_dir: Path, forward: str, *, forward_protocol: str) -> HopProc
 def otel_footprint_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
     """Run the ``otel-footprint`` command line of this checkout (bounded), capturing its output."""
     return subprocess.run(
-        [sys.executable, "-m", "otel_footprint.cli", *args],
+        [sys.executable, "-m", "otel_footprint.commands.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

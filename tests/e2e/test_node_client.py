@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from otel_footprint import semconv as sc
-from otel_footprint.runs.engine import EngineOptions, decide_run
-from otel_footprint.runs.events import EventPointer, FootprintEvent, decode_event
+from otel_footprint.codec import EventPointer, FootprintEvent, decode_event
+from otel_footprint.engine.decide import EngineOptions, decide_run
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.spans import OtlpSpanView
 

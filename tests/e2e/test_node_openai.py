@@ -17,6 +17,7 @@ from test_service_support import HopProcess
 
 from otel_footprint import record as footprint
 from otel_footprint import semconv as sc
+from otel_footprint.codec import EventPointer, decode_event
 
 from .conftest import NODE_PROJECT
 from .fake_openai import TOOL_RESULT, FakeOpenAI, fake_openai
@@ -312,8 +313,6 @@ def run_agents_sdk_agent(server: FakeOpenAI, endpoint: str, run_id: str, *extra:
 
 def test_agents_sdk_passes_land_on_the_sdks_llm_spans(openai_agent: Path) -> None:
     """No Phoenix needed: the spans as they leave the agent (a local OTLP receiver)."""
-    from otel_footprint.runs.events import EventPointer, decode_event
-
     with fake_openai() as server, OtlpSink() as sink:
         summary = run_agents_sdk_agent(server, sink.http_endpoint, "agents-sdk-run")
         spans = sink.wait_for_spans(summary["spans"], timeout=10)

@@ -31,9 +31,9 @@ from otel_footprint.annotate.phoenix import (
     phoenix_annotations_for,
     post_annotations,
 )
+from otel_footprint.commands.scenarios import run_scenarios
 from otel_footprint.runs.spans import SdkSpanView
 from otel_footprint.sdk.processor import FootprintSpanProcessor
-from otel_footprint.sdk.scenarios import run_scenarios
 
 from .phoenix_api import PhoenixClient, PhoenixSpan
 

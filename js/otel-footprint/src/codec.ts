@@ -1,6 +1,6 @@
 /**
  * The payload codec: an upstream camelCase payload as `footprint.<snake_case>` span-event attributes,
- * byte for byte as `otel_footprint/runs/events.py` (`encode_payload`) writes them in Python.
+ * byte for byte as `otel_footprint/codec.py` (`encode_payload`) writes them in Python.
  *
  * Scalars and homogeneous scalar arrays travel as they are; objects and mixed arrays as compact JSON
  * text written the way Python's `json.dumps(..., ensure_ascii=False, separators=(",", ":"))` writes it

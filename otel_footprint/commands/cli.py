@@ -23,21 +23,25 @@ class _Command(Protocol):
 
 # (command path, module, one-line help)
 _COMMANDS: tuple[tuple[tuple[str, ...], str, str], ...] = (
-    (("serve",), "otel_footprint.service.command", "run the OTLP hop (gRPC + HTTP in, OTLP out)"),
-    (("demo",), "otel_footprint.sdk.demo", "run scripted agents through the in-process processor"),
+    (("serve",), "otel_footprint.commands.serve", "run the OTLP hop (gRPC + HTTP in, OTLP out)"),
+    (
+        ("demo",),
+        "otel_footprint.commands.demo",
+        "run scripted agents through the in-process processor",
+    ),
     (
         ("explain",),
-        "otel_footprint.runs.explain",
+        "otel_footprint.commands.explain",
         "print every run's account and engagement timeline",
     ),
     (
         ("import", "agentfootprint"),
-        "otel_footprint.bridges.command",
+        "otel_footprint.commands.import_recording",
         "turn an agentfootprint NDJSON recording into OTLP traces",
     ),
     (
         ("conformance", "engagement"),
-        "otel_footprint.conformance",
+        "otel_footprint.commands.conformance",
         "replay engagement-kernel reference vectors",
     ),
 )

@@ -22,12 +22,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_footprint import semconv
 from otel_footprint.bridges.otlpjson import ids_to_base64
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.jsoncodec import change_to_json, record_to_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord, ParkedChange
-from otel_footprint.runs.engine import EngineOptions, decide_run
 from otel_footprint.runs.group import group_runs
-from otel_footprint.runs.model import PassVerdict, RunVerdict
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView, log_record_event
 from otel_footprint.runs.store import MemoryRunStore
 

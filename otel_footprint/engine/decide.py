@@ -23,11 +23,12 @@ from otel_footprint.account.input import (
 )
 from otel_footprint.account.input import ToolCall as AccountToolCall
 from otel_footprint.account.understood import verdict_to_carry
+from otel_footprint.engine.verdict import Mode, PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
 from otel_footprint.runs.group import RunSpans
-from otel_footprint.runs.model import Mode, PassVerdict, Reason, RunStore, RunVerdict
+from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
     Batch,
     Carry,

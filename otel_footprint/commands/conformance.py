@@ -291,9 +291,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m otel_footprint.conformance VECTORS.jsonl``: the CLI command without the CLI."""
+    """``python -m otel_footprint.commands.conformance VECTORS.jsonl``: the CLI command without the CLI."""
     parser = argparse.ArgumentParser(
-        prog="python -m otel_footprint.conformance",
+        prog="python -m otel_footprint.commands.conformance",
         description="Replay engagement reducer reference vectors (JSON Lines) through the kernel.",
     )
     add_arguments(parser)

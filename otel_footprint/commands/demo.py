@@ -20,12 +20,12 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
-from otel_footprint.runs.explain import render_run_text
-from otel_footprint.runs.model import RunVerdict
+from otel_footprint.commands.explain import render_run_text
+from otel_footprint.commands.scenarios import SCENARIOS, run_scenarios
+from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.sdk.decide import make_decider
 from otel_footprint.sdk.exporter import otlp_span_exporter
 from otel_footprint.sdk.processor import FootprintSpanProcessor
-from otel_footprint.sdk.scenarios import SCENARIOS, run_scenarios
 
 SERVICE_NAME = "otel-footprint-demo"
 

@@ -23,7 +23,7 @@ from otel_footprint.account.input import (
     leg_input,
 )
 from otel_footprint.bridges.recording import UpstreamEvent, parse_recording, split_legs
-from otel_footprint.runs.events import EventPointer, FootprintEvent, decode_event, encode_payload
+from otel_footprint.codec import EventPointer, FootprintEvent, decode_event, encode_payload
 
 _COMPOSED_TYPES = frozenset({semconv.T_CONTEXT_INJECTED, semconv.T_SLOT_COMPOSED})
 _TOOL_SPAN_TYPES = frozenset(

@@ -1,0 +1,70 @@
+"""What the engine decides about one run (or resumed leg), as frozen data.
+
+The contract between ``engine/`` (which derives it), ``annotate/`` (which writes it onto spans),
+``explain`` (which prints it) and the hop's query service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from otel_footprint.account.model import AccountResult
+from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord
+from otel_footprint.runs.model import Reason
+
+Mode: TypeAlias = Literal["verify", "shadow"]
+
+
+@dataclass(frozen=True, slots=True)
+class PassVerdict:
+    """The kernel's decision for one pass (one model call) and where to write it."""
+
+    iteration: int
+    trace_id: str
+    span_id: str | None
+    """The model-call span of this pass; None when the pass has no span (a reason says so)."""
+    engaged_maps: tuple[str, ...]
+    parked_maps: tuple[str, ...]
+    parked_injection_ids: tuple[str, ...]
+    parked_tool_names: tuple[str, ...]
+    served_while_parked: tuple[str, ...]
+    """Shadow mode: parked ids that still rode this pass (verify mode: always empty)."""
+    served_chars_while_parked: int
+    """Characters of the injections in ``served_while_parked`` (what riding cost)."""
+    changes: tuple[EngagementChange, ...]
+    reported: tuple[EngagementChange, ...] = ()
+    """Verify mode: the agent's own ``footprint.map.*`` decisions for this pass."""
+    mismatch: bool = False
+    served: tuple[str, ...] = ()
+    """What rode this pass: its active injection ids, plus the park card when it rode."""
+    records: tuple[MapEngagementRecord, ...] = ()
+    """The kernel's state after this pass (standing, by, idle per map)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerdict:
+    """Everything decided about one run leg."""
+
+    run_id: str
+    trace_id: str
+    run_span_id: str | None
+    mode: Mode | None
+    """None when no plan was mounted (no engagement to decide)."""
+    complete: bool
+    passes: tuple[PassVerdict, ...]
+    engagement: tuple[MapEngagementRecord, ...]
+    reasons: tuple[Reason, ...] = ()
+    account: AccountResult | None = None
+    resumed: bool = False
+    findings: tuple[str, ...] = ()
+    """Readable notes beyond the upstream, e.g. a turn-1 guess carried into turn 2 as continuity."""
+
+    @property
+    def parked_maps(self) -> tuple[str, ...]:
+        """Maps parked at any pass of the run, in first-parked order."""
+        seen: dict[str, None] = {}
+        for verdict in self.passes:
+            for map_id in verdict.parked_maps:
+                seen.setdefault(map_id, None)
+        return tuple(seen)
