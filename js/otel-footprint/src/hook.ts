@@ -14,7 +14,7 @@
  * as they are: they are not passes.
  */
 
-import type { AttributeValue, Attributes, Context, Span, TimeInput } from '@opentelemetry/api';
+import { type AttributeValue, type Attributes, type Context, type Span, type TimeInput, diag, trace } from '@opentelemetry/api';
 
 import { MODEL_CALL_OPERATIONS, LLM_REQUEST_TYPE_MODEL_CALLS, names } from './semconv.js';
 import { type ModelSpanSink, OWN_SPAN_CONTEXT_KEY, RUN_CONTEXT_KEY, registerHook } from './recorder.js';
@@ -55,7 +55,7 @@ function numbered(span: Span): boolean {
 }
 
 function isSink(value: unknown): value is ModelSpanSink {
-  return typeof value === 'object' && value !== null && typeof (value as ModelSpanSink).attachModelSpan === 'function';
+  return typeof value === 'object' && value !== null && typeof (value as ModelSpanSink).modelCallStarted === 'function';
 }
 
 /**
@@ -72,20 +72,32 @@ export class FootprintSpanProcessor {
   }
 
   onStart(span: Span, parentContext: Context): void {
+    try {
+      this.started(span, parentContext);
+    } catch (error) {
+      // A hook must never break the application's model call.
+      diag.error('otel-footprint: attaching a staged pass failed', error);
+    }
+  }
+
+  private started(span: Span, parentContext: Context): void {
     if (!this.active || parentContext.getValue(OWN_SPAN_CONTEXT_KEY) === true) return;
     const sink = parentContext.getValue(RUN_CONTEXT_KEY);
-    if (!isSink(sink) || !sink.wantsModelSpan() || numbered(span)) return;
+    if (!isSink(sink)) return;
+    const parentSpanId = trace.getSpanContext(parentContext)?.spanId;
+    sink.spanStarted(span, parentSpanId);
+    if (numbered(span)) return; // the recorder's own pass span, or one already taken
     if (isModelCallSpan(span)) {
-      if (sink.attachModelSpan(span)) this.attached += 1;
+      if (sink.modelCallStarted(span, parentSpanId)) this.attached += 1;
       return;
     }
     // Some tracers set the recognising attributes just after the start (OpenInference's OITracer
-    // starts the span bare, then sets them): watch this span's attribute writes until it is
-    // recognised, is not wanted any more, or ends.
-    this.watch(span, sink);
+    // starts the span bare, then sets them): while a pass waits, watch this span's attribute
+    // writes until it is recognised or ends.
+    if (sink.wantsModelSpan()) this.watch(span, sink, parentSpanId);
   }
 
-  private watch(span: Span, sink: ModelSpanSink): void {
+  private watch(span: Span, sink: ModelSpanSink, parentSpanId: string | undefined): void {
     const own = span as unknown as Record<string, unknown>;
     const setAttribute = span.setAttribute;
     const setAttributes = span.setAttributes;
@@ -98,7 +110,7 @@ export class FootprintSpanProcessor {
     const check = (): void => {
       if (!isModelCallSpan(span)) return;
       unwatch();
-      if (sink.wantsModelSpan() && sink.attachModelSpan(span)) this.attached += 1;
+      if (!numbered(span) && sink.modelCallStarted(span, parentSpanId)) this.attached += 1;
     };
     own['setAttribute'] = function (this: Span, key: string, value: AttributeValue) {
       const result = setAttribute.call(this, key, value);

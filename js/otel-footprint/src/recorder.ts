@@ -40,6 +40,8 @@ export const VERSION = '0.1.0';
 export const DEFAULT_RENEWAL_GRACE = 3;
 
 const SUMMARY_CHARS = 80;
+/** Span parents a run remembers (the hook's ancestry test); bounded. */
+const MAX_PARENTS = 10_000;
 const STATUS_CHARS = 256;
 
 /** Where footprint events go: span events (every backend shows them) or log records. */
@@ -229,8 +231,10 @@ export function registerHook(delta: 1 | -1): void {
 export interface ModelSpanSink {
   /** True while a stated pass waits for its model-call span. */
   wantsModelSpan(): boolean;
-  /** Attach the waiting pass to `span`; false when none waits. */
-  attachModelSpan(span: Span): boolean;
+  /** Every span started inside the run (its parent, for telling nested from concurrent calls). */
+  spanStarted(span: Span, parentSpanId: string | undefined): void;
+  /** A model-call span started inside the run: it takes the waiting pass; false when none waits. */
+  modelCallStarted(span: Span, parentSpanId: string | undefined): boolean;
 }
 
 // ── emitting ──────────────────────────────────────────────────────────────────────────────────
@@ -606,6 +610,9 @@ export class Run implements ModelSpanSink {
   private pending: ModelCall | undefined;
   private unattachedCount = 0;
   private readonly opened = new Map<ModelCall, { provider: string | undefined; started: number }>();
+  private openCalls: Span[] = [];
+  private readonly parents = new Map<string, string>();
+  private stagedWhile: string | undefined;
 
   /** @internal use {@link run} or {@link startRun}. */
   constructor(
@@ -651,6 +658,8 @@ export class Run implements ModelSpanSink {
       this.nextIterationValue = number + 1;
       this.iteration = number;
       this.pending = new ModelCall(this, number);
+      const current = contextApi.active().getValue(RUN_CONTEXT_KEY) as Run | undefined;
+      this.stagedWhile = current === this ? undefined : (current?.runId ?? 'no run');
     }
     return this.pending;
   }
@@ -698,15 +707,61 @@ export class Run implements ModelSpanSink {
     return this.pending !== undefined;
   }
 
-  /** @internal The span-start hook's entry: a model-call span started inside this run takes the staged pass. */
-  attachModelSpan(span: Span): boolean {
+  /** @internal The hook's record of span parents inside the run (bounded). */
+  spanStarted(span: Span, parentSpanId: string | undefined): void {
+    if (parentSpanId !== undefined && this.parents.size < MAX_PARENTS) {
+      this.parents.set(span.spanContext().spanId, parentSpanId);
+    }
+  }
+
+  /**
+   * @internal The span-start hook's entry: a model-call span started inside this run takes the
+   * staged pass, if there is one (else it is no pass: a guard, a router, a summary). A pass taken
+   * while another model call of the run that is not an ancestor is still open cannot be told from
+   * it: the run says so (`concurrent-model-calls`).
+   */
+  modelCallStarted(span: Span, parentSpanId: string | undefined): boolean {
     if (span.spanContext().traceId !== this.span.spanContext().traceId) return false;
+    this.openCalls = this.openCalls.filter((s) => s.isRecording());
+    const ancestors = this.ancestors(parentSpanId);
+    const others = this.openCalls.filter((s) => !ancestors.has(s.spanContext().spanId));
+    this.openCalls.push(span);
     const call = this.pending;
-    if (call === undefined) return false; // not a pass: a guard, a router, a summary
+    if (call === undefined) return false;
+    this.pending = undefined;
+    call.land(span, true, false);
+    call.close();
+    if (others.length > 0) {
+      this.problem(
+        'concurrent-model-calls',
+        `pass ${call.iteration} started while ${others.length} other model call(s) of this run were still ` +
+          'open: which call its staged events describe cannot be told, so passes from here on are not decided',
+        call.iteration,
+      );
+    }
+    return true;
+  }
+
+  /**
+   * Land the staged pass `call` on `span` directly: for adapters whose framework marks its
+   * model-call span only when it ends, so the span-start hook cannot recognise it. False when `call`
+   * is no longer staged (another span took it) or `span` has ended.
+   */
+  land(call: ModelCall, span: Span): boolean {
+    if (!span.isRecording() || this.pending !== call) return false;
     this.pending = undefined;
     call.land(span, true, false);
     call.close();
     return true;
+  }
+
+  private ancestors(spanId: string | undefined): Set<string> {
+    const seen = new Set<string>();
+    while (spanId !== undefined && !seen.has(spanId)) {
+      seen.add(spanId);
+      spanId = this.parents.get(spanId);
+    }
+    return seen;
   }
 
   /**
@@ -764,10 +819,9 @@ export class Run implements ModelSpanSink {
     if (call === undefined) return;
     this.pending = undefined;
     this.unattachedCount += 1;
-    const why =
-      hookCount() === 0
-        ? 'no span-start hook is installed (footprintHook() in the tracer provider\'s span processors)'
-        : 'no model-call span started inside the run after them';
+    let why = 'no model-call span started inside the run after them';
+    if (hookCount() === 0) why = "no span-start hook is installed (footprintHook() in the tracer provider's span processors)";
+    else if (this.stagedWhile !== undefined) why = `they were staged while run ${this.stagedWhile} was the current run`;
     this.problem(
       'unattached-pass',
       `pass ${call.iteration}'s staged events (${call.stagedTypes().join(', ') || 'none'}) were attached ` +

@@ -135,6 +135,12 @@ test('a stated pass no model call took is counted, not written anywhere', async 
   });
   assert.equal(leg.unattached, 1);
   assert.equal(order.spans.length, 1);
+  if (N.EV_RECORD_PROBLEM !== undefined) {
+    const [problem] = order.spans[0].events.filter((e) => e.name === N.EV_RECORD_PROBLEM);
+    assert.equal(problem.attributes[N.F_CODE], 'unattached-pass');
+    assert.equal(problem.attributes[N.F_ITERATION], 1);
+    assert.match(problem.attributes[N.F_MESSAGE], /no model-call span started inside the run/);
+  }
   await hook.shutdown();
   await provider.shutdown();
 });
@@ -149,8 +155,11 @@ test('a span name alone, or a GenAI operation that is no model call, is no pass 
     instrumentedCall(tracer, {}, 'chat gpt-x');
     instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'embeddings', [N.OPENINFERENCE_SPAN_KIND]: 'LLM' });
   });
-  assert.deepEqual(order.spans.map((s) => s.events.length), [1, 0, 0]); // turn_start; nothing attached
+  assert.deepEqual(order.spans.slice(1).map((s) => s.events.length), [0, 0]); // nothing attached
   assert.equal(leg.unattached, 1);
+  // The run says why, once semconv.py has the recorder's problem event (record.problem).
+  const said = order.spans[0].events.map((e) => e.name);
+  assert.deepEqual(said, N.EV_RECORD_PROBLEM === undefined ? [N.EV_TURN_START] : [N.EV_TURN_START, N.EV_RECORD_PROBLEM]);
   await hook.shutdown();
   await provider.shutdown();
 });
@@ -249,5 +258,116 @@ test('async callbacks: the run and the tool span end when the promise settles', 
   assert.equal(slow.attributes[N.GEN_AI_TOOL_CALL_RESULT], '{"rows": 2}');
   assert.equal(bad.status.code, 2);
   assert.ok(order.spans.every((s) => s.ended));
+  await provider.shutdown();
+});
+
+/** What the run said about a problem: its `record.problem` event (once semconv.py has it), else the diag warning. */
+async function problemsOf(runSpan, fn) {
+  const warnings = [];
+  const { diag, DiagLogLevel } = await import('@opentelemetry/api');
+  const sink = { warn: (m) => warnings.push(m), error() {}, info() {}, debug() {}, verbose() {} };
+  diag.setLogger(sink, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+  try {
+    fn();
+  } finally {
+    diag.disable();
+  }
+  if (N.EV_RECORD_PROBLEM !== undefined) {
+    return runSpan()
+      .events.filter((e) => e.name === N.EV_RECORD_PROBLEM)
+      .map((e) => e.attributes[N.F_CODE]);
+  }
+  return warnings.map((w) => /: ([a-z-]+): /.exec(w)?.[1]).filter(Boolean);
+}
+
+test('a framework span and the client span inside it are one call; two open calls side by side are not', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  const llm = { [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM };
+  const chat = { [N.GEN_AI_OPERATION_NAME]: 'chat' };
+  const problems = await problemsOf(
+    () => order.spans[0],
+    () =>
+      footprint.run({ tracer, agent: 'a' }, (run) => {
+        statePass(run.nextPass());
+        const framework = tracer.startSpan('generation', { attributes: llm });
+        context.with(trace.setSpan(context.active(), framework), () => {
+          const client = tracer.startSpan('chat m', { attributes: chat }); // the same call: no pass, no problem
+          client.end();
+        });
+        statePass(run.nextPass());
+        const other = tracer.startSpan('chat m', { attributes: chat }); // while `framework` is still open
+        other.end();
+        framework.end();
+      }),
+  );
+  const [, framework, client, other] = order.spans;
+  assert.deepEqual(
+    [framework, client, other].map((s) => s.attributes[N.PASS_ITERATION]),
+    [1, undefined, 2],
+  );
+  assert.deepEqual(problems, ['concurrent-model-calls']);
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('run.land puts a staged pass on a span the hook could not recognise at its start', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  footprint.run({ tracer, agent: 'a' }, (run) => {
+    const pass = run.nextPass();
+    statePass(pass);
+    const span = tracer.startSpan('ChatModel'); // marked only at its end by its instrumentation
+    assert.equal(run.land(pass, span), true);
+    assert.equal(run.land(pass, span), false); // taken already
+    span.end();
+  });
+  assert.deepEqual([order.spans[1].attributes[N.PASS_ITERATION], order.spans[1].events.length], [1, 5]);
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('a pass staged while another run is current says so when it goes unattached', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  const outer = footprint.startRun({ tracer, agent: 'outer', runId: 'outer' });
+  const problems = await problemsOf(
+    () => order.spans[0],
+    () => {
+      statePass(outer.nextPass()); // staged outside the run's context
+      outer.end();
+    },
+  );
+  assert.deepEqual(problems, ['unattached-pass']);
+  if (N.EV_RECORD_PROBLEM !== undefined) {
+    const [event] = order.spans[0].events.filter((e) => e.name === N.EV_RECORD_PROBLEM);
+    assert.match(event.attributes[N.F_MESSAGE], /staged while run no run was the current run/);
+  }
+  await hook.shutdown();
+  await provider.shutdown();
+});
+
+test('two runs interleaved in async tasks: each pass lands in its own run', async () => {
+  const hook = footprint.footprintHook();
+  const { provider, order, tracer } = sdk([hook]);
+  const agent = (name) =>
+    footprint.run({ tracer, agent: name, runId: name }, async (run) => {
+      for (let i = 0; i < 3; i += 1) {
+        run.evaluated([name]);
+        await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 3));
+        instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }, `chat ${name}`);
+      }
+    });
+  await Promise.all([agent('a'), agent('b')]);
+  const runs = new Map(order.spans.filter((s) => s.attributes[N.RUN_ID]).map((s) => [s.spanContext().spanId, s.attributes[N.RUN_ID]]));
+  const passes = order.spans.filter((s) => s.name.startsWith('chat '));
+  assert.equal(passes.length, 6);
+  for (const span of passes) {
+    assert.equal(runs.get(span.parentSpanContext.spanId), span.name.slice(5));
+    const [evaluated] = span.events;
+    assert.deepEqual(evaluated.attributes[N.F_ACTIVE_IDS], [span.name.slice(5)]);
+  }
+  assert.deepEqual(passes.filter((s) => s.name === 'chat a').map((s) => s.attributes[N.PASS_ITERATION]), [1, 2, 3]);
+  await hook.shutdown();
   await provider.shutdown();
 });
