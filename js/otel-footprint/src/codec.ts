@@ -29,9 +29,19 @@ export function snakeCase(name: string): string {
   return name.replace(CAMEL_BOUNDARY, '_$1').toLowerCase();
 }
 
+// Field names repeat on every event of every run, so their attribute names are memoized: only short
+// names, and at most FIELD_CACHE_SIZE of them (as the Python codec's caches).
+const CACHED_NAME_CHARS = 64;
+const FIELD_CACHE_SIZE = 2048;
+const fieldCache = new Map<string, string>();
+
 /** The attribute of a payload field: `activeIds` -> `footprint.active_ids`. */
 export function fieldAttribute(field: string): string {
-  return names.PREFIX + snakeCase(field);
+  const cached = fieldCache.get(field);
+  if (cached !== undefined) return cached;
+  const attribute = names.PREFIX + snakeCase(field);
+  if (field.length <= CACHED_NAME_CHARS && fieldCache.size < FIELD_CACHE_SIZE) fieldCache.set(field, attribute);
+  return attribute;
 }
 
 /** Our event name of an upstream type: `context.evaluated` -> `footprint.context.evaluated`. */
