@@ -9,9 +9,11 @@
  * `start*()` / `end()` pairs.
  *
  * With an instrumentation that makes the model-call spans (OpenTelemetry's, OpenInference's,
- * OpenLLMetry's), install {@link FootprintSpanProcessor} (`footprintHook()`): what the agent states on
- * `run.evaluated(...)` / `run.injected(...)` (or inside `run.modelCall`) is then attached to the model-call span the instrumentation
- * starts next inside the run, with `footprint.pass.iteration`, and the recorder makes no span of its own.
+ * OpenLLMetry's, the OpenAI Agents SDK's), install {@link FootprintSpanProcessor} (`footprintHook()`):
+ * what the agent states on the run (`run.evaluated(...)`, `run.injected(...)`, or inside
+ * `run.modelCall`) is attached to the model-call span the instrumentation starts next inside the run,
+ * with `footprint.pass.iteration`, and the recorder makes no span of its own. The semantics are those
+ * of issue 10's Python recorder (`otel_footprint/record/attach.py`).
  */
 
 import { createHash } from 'node:crypto';
@@ -222,7 +224,7 @@ function hookCount(): number {
   return ((globalThis as Record<symbol, unknown>)[HOOKS] as number | undefined) ?? 0;
 }
 
-/** Counts installed span-start hooks: with one, model calls wait for the instrumentation's span. */
+/** Counts installed span-start hooks (an unattached pass says whether one was installed). */
 export function registerHook(delta: 1 | -1): void {
   (globalThis as Record<symbol, unknown>)[HOOKS] = Math.max(0, hookCount() + delta);
 }
