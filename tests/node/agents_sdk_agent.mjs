@@ -1,9 +1,9 @@
 // The stuck-turn agent of openai_agent.mjs written on the OpenAI Agents SDK (@openai/agents), traced by
 // its OpenInference instrumentation (@arizeai/openinference-instrumentation-openai-agents, which turns
 // the SDK's own tracing into OpenTelemetry spans), against the tests' fake OpenAI-compatible server.
-// The agent states each pass on the run: the first before the SDK's run, the next ones in the tool
-// (after its result, before the SDK calls the model again); the span-start hook lands each on the
-// LLM span the instrumentation makes for that model call.
+// The package's adapter (footprintCallModelInputFilter, the SDK's callModelInputFilter) states each
+// pass on the run right before the SDK calls the model; the span-start hook lands it on the LLM span
+// the instrumentation makes for that call.
 //
 // Usage: node agents_sdk_agent.mjs --base-url URL [--endpoint URL] [--passes N] [--run-id ID]
 //          [--project NAME] [--timeout-ms MS]
@@ -20,7 +20,12 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { footprintHook, names as N, run as footprintRun } from '@otel-footprint/recorder';
+import {
+  footprintCallModelInputFilter,
+  footprintHook,
+  names as N,
+  run as footprintRun,
+} from '@otel-footprint/recorder';
 import OpenAI from 'openai';
 import { z } from 'zod';
 
@@ -133,8 +138,6 @@ async function main() {
         parameters: z.object({ screen: z.string() }),
         execute: async () => {
           toolCalls += 1;
-          const next = run.nextPass(); // what the SDK's next model call will get
-          statePass(next, next.iteration);
           return S.toolResult;
         },
       });
@@ -144,9 +147,9 @@ async function main() {
         model: `scripted-${passes}`,
         tools: [screenOpen],
       });
-      const first = run.nextPass();
-      statePass(first, first.iteration);
-      const outcome = await agents.run(agent, S.userPrompt, { maxTurns: passes + 2 });
+      // Each pass is stated right before the SDK calls the model (the input passes on unchanged).
+      const callModelInputFilter = footprintCallModelInputFilter((pass) => statePass(pass, pass.iteration));
+      const outcome = await agents.run(agent, S.userPrompt, { maxTurns: passes + 2, callModelInputFilter });
       run.answer(String(outcome.finalOutput ?? ''));
       const { traceId, spanId } = run.span.spanContext();
       return { traceId, runSpanId: spanId, passes: run.iteration, unattached: run.unattached };

@@ -17,6 +17,13 @@ export {
 } from './codec.js';
 export { FootprintSpanProcessor, footprintHook, isModelCallSpan } from './hook.js';
 export {
+  type AgentsModelCall,
+  type CallModelInputFilterArgs,
+  type ModelInputData,
+  currentRun,
+  footprintCallModelInputFilter,
+} from './integrations.js';
+export {
   DEFAULT_RENEWAL_GRACE,
   type EmitAs,
   type EngagementChange,
