@@ -10,6 +10,7 @@ the accepted picks only at the top of an iteration that dispatches tools.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -463,8 +464,9 @@ def read_run(
             reported[iteration][0].pointer.span_id,
         )
 
+    pass_starts = _PassStarts(run.passes, span_iteration)
     tool_calls = tuple(
-        _tool_call(view, by_span.get(view.span_id, []), run, span_iteration, first_iteration, rd)
+        _tool_call(view, by_span.get(view.span_id, []), pass_starts, first_iteration, rd)
         for view in run.tools
     )
     refusals = _refusals_by_iteration(
@@ -603,21 +605,37 @@ def _pass_facts(
     )
 
 
-def _tool_iteration(
-    view: SpanView, run: RunSpans, span_iteration: Mapping[str, int], first_iteration: int
-) -> int | None:
+class _PassStarts:
+    """The leg's pass spans as sorted (start, iteration) keys, built once per leg on first use: a
+    tool span without an iteration finds its pass by binary search, not a scan of every pass."""
+
+    __slots__ = ("_keys", "_passes", "_span_iteration", "_starts")
+
+    def __init__(self, passes: Sequence[SpanView], span_iteration: Mapping[str, int]) -> None:
+        self._passes = passes
+        self._span_iteration = span_iteration
+        self._keys: list[tuple[int, int]] | None = None
+        self._starts: list[int] = []
+
+    def latest_at_or_before(self, start: int) -> int | None:
+        """The iteration of the latest (by start, then iteration) pass started at or before."""
+        if self._keys is None:
+            self._keys = sorted(
+                (v.start_time_unix_nano, self._span_iteration[v.span_id]) for v in self._passes
+            )
+            self._starts = [key[0] for key in self._keys]
+        index = bisect_right(self._starts, start)
+        return self._keys[index - 1][1] if index else None
+
+
+def _tool_iteration(view: SpanView, pass_starts: _PassStarts, first_iteration: int) -> int | None:
     stated = pass_iteration_of(view)
     if stated is not None:
         return stated
     # Design rule: the latest pass span that started before the tool span.
-    best: tuple[int, int] | None = None
-    for pass_view in run.passes:
-        if pass_view.start_time_unix_nano <= view.start_time_unix_nano:
-            key = (pass_view.start_time_unix_nano, span_iteration[pass_view.span_id])
-            if best is None or key > best:
-                best = key
+    best = pass_starts.latest_at_or_before(view.start_time_unix_nano)
     if best is not None:
-        return best[1]
+        return best
     if first_iteration > 1:
         # A resumed leg opens with the paused call's result: it belongs to the paused pass.
         return first_iteration - 1
@@ -627,8 +645,7 @@ def _tool_iteration(
 def _tool_call(
     view: SpanView,
     events: Sequence[FootprintEvent],
-    run: RunSpans,
-    span_iteration: Mapping[str, int],
+    pass_starts: _PassStarts,
     first_iteration: int,
     rd: _Reader,
 ) -> ToolCall:
@@ -636,7 +653,7 @@ def _tool_call(
     if name is None:
         prefix = semconv.OP_EXECUTE_TOOL + " "
         name = view.name[len(prefix) :] if view.name.startswith(prefix) else view.name
-    iteration = _tool_iteration(view, run, span_iteration, first_iteration)
+    iteration = _tool_iteration(view, pass_starts, first_iteration)
     if iteration is None:
         rd.add(
             "unattributed-tool",
@@ -766,7 +783,7 @@ class Batch:
     unreadable: Reason | None = None
 
 
-def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
+def batches_of(facts: RunFacts, carry: Carry | None) -> Batches:
     """Every dispatched batch of the leg by iteration, the carried (pre-pause) batch included."""
     cursor_of = {p.iteration: p.current_node for p in facts.passes}
     calls: dict[int, list[ToolCall]] = {}
@@ -789,11 +806,29 @@ def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
         )
         unreadable = next((c.unreadable for c in group if c.unreadable), None)
         result[iteration] = Batch(iteration, names, picks, cursor, unreadable)
-    return result
+    return Batches(result)
+
+
+class Batches(dict[int, Batch]):
+    """The batches of a leg by iteration, plus the sorted iterations that dispatched tools, so
+    :func:`latest_batch` is a binary search instead of a scan of every batch on every pass (which
+    made a 3,000-pass run quadratic). Built whole by :func:`batches_of`; not changed after."""
+
+    __slots__ = ("_asked",)
+
+    def __init__(self, items: Mapping[int, Batch]) -> None:
+        super().__init__(items)
+        self._asked = sorted(it for it, batch in self.items() if batch.tool_names)
+
+    def latest(self, before: int) -> Batch | None:
+        index = bisect_left(self._asked, before)
+        return self[self._asked[index - 1]] if index else None
 
 
 def latest_batch(batches: Mapping[int, Batch], before: int) -> Batch | None:
     """The most recent dispatched batch asked for before pass ``before`` (the re-ask quirk)."""
+    if isinstance(batches, Batches):
+        return batches.latest(before)
     candidates = [it for it, batch in batches.items() if it < before and batch.tool_names]
     return batches[max(candidates)] if candidates else None
 
