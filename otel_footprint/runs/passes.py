@@ -23,6 +23,7 @@ from otel_footprint.codec import (
     FootprintEvent,
     decode_event,
     integral,
+    quick_init,
 )
 from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -48,6 +49,7 @@ _STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, *semconv.MAP_CHANGE_KINDS}
 _REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class InjectedRow:
     """One ``context.injected`` row: what one piece put into one slot, attributed to a pass."""
@@ -61,6 +63,7 @@ class InjectedRow:
     event: FootprintEvent
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Pick:
     """A ``read_skill`` pick the gate accepted; ``hop`` None when the event did not say."""
@@ -69,6 +72,7 @@ class Pick:
     hop: bool | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool span as the kernel and the account read it."""
@@ -97,6 +101,7 @@ class ToolCall:
     """The tool's own declared status, when the agent recorded one (not in the schema yet)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassFacts:
     """What the events say about one pass (one model call)."""
@@ -772,6 +777,7 @@ def _picks_of(
 # ── building the kernel's passes ─────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """One dispatched tool batch: the pass that asked for it, names in call order, accepted picks."""

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from otel_footprint.codec import quick_init
+
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SpanEventView:
     """One span event (or a log record joined to its span) as name, time and attributes."""
