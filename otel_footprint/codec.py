@@ -240,6 +240,16 @@ def decode_event(
     event_type = semconv.event_type_of(name)
     if event_type is None:
         return None
+    return decode_typed_event(event_type, attributes, pointer, time_unix_nano)
+
+
+def decode_typed_event(
+    event_type: str,
+    attributes: Iterable[tuple[str, Any]],
+    pointer: EventPointer,
+    time_unix_nano: int = 0,
+) -> FootprintEvent:
+    """:func:`decode_event` for a caller that has already read the type off the event's name."""
     text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
     payload: dict[str, Any] = {}
     composition_id: str | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,7 +21,7 @@ from otel_footprint.codec import (
     EventPointer,
     EventVia,
     FootprintEvent,
-    decode_event,
+    decode_typed_event,
     integral,
     quick_init,
 )
@@ -38,7 +38,13 @@ from otel_footprint.kernel.types import (
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
-from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
+from otel_footprint.runs.spans import (
+    OtlpSpanView,
+    RawEvent,
+    SdkSpanView,
+    SpanView,
+    raw_events,
+)
 
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
@@ -219,23 +225,32 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     """
     rd = reader or _Reader()
     decoded: list[FootprintEvent] = []
+    event_type_of = semconv.event_type_of
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
-        sources: tuple[tuple[EventVia, Sequence[SpanEventView]], ...] = (
-            ("span-event", view.events()),
-            ("log-record", run.log_events.get(span_id, ())),
+        logs = run.log_events.get(span_id, ())
+        sources: tuple[tuple[EventVia, Iterable[RawEvent]], ...] = (
+            ("span-event", raw_events(view, event_type_of)),
+            (
+                "log-record",
+                [(i, e.name, e.time_unix_nano, e.attributes) for i, e in enumerate(logs)]
+                if logs
+                else (),
+            ),
         )
         for via, items in sources:
-            for index, raw in enumerate(items):
-                pointer = EventPointer(trace_id, span_id, raw.name, index, via)
+            for index, name, time_unix_nano, attributes in items:
+                event_type = event_type_of(name)
+                if event_type is None:
+                    continue
+                pointer = EventPointer(trace_id, span_id, name, index, via)
                 try:
-                    event = decode_event(raw.name, raw.attributes, pointer, raw.time_unix_nano)
+                    event = decode_typed_event(event_type, attributes, pointer, time_unix_nano)
                 except EventDecodeError as error:
                     reason = rd.add("bad-attribute", str(error), span_id)
-                    rd.undecodable.setdefault((span_id, semconv.event_type_of(raw.name)), reason)
+                    rd.undecodable.setdefault((span_id, event_type), reason)
                     continue
-                if event is not None:
-                    decoded.append(event)
+                decoded.append(event)
     # Appended in span order, span events before log records, then by index: a stable sort on
     # the time alone keeps that order among events of the same time.
     decoded.sort(key=_time_of)

@@ -7,7 +7,7 @@ lazily: a span that is not a run, model-call or tool span costs one attribute lo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -203,3 +203,28 @@ def log_record_event(
         return None
     time = int(record.time_unix_nano or record.observed_time_unix_nano)
     return SpanEventView(name, time, pairs, via="log-record")
+
+
+RawEvent = tuple[int, str, int, Sequence[tuple[str, Any]]]
+"""(index among the span's events, name, time, attribute pairs) of one span event."""
+
+
+def raw_events(view: SpanView, wanted: Callable[[str], object]) -> Iterator[RawEvent]:
+    """The span's own events whose name ``wanted`` accepts (a truthy answer), with their index
+    among all the span's events. The two known views are read straight from the protobuf / SDK
+    objects: no :class:`SpanEventView` is built, and an event that is not wanted (an exception, a
+    GenAI content event) never has its attributes converted."""
+    if isinstance(view, OtlpSpanView):
+        for index, ev in enumerate(view.pb.events):
+            name = ev.name
+            if wanted(name):
+                yield index, name, int(ev.time_unix_nano), key_values_to_pairs(ev.attributes)
+    elif isinstance(view, SdkSpanView):
+        for index, sdk_event in enumerate(view.span.events):
+            name = sdk_event.name
+            if wanted(name):
+                yield index, name, sdk_event.timestamp, _pairs(sdk_event.attributes)
+    else:
+        for index, event in enumerate(view.events()):
+            if wanted(event.name):
+                yield index, event.name, event.time_unix_nano, event.attributes
