@@ -213,7 +213,10 @@ def _payload_field(key: str) -> tuple[str, str, bool] | None:
     return field, _camel_case(field), field in semconv.JSON_FIELDS
 
 
-_payload_field_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_payload_field)
+_NOT_PAYLOAD: tuple[str, str, bool] = ("", "", False)
+_payload_fields: dict[str, tuple[str, str, bool]] = {}
+""":func:`_payload_field` by attribute key (``_NOT_PAYLOAD`` for keys that are not payload): a
+plain dict read per attribute; short keys only, at most ``_NAME_CACHE_SIZE`` (then not added)."""
 
 
 def _json_value(event_type: str, field: str, value: str) -> Any:
@@ -253,26 +256,25 @@ def decode_typed_event(
     text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
     payload: dict[str, Any] = {}
     composition_id: str | None = None
+    fields = _payload_fields
     # This loop runs for every attribute of every footprint event: what a key means is memoized.
     for key, value in attributes:
-        if len(key) <= _CACHED_NAME_CHARS:
-            known = _payload_field_cached(key)
-        else:
-            known = _payload_field(key)
+        known = fields.get(key)
         if known is None:
+            known = _payload_field(key) or _NOT_PAYLOAD
+            if len(key) <= _CACHED_NAME_CHARS and len(fields) < _NAME_CACHE_SIZE:
+                fields[key] = known
+        if known is _NOT_PAYLOAD:
             if key == semconv.COMPOSITION_ID:
                 composition_id = str(value)
             continue
         field, name, may_be_json = known
-        if isinstance(value, tuple | list):
+        cls = value.__class__
+        if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
+            if may_be_json and value[:1] in ("{", "[") and field not in text_fields:
+                value = _json_value(event_type, field, value)
+        elif cls is tuple or cls is list or isinstance(value, tuple | list):
             value = list(value)
-        elif (
-            may_be_json
-            and isinstance(value, str)
-            and field not in text_fields
-            and value[:1] in ("{", "[")
-        ):
-            value = _json_value(event_type, field, value)
         payload[name] = value
     return FootprintEvent(
         type=event_type,
