@@ -10,6 +10,8 @@ hop's request bytes are written around each span instead of copying it into a re
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from otel_footprint import semconv
 from otel_footprint.annotate.form import SpanNote
 from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.bridges.agentfootprint import recording_to_requests
-from otel_footprint.codec import EventPointer, quick_init
+from otel_footprint.codec import EventDecodeError, EventPointer, _json_value, quick_init
 from otel_footprint.runs.passes import Batch, Batches, _PassStarts, latest_batch
 from otel_footprint.service.otlp import build_request, group_spans, iter_spans, serialize_request
 
@@ -158,3 +160,29 @@ def test_quick_init_refuses_what_it_cannot_build() -> None:
 
 def _recordings() -> list[Path]:
     return sorted(RECORDINGS.glob("*.ndjson")) if RECORDINGS.is_dir() else []
+
+
+# ── JSON attribute values through the C scanner: the value or the error of json.loads ────────
+
+
+_json_text = st.one_of(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+        max_leaves=8,
+    ).map(json.dumps),
+    st.text(alphabet='{}[]":,0123456789 aeNn-.\\', max_size=16),
+).map(lambda text: text if text[:1] in ("{", "[") else "[" + text)
+
+
+@given(_json_text, st.sampled_from(["", " ", "x", "\n"]))
+def test_json_attribute_values_decode_as_json_loads(text: str, tail: str) -> None:
+    value = text + tail
+    try:
+        expected: object = json.loads(value)
+    except json.JSONDecodeError as error:
+        with pytest.raises(EventDecodeError, match=re.escape(f"({error.msg} at {error.pos})")):
+            _json_value("context.evaluated", "cursor_move", value)
+        return
+    got = _json_value("context.evaluated", "cursor_move", value)
+    assert json.dumps(got) == json.dumps(expected)  # NaN-safe equality
