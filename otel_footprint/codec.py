@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -219,7 +219,7 @@ _payload_fields: dict[str, tuple[str, str, bool]] = {}
 plain dict read per attribute; short keys only, at most ``_NAME_CACHE_SIZE`` (then not added)."""
 
 
-_scan_json = json.JSONDecoder().scan_once
+_scan_json: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009 - set in __init__, not in the stubs
 """The C scanner under ``json.loads``: one call instead of three Python frames per value."""
 
 
