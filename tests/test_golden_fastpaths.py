@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
+from otel_footprint.account.templates import TEMPLATES, FillError, fill, placeholders
 from otel_footprint.annotate.form import SpanNote
 from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.bridges.agentfootprint import recording_to_requests
@@ -186,3 +187,38 @@ def test_json_attribute_values_decode_as_json_loads(text: str, tail: str) -> Non
         return
     got = _json_value("context.evaluated", "cursor_move", value)
     assert json.dumps(got) == json.dumps(expected)  # NaN-safe equality
+
+
+# ── account templates filled from their split text: the regex fill they replace ──────────────
+
+
+def _regex_fill(template_id: str, values: dict[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) not in values:
+            raise FillError(match.group(1))
+        return values[match.group(1)]
+
+    return re.sub(r"\{([A-Za-z][A-Za-z0-9]*)\}", one, TEMPLATES[template_id].text)
+
+
+@given(
+    st.sampled_from(sorted(TEMPLATES)),
+    st.dictionaries(
+        st.sampled_from(["tool", "skill", "question", "n", "id", "what", "x"]),
+        st.text(alphabet="ab {}x", max_size=6),
+    ),
+    st.booleans(),
+)
+def test_fill_is_the_regex_fill(
+    template_id: str, given_values: dict[str, str], all_names: bool
+) -> None:
+    values = dict(given_values)
+    if all_names:
+        values.update({name: f"<{name}>" for name in placeholders(template_id)})
+    try:
+        expected = _regex_fill(template_id, values)
+    except FillError:
+        with pytest.raises(FillError):
+            fill(template_id, values)
+        return
+    assert fill(template_id, values) == expected
