@@ -128,16 +128,17 @@ class OtlpSpanView:
 class SdkSpanView:
     """A :class:`SpanView` over an SDK ``ReadableSpan`` (the in-process path)."""
 
-    __slots__ = ("_seen", "_span_id", "_trace_id", "span")
+    __slots__ = ("_attrs", "_span_id", "_trace_id", "span")
 
     def __init__(self, span: ReadableSpan) -> None:
         self.span = span
         # Ids are read for every event of the span; format them once (they never change).
         self._trace_id: str | None = None
         self._span_id: str | None = None
-        # Attributes already asked for: the SDK builds a read-only proxy on every access, and the
-        # rules ask some keys (the run id, a pass's iteration) many times per run.
-        self._seen: dict[str, Any] = {}
+        # The ended span's attributes, copied on the first read: the SDK builds a read-only proxy
+        # on every access, the rules ask some keys many times per run, and a key the span lacks
+        # (most recognition keys) costs the SDK's mapping a raised KeyError per lookup.
+        self._attrs: dict[str, Any] | None = None
 
     @property
     def trace_id(self) -> str:
@@ -171,11 +172,11 @@ class SdkSpanView:
         return self.span.end_time or 0
 
     def attribute(self, key: str) -> Any | None:
-        seen = self._seen
-        if key not in seen:
-            attrs = self.span.attributes
-            seen[key] = None if attrs is None else attrs.get(key)
-        return seen[key]
+        attrs = self._attrs
+        if attrs is None:
+            source = self.span.attributes
+            attrs = self._attrs = dict(source) if source else {}
+        return attrs.get(key)
 
     def events(self) -> Sequence[SpanEventView]:
         return [
