@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from otel_footprint.codec import quick_init
+
 CheckId: TypeAlias = Literal["decided-delivered", "existence", "empty-results"]
 CheckState: TypeAlias = Literal["reachable", "unreachable", "not-applicable"]
 Tone: TypeAlias = Literal["plain", "ok", "warn", "bad", "unknown"]
@@ -25,6 +27,7 @@ SignalId: TypeAlias = Literal[
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Pointer:
     """Evidence in OpenTelemetry terms: a span, an event on it, and the attribute (+ JSON path).
@@ -60,6 +63,7 @@ class Chip:
     tone: Tone = "plain"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Line:
     """One sentence of a row, with the template it came from and the evidence behind it."""

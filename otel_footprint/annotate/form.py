@@ -13,7 +13,7 @@ from typing import Literal, TypeAlias
 
 from otel_footprint import semconv
 from otel_footprint.account.model import AccountResult, Chip, Pointer
-from otel_footprint.codec import AttributeValue
+from otel_footprint.codec import AttributeValue, quick_init
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
@@ -68,6 +68,7 @@ class AnnotateOptions:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NoteEvent:
     """One span event to add. Its time is the span's start (decided before the call) or end."""
@@ -77,6 +78,7 @@ class NoteEvent:
     anchor: Anchor = "end"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NoteLink:
     """A span link to add (lowercase hex ids)."""
@@ -86,6 +88,7 @@ class NoteLink:
     attributes: Pairs = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SpanNote:
     """What to add to one span. A key already on the span is replaced, never duplicated."""

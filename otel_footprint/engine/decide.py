@@ -287,6 +287,35 @@ def _remember(
     decided: bool,
 ) -> None:
     """Write what the next leg (same run id) and the next turn (same session) need."""
+    if facts.paused or facts.resumed:
+        _remember_leg(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided)
+    session = run.session_id
+    if session is not None and verdict.mode is not None:
+        engagement = verdict.engagement if verdict.passes or carry is None else carry.engagement
+        final_cursor = next(
+            (p.current_node for p in reversed(facts.passes) if p.current_node is not None), None
+        )
+        store.put(
+            session_key(session),
+            SessionState(run.run_id, run.trace_id, engagement, final_cursor).to_bytes(),
+        )
+
+
+def _remember_leg(
+    store: RunStore,
+    run: RunSpans,
+    facts: RunFacts,
+    plan: EngagementPlan | None,
+    enforced: bool | None,
+    carry: Carry | None,
+    batches: Mapping[int, Batch],
+    verdict: RunVerdict,
+    carried: Mapping[str, Any] | None,
+    decided: bool,
+) -> None:
+    """The leg's state for a leg that resumes it. Only a leg that paused (``pause.request``) has
+    one; a resumed leg's own state is kept too (it may pause again). A run that never pauses, by
+    far the most common, writes no leg state at all: nothing would ever read it."""
     last = facts.passes[-1] if facts.passes else None
     last_iteration = last.iteration if last else (carry.last_iteration if carry else 0)
     batch = latest_batch(batches, last_iteration + 1)
@@ -311,15 +340,6 @@ def _remember(
         carried_verdict=carried,
     )
     store.put(run.run_id, state.to_bytes())
-    session = run.session_id
-    if session is not None and verdict.mode is not None:
-        final_cursor = next(
-            (p.current_node for p in reversed(facts.passes) if p.current_node is not None), None
-        )
-        store.put(
-            session_key(session),
-            SessionState(run.run_id, run.trace_id, engagement, final_cursor).to_bytes(),
-        )
 
 
 def _cross_turn_findings(

@@ -11,12 +11,14 @@ from typing import Literal, TypeAlias
 
 from otel_footprint.account.model import AccountResult
 from otel_footprint.account.riding import RodeWhileParked
+from otel_footprint.codec import quick_init
 from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord
 from otel_footprint.runs.model import Reason
 
 Mode: TypeAlias = Literal["verify", "shadow"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassVerdict:
     """The kernel's decision for one pass (one model call) and where to write it."""

@@ -10,7 +10,8 @@ the accepted picks only at the top of an iteration that dispatches tools.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,8 +21,9 @@ from otel_footprint.codec import (
     EventPointer,
     EventVia,
     FootprintEvent,
-    decode_event,
+    decode_typed_event,
     integral,
+    quick_init,
 )
 from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -36,7 +38,13 @@ from otel_footprint.kernel.types import (
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
-from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
+from otel_footprint.runs.spans import (
+    OtlpSpanView,
+    RawEvent,
+    SdkSpanView,
+    SpanView,
+    raw_events,
+)
 
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
@@ -47,6 +55,7 @@ _STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, *semconv.MAP_CHANGE_KINDS}
 _REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class InjectedRow:
     """One ``context.injected`` row: what one piece put into one slot, attributed to a pass."""
@@ -60,6 +69,7 @@ class InjectedRow:
     event: FootprintEvent
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Pick:
     """A ``read_skill`` pick the gate accepted; ``hop`` None when the event did not say."""
@@ -68,6 +78,7 @@ class Pick:
     hop: bool | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool span as the kernel and the account read it."""
@@ -96,6 +107,7 @@ class ToolCall:
     """The tool's own declared status, when the agent recorded one (not in the schema yet)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassFacts:
     """What the events say about one pass (one model call)."""
@@ -213,23 +225,32 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     """
     rd = reader or _Reader()
     decoded: list[FootprintEvent] = []
+    event_type_of = semconv.event_type_of
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
-        sources: tuple[tuple[EventVia, Sequence[SpanEventView]], ...] = (
-            ("span-event", view.events()),
-            ("log-record", run.log_events.get(span_id, ())),
+        logs = run.log_events.get(span_id, ())
+        sources: tuple[tuple[EventVia, Iterable[RawEvent]], ...] = (
+            ("span-event", raw_events(view, event_type_of)),
+            (
+                "log-record",
+                [(i, e.name, e.time_unix_nano, e.attributes) for i, e in enumerate(logs)]
+                if logs
+                else (),
+            ),
         )
         for via, items in sources:
-            for index, raw in enumerate(items):
-                pointer = EventPointer(trace_id, span_id, raw.name, index, via)
+            for index, name, time_unix_nano, attributes in items:
+                event_type = event_type_of(name)
+                if event_type is None:
+                    continue
+                pointer = EventPointer(trace_id, span_id, name, index, via)
                 try:
-                    event = decode_event(raw.name, raw.attributes, pointer, raw.time_unix_nano)
+                    event = decode_typed_event(event_type, attributes, pointer, time_unix_nano)
                 except EventDecodeError as error:
                     reason = rd.add("bad-attribute", str(error), span_id)
-                    rd.undecodable.setdefault((span_id, semconv.event_type_of(raw.name)), reason)
+                    rd.undecodable.setdefault((span_id, event_type), reason)
                     continue
-                if event is not None:
-                    decoded.append(event)
+                decoded.append(event)
     # Appended in span order, span events before log records, then by index: a stable sort on
     # the time alone keeps that order among events of the same time.
     decoded.sort(key=_time_of)
@@ -463,8 +484,9 @@ def read_run(
             reported[iteration][0].pointer.span_id,
         )
 
+    pass_starts = _PassStarts(run.passes, span_iteration)
     tool_calls = tuple(
-        _tool_call(view, by_span.get(view.span_id, []), run, span_iteration, first_iteration, rd)
+        _tool_call(view, by_span.get(view.span_id, []), pass_starts, first_iteration, rd)
         for view in run.tools
     )
     refusals = _refusals_by_iteration(
@@ -603,21 +625,37 @@ def _pass_facts(
     )
 
 
-def _tool_iteration(
-    view: SpanView, run: RunSpans, span_iteration: Mapping[str, int], first_iteration: int
-) -> int | None:
+class _PassStarts:
+    """The leg's pass spans as sorted (start, iteration) keys, built once per leg on first use: a
+    tool span without an iteration finds its pass by binary search, not a scan of every pass."""
+
+    __slots__ = ("_keys", "_passes", "_span_iteration", "_starts")
+
+    def __init__(self, passes: Sequence[SpanView], span_iteration: Mapping[str, int]) -> None:
+        self._passes = passes
+        self._span_iteration = span_iteration
+        self._keys: list[tuple[int, int]] | None = None
+        self._starts: list[int] = []
+
+    def latest_at_or_before(self, start: int) -> int | None:
+        """The iteration of the latest (by start, then iteration) pass started at or before."""
+        if self._keys is None:
+            self._keys = sorted(
+                (v.start_time_unix_nano, self._span_iteration[v.span_id]) for v in self._passes
+            )
+            self._starts = [key[0] for key in self._keys]
+        index = bisect_right(self._starts, start)
+        return self._keys[index - 1][1] if index else None
+
+
+def _tool_iteration(view: SpanView, pass_starts: _PassStarts, first_iteration: int) -> int | None:
     stated = pass_iteration_of(view)
     if stated is not None:
         return stated
     # Design rule: the latest pass span that started before the tool span.
-    best: tuple[int, int] | None = None
-    for pass_view in run.passes:
-        if pass_view.start_time_unix_nano <= view.start_time_unix_nano:
-            key = (pass_view.start_time_unix_nano, span_iteration[pass_view.span_id])
-            if best is None or key > best:
-                best = key
+    best = pass_starts.latest_at_or_before(view.start_time_unix_nano)
     if best is not None:
-        return best[1]
+        return best
     if first_iteration > 1:
         # A resumed leg opens with the paused call's result: it belongs to the paused pass.
         return first_iteration - 1
@@ -627,8 +665,7 @@ def _tool_iteration(
 def _tool_call(
     view: SpanView,
     events: Sequence[FootprintEvent],
-    run: RunSpans,
-    span_iteration: Mapping[str, int],
+    pass_starts: _PassStarts,
     first_iteration: int,
     rd: _Reader,
 ) -> ToolCall:
@@ -636,7 +673,7 @@ def _tool_call(
     if name is None:
         prefix = semconv.OP_EXECUTE_TOOL + " "
         name = view.name[len(prefix) :] if view.name.startswith(prefix) else view.name
-    iteration = _tool_iteration(view, run, span_iteration, first_iteration)
+    iteration = _tool_iteration(view, pass_starts, first_iteration)
     if iteration is None:
         rd.add(
             "unattributed-tool",
@@ -755,6 +792,7 @@ def _picks_of(
 # ── building the kernel's passes ─────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """One dispatched tool batch: the pass that asked for it, names in call order, accepted picks."""
@@ -766,7 +804,7 @@ class Batch:
     unreadable: Reason | None = None
 
 
-def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
+def batches_of(facts: RunFacts, carry: Carry | None) -> Batches:
     """Every dispatched batch of the leg by iteration, the carried (pre-pause) batch included."""
     cursor_of = {p.iteration: p.current_node for p in facts.passes}
     calls: dict[int, list[ToolCall]] = {}
@@ -789,11 +827,29 @@ def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
         )
         unreadable = next((c.unreadable for c in group if c.unreadable), None)
         result[iteration] = Batch(iteration, names, picks, cursor, unreadable)
-    return result
+    return Batches(result)
+
+
+class Batches(dict[int, Batch]):
+    """The batches of a leg by iteration, plus the sorted iterations that dispatched tools, so
+    :func:`latest_batch` is a binary search instead of a scan of every batch on every pass (which
+    made a 3,000-pass run quadratic). Built whole by :func:`batches_of`; not changed after."""
+
+    __slots__ = ("_asked",)
+
+    def __init__(self, items: Mapping[int, Batch]) -> None:
+        super().__init__(items)
+        self._asked = sorted(it for it, batch in self.items() if batch.tool_names)
+
+    def latest(self, before: int) -> Batch | None:
+        index = bisect_left(self._asked, before)
+        return self[self._asked[index - 1]] if index else None
 
 
 def latest_batch(batches: Mapping[int, Batch], before: int) -> Batch | None:
     """The most recent dispatched batch asked for before pass ``before`` (the re-ask quirk)."""
+    if isinstance(batches, Batches):
+        return batches.latest(before)
     candidates = [it for it, batch in batches.items() if it < before and batch.tool_names]
     return batches[max(candidates)] if candidates else None
 

@@ -36,7 +36,6 @@ from otel_footprint.service.journal import (
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.otlp import (
     Origin,
-    build_request,
     count_log_records,
     count_spans,
     footprint_log_events,
@@ -44,6 +43,7 @@ from otel_footprint.service.otlp import (
     group_spans,
     has_footprint_events,
     iter_spans,
+    serialize_request,
     span_role,
 )
 from otel_footprint.service.phoenix import PhoenixAnnotations
@@ -105,7 +105,8 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
 
 
 def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
-    return build_request(group_spans(list(items))).SerializeToString()
+    # Written around each span's own bytes: copying every span into a request first cost ~3%.
+    return serialize_request(group_spans(list(items)))
 
 
 class Pipeline:
