@@ -244,6 +244,13 @@ OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 OI_TOOLS_PREFIX: Final = "llm.tools."
 OI_FINISH_REASON: Final = "llm.finish_reason"
 OI_OUTPUT_VALUE: Final = "output.value"
+OI_INPUT_VALUE: Final = "input.value"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TOOL_ARGUMENT_KEYS: Final = ("gen_ai.tool.call.arguments", OI_INPUT_VALUE, TRACELOOP_ENTITY_INPUT)
+"""A tool span's arguments: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+TOOL_RESULT_KEYS: Final = ("gen_ai.tool.call.result", OI_OUTPUT_VALUE, TRACELOOP_ENTITY_OUTPUT)
+"""A tool span's result: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
 OI_KIND_CHAIN: Final = "CHAIN"
 LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
 """Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""

@@ -222,6 +222,84 @@ INSTRUMENTORS = {
 }
 
 
+def _state_pass(next_pass: Any, call: Any) -> None:
+    """The frameworks' adapters call this before each counted model call."""
+    stage_pass(next_pass, next_pass.iteration)
+
+
+def agents_sdk_agent(url: str, tracer: Any) -> str:
+    """The agent on the OpenAI Agents SDK (chat completions model), a guard and a summary call on
+    the same client around ``Runner.run``."""
+    import asyncio
+
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+
+    from otel_footprint.integrations.openai_agents import footprint_hooks
+
+    @function_tool
+    def lookup_tool(id: int) -> str:
+        """look a charge up"""
+        return lookup(id)
+
+    lookup_tool.name = "lookup"
+    client = openai.AsyncOpenAI(base_url=url, api_key="test", max_retries=0)
+    agent = Agent(
+        name="support",
+        instructions="You help people with their bills.",
+        tools=[lookup_tool],
+        model=OpenAIChatCompletionsModel(model="agent-m", openai_client=client),
+    )
+
+    async def main() -> str:
+        with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
+            await client.chat.completions.create(model="guard-m", messages=messages([]))
+            result = await Runner.run(agent, PROMPT, hooks=footprint_hooks(_state_pass))
+            await client.chat.completions.create(model="summary-m", messages=messages([]))
+            run.answer(str(result.final_output))
+            return str(result.final_output)
+
+    return asyncio.run(main())
+
+
+def langgraph_agent(url: str, tracer: Any) -> str:
+    """The agent as a LangGraph graph (model node, ToolNode), a guard and a summary call on the
+    same chat model outside the adapter."""
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from otel_footprint.integrations.langchain import footprint_callbacks
+
+    @tool("lookup")
+    def lookup_tool(id: int) -> str:
+        """look a charge up"""
+        return lookup(id)
+
+    def model(name: str) -> Any:
+        return ChatOpenAI(model=name, base_url=url, api_key="test", max_retries=0)
+
+    llm = model("agent-m").bind_tools([lookup_tool])
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", lambda state: {"messages": [llm.invoke(state["messages"])]})
+    graph.add_node("tools", ToolNode([lookup_tool]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    app = graph.compile()
+    with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
+        model("guard-m").invoke([("user", PROMPT)])
+        out = app.invoke(
+            {"messages": [("user", PROMPT)]},
+            config={"callbacks": [footprint_callbacks(_state_pass)]},
+        )
+        model("summary-m").invoke([("user", PROMPT)])
+        answer = str(out["messages"][-1].content)
+        run.answer(answer)
+        return answer
+
+
 def _child(name: str, url: str, stream: bool, out: str) -> None:
     import importlib
     from pathlib import Path
@@ -229,12 +307,31 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
     import openai
 
     provider = TracerProvider()
-    importlib.import_module(INSTRUMENTORS[name]).OpenAIInstrumentor().instrument(
-        tracer_provider=provider
-    )
+    if name == "openai-agents":
+        from openinference.instrumentation.openai import OpenAIInstrumentor
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+        # The client instrumentation too: each model call then has a framework span and a
+        # client span, and the guard / summary calls have theirs.
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+    elif name == "langgraph":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=provider)
+    else:
+        importlib.import_module(INSTRUMENTORS[name]).OpenAIInstrumentor().instrument(
+            tracer_provider=provider
+        )
     with capture(provider) as captured:
-        client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
-        instrumented_agent(client, provider.get_tracer("agent"), stream=stream)
+        tracer = provider.get_tracer("agent")
+        if name == "openai-agents":
+            agents_sdk_agent(url, tracer)
+        elif name == "langgraph":
+            langgraph_agent(url, tracer)
+        else:
+            client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+            instrumented_agent(client, tracer, stream=stream)
     raw = encode_spans(list(captured.raw.get_finished_spans())).SerializeToString()
     annotated = encode_spans(list(captured.annotated.get_finished_spans())).SerializeToString()
     Path(out).write_bytes(len(raw).to_bytes(8, "big") + raw + annotated)
