@@ -141,8 +141,6 @@ class _Run:
     held: list[ReadableSpan] = field(default_factory=list)
     """Spans not yet handed on: they may receive notes."""
     open_runs: int = 0
-    started: set[int] = field(default_factory=set)
-    """Span ids of the run spans ``run_started`` counted in ``open_runs``."""
     run_seen: bool = False
     run_ended: bool = False
     grace_deadline: float | None = None
@@ -230,8 +228,6 @@ class RunBuffer:
             run.grace_deadline = None
             if span is not None:
                 run.live.append(span)
-                if span.context is not None:
-                    run.started.add(span.context.span_id)
 
     def is_held(self, trace_id: int) -> bool:
         """Whether spans of ``trace_id`` are being held (a lock-free peek; dict reads are atomic)."""
@@ -294,12 +290,7 @@ class RunBuffer:
             now = self._clock()
             if role is SpanRole.RUN:
                 run.run_seen = run.run_ended = True
-                # An agent span recognised only as it ends (OpenInference LangChain sets its kind
-                # then) was never counted open: it does not end the runs still open around it.
-                if context.span_id in run.started:
-                    run.started.discard(context.span_id)
-                    run.open_runs -= 1
-                elif run.open_runs > 0 and not run.started:
+                if run.open_runs > 0:
                     run.open_runs -= 1
                 if run.open_runs == 0:
                     if not run.has_footprint and not run.held:
