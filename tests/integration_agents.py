@@ -70,15 +70,23 @@ def messages(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"role": "user", "content": PROMPT}, *history]
 
 
-def instrumented_agent(client: Any, tracer: Any, *, stream: bool = False) -> str:
-    """The agent with an instrumentation making the model-call spans: passes stated on the run."""
+def instrumented_agent(
+    client: Any, tracer: Any, *, stream: bool = False, wrapped: bool = False
+) -> str:
+    """The agent with an instrumentation making the model-call spans: passes stated on the run,
+    or (``wrapped``) in ``run.model_call(...)`` around the call (the README habit)."""
     with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
         client.chat.completions.create(model="guard-m", messages=messages([]))
         history: list[dict[str, Any]] = []
         answer = ""
         for iteration in (1, 2):
-            stage_pass(run, iteration)
-            reply = _create(client, "agent-m", messages(history), stream)
+            if wrapped:
+                with run.model_call("agent-m") as call:
+                    stage_pass(call, iteration)
+                    reply = _create(client, "agent-m", messages(history), stream)
+            else:
+                stage_pass(run, iteration)
+                reply = _create(client, "agent-m", messages(history), stream)
             if reply["tool_calls"]:
                 history.append(
                     {"role": "assistant", "content": None, "tool_calls": reply["tool_calls"]}
@@ -306,6 +314,7 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
 
     import openai
 
+    name, _, style = name.partition(":")
     provider = TracerProvider()
     if name == "openai-agents":
         from openinference.instrumentation.openai import OpenAIInstrumentor
@@ -331,7 +340,7 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
             langgraph_agent(url, tracer)
         else:
             client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
-            instrumented_agent(client, tracer, stream=stream)
+            instrumented_agent(client, tracer, stream=stream, wrapped=style == "wrapped")
     raw = encode_spans(list(captured.raw.get_finished_spans())).SerializeToString()
     annotated = encode_spans(list(captured.annotated.get_finished_spans())).SerializeToString()
     Path(out).write_bytes(len(raw).to_bytes(8, "big") + raw + annotated)
@@ -341,7 +350,8 @@ def run_stack(
     name: str, url: str, *, stream: bool = False, env: dict[str, str] | None = None
 ) -> tuple[Any, Any]:
     """Run the agent on one instrumentation in a fresh interpreter; (raw, annotated) OTLP
-    ``ExportTraceServiceRequest`` messages."""
+    ``ExportTraceServiceRequest`` messages. ``name:wrapped`` states each pass in
+    ``run.model_call(...)`` around the client call instead of on the run."""
     import os
     import subprocess
     import sys

@@ -10,7 +10,6 @@ changes nothing; the in-process processor and the OTLP path agree whatever order
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,13 +82,17 @@ def _ours(view: OtlpSpanView) -> list[str]:
     return [kv.key for kv in view.pb.attributes if kv.key.startswith(semconv.PREFIX)]
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize(
+    ("stream", "style"),
+    [(False, ""), (True, ""), (False, ":wrapped")],
+    ids=["on-the-run", "stream", "in-model_call"],
+)
 @pytest.mark.parametrize("name", sorted(STACKS))
 def test_stack_gives_the_plain_recorders_verdicts_on_its_own_spans(
-    name: str, stream: bool, server: FakeOpenAI, reference: dict[str, Any]
+    name: str, stream: bool, style: str, server: FakeOpenAI, reference: dict[str, Any]
 ) -> None:
     pytest.importorskip(STACKS[name][0], reason="pip install -e '.[integrations]'")
-    raw, annotated = run_stack(name, server.url, stream=stream, env=STACKS[name][2])
+    raw, annotated = run_stack(name + style, server.url, stream=stream, env=STACKS[name][2])
     assert server.models_called() == ["guard-m", "agent-m", "agent-m", "summary-m"]
     # No model-call span beyond the instrumentation's own: four calls, four spans, all theirs.
     calls = [(scope, v) for scope, v in _views(raw) if _is_model_call(v)]
@@ -128,12 +131,11 @@ def test_without_content_capture_openai_v2_tool_calls_are_a_reason_not_no_calls(
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
-def test_processor_and_otlp_path_agree_whatever_order_spans_end_in(seed: int) -> None:
+@given(data=st.data())
+def test_processor_and_otlp_path_agree_whatever_order_spans_end_in(data: st.DataObject) -> None:
     spans = _recorded_openinference()
     reference = verdict_facts(explain_spans(spans)[0])
-    shuffled = list(spans)
-    random.Random(seed).shuffle(shuffled)
+    shuffled = data.draw(st.permutations(spans), label="end order")
     (verdict,) = explain_spans(shuffled)
     assert verdict_facts(verdict) == reference
     # The same order through the OTLP path of the hop's protobuf views.

@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from integration_agents import SCRIPT, reference_facts, run_stack, verdict_facts
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_footprint import semconv
 from otel_footprint.commands.explain import Loaded, explain_requests
@@ -72,3 +75,23 @@ def test_framework_gives_the_plain_recorders_verdicts_on_its_own_spans(
     assert len(runs) == 1 and runs[0].name == "invoke_agent support"
     (again,) = _explain(annotated)
     assert verdict_facts(again) == verdict_facts(verdict)
+
+
+_RECORDED: dict[str, Any] = {}
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_framework_runs_decide_the_same_whatever_order_their_spans_arrive_in(
+    data: st.DataObject,
+) -> None:
+    pytest.importorskip("agents", reason="pip install -e '.[integrations]'")
+    if "raw" not in _RECORDED:
+        with FakeOpenAI(SCRIPT) as fake:
+            _RECORDED["raw"], _ = run_stack("openai-agents", fake.url)
+    spans = [s for r in _RECORDED["raw"].resource_spans for sc in r.scope_spans for s in sc.spans]
+    order = data.draw(st.permutations(spans), label="arrival order")
+    request = ExportTraceServiceRequest()
+    request.resource_spans.add().scope_spans.add().spans.extend(order)
+    (verdict,) = _explain(request)
+    assert verdict_facts(verdict) == reference_facts()

@@ -20,12 +20,15 @@ not count (a guard, a router) are told by ``should_count(call)`` (default: every
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from otel_footprint.integrations import PassHook
 from otel_footprint.record.recorder import ModelCall, Run, current_run
+
+_logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +51,15 @@ def footprint_callbacks(
 ) -> Any:
     """A ``langchain_core`` callback handler stating a pass before each (counted) model call.
 
-    Raises ``ImportError`` when ``langchain-core`` is not installed.
+    Raises ``ImportError`` when ``langchain-core`` is not installed. With no run open, a model call
+    is logged and not recorded.
     """
     callbacks = importlib.import_module("langchain_core.callbacks")
 
     class FootprintCallbackHandler(callbacks.BaseCallbackHandler):  # type: ignore[misc, name-defined]
         """Pass-stating callback handler (see :func:`footprint_callbacks`)."""
 
-        raise_error = True  # a failure to state a pass must not pass silently
+        raise_error = True  # an error in state_pass must not pass silently
         run_inline = True  # called on the thread (and context) of the model call
 
         def __init__(self) -> None:
@@ -67,10 +71,13 @@ def footprint_callbacks(
                 return
             target = run or current_run()
             if target is None:
-                raise RuntimeError(
+                # No run: this call is no pass (nothing to decide), never a wrong verdict.
+                _logger.warning(
                     "footprint_callbacks: no footprint run is open around the graph (wrap the "
-                    "invoke in `with footprint.run(...)`, or pass run=)"
+                    "invoke in `with footprint.run(...)`, or pass run=); the model call is not "
+                    "recorded"
                 )
+                return
             staged = target.next_pass()
             state_pass(staged, call)
             if len(self._staged) < _MAX_OPEN_CALLS:

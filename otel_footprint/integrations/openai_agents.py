@@ -19,11 +19,14 @@ called (or the ``run`` given).
 from __future__ import annotations
 
 import importlib
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from otel_footprint.integrations import PassHook
 from otel_footprint.record.recorder import Run, current_run
+
+_logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,7 @@ def footprint_hooks(state_pass: PassHook, *, run: Run | None = None, wrapped: An
     """An ``agents.RunHooks`` whose ``on_llm_start`` calls ``state_pass(run.next_pass(), call)``.
 
     ``wrapped``: RunHooks of your own; every hook is passed on to it. Raises ``ImportError`` when
-    ``openai-agents`` is not installed, and ``RuntimeError`` at the model call when no run is open.
+    ``openai-agents`` is not installed. With no run open, a model call is logged and not recorded.
     """
     agents = importlib.import_module("agents")
 
@@ -52,11 +55,14 @@ def footprint_hooks(state_pass: PassHook, *, run: Run | None = None, wrapped: An
         ) -> None:
             target = run or current_run()
             if target is None:
-                raise RuntimeError(
+                # No run: this call is no pass (nothing to decide), never a wrong verdict.
+                _logger.warning(
                     "footprint_hooks: no footprint run is open around Runner.run (wrap it in "
-                    "`with footprint.run(...)`, or pass run=)"
+                    "`with footprint.run(...)`, or pass run=); the model call is not recorded"
                 )
-            state_pass(target.next_pass(), AgentsModelCall(agent, system_prompt, list(input_items)))
+            else:
+                call = AgentsModelCall(agent, system_prompt, list(input_items))
+                state_pass(target.next_pass(), call)
             if wrapped is not None:
                 await wrapped.on_llm_start(context, agent, system_prompt, input_items)
 
