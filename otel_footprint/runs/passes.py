@@ -38,6 +38,7 @@ from otel_footprint.runs.model import Reason
 from otel_footprint.runs.outputs import (
     asked_for_tools,
     instrumented,
+    offered_tools,
     output_tool_calls,
     skill_of,
     tool_arguments_of,
@@ -123,6 +124,9 @@ class PassFacts:
     reported: tuple[EngagementChange, ...] = ()
     problem: Reason | None = None
     """Set when this pass cannot be built; the kernel replay stops before it."""
+    offered_tools: tuple[str, ...] | None = None
+    """Names of the tools offered to the model in this call (``gen_ai.tool.definitions``,
+    OpenInference ``llm.tools.*``); None when the span does not say."""
 
     @property
     def served(self) -> tuple[str, ...]:
@@ -487,6 +491,13 @@ def read_run(
         _tool_call(view, by_span.get(view.span_id, []), run, span_iteration, first_iteration, rd)
         for view in run.tools
     )
+    offered = {view.span_id: offered_tools(view) for view in run.passes}
+    passes = [
+        replace(p, offered_tools=offered[p.span_id])
+        if p.span_id is not None and offered.get(p.span_id) is not None
+        else p
+        for p in passes
+    ]
     from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
     tool_calls = (*tool_calls, *from_output)
     if unrecorded is not None:
