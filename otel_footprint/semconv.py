@@ -214,6 +214,47 @@ LLM_REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPE_MODEL_CALLS: Final = frozenset({"chat", "completion"})
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
 
+# ---------------------------------------------------------------------------------------------
+# Integrations (read): what existing instrumentations put on model-call and tool spans, and the
+# recorder's own problem event. docs/schema.md "Recognition by library" lists them per library.
+# ---------------------------------------------------------------------------------------------
+
+T_RECORD_PROBLEM: Final = "record.problem"
+"""Input event on the run span: the recorder could not place a pass (``footprint.code``,
+``footprint.message``, ``footprint.iteration``: that pass and the ones after stay undecided)."""
+EV_RECORD_PROBLEM: Final = PREFIX + T_RECORD_PROBLEM
+F_CODE: Final = "footprint.code"
+F_MESSAGE: Final = "footprint.message"
+
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""JSON list of output messages, each ``{role, parts: [{type: "tool_call", id, name, arguments}
+...], finish_reason}`` (GenAI >= 1.37; OpenLLMetry >= 0.5; openai-v2 with content capture)."""
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+"""JSON list of the tools offered to the model (``{type, name, description, parameters}``)."""
+GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
+"""On an ``execute_tool`` span that loads a skill (semantic-conventions-genai PR #498): the skill."""
+GEN_AI_SKILL_PREFIX: Final = "gen_ai.skill."
+TOOL_CALL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "function_call"})
+"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``)."""
+OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
+"""OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name`` ..."""
+OI_TOOLS_PREFIX: Final = "llm.tools."
+OI_FINISH_REASON: Final = "llm.finish_reason"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_INPUT_VALUE: Final = "input.value"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TOOL_ARGUMENT_KEYS: Final = ("gen_ai.tool.call.arguments", OI_INPUT_VALUE, TRACELOOP_ENTITY_INPUT)
+"""A tool span's arguments: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+TOOL_RESULT_KEYS: Final = ("gen_ai.tool.call.result", OI_OUTPUT_VALUE, TRACELOOP_ENTITY_OUTPUT)
+"""A tool span's result: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+OI_KIND_CHAIN: Final = "CHAIN"
+LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
+"""Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""
+
 READ_SKILL_TOOL: Final = "read_skill"
 """The upstream's skill-pick tool: its ``id`` argument is a pick when no refusal follows."""
 
@@ -264,6 +305,17 @@ finding rides a ``footprint.run.finding`` event with its sentence."""
 EV_RUN_FINDING: Final = "footprint.run.finding"
 FINDING_TEXT: Final = "footprint.finding.text"
 RUN_RESUMED: Final = "footprint.run.resumed"
+
+# On the run span, shadow mode: what kept riding after the kernel would have parked it (the roll-up
+# of the pass spans' served_while_parked; the total characters are RUN_SERVED_CHARS_WHILE_PARKED).
+RUN_SERVED_PASSES_WHILE_PARKED: Final = "footprint.run.served_passes_while_parked"
+"""Passes on which some parked injection still rode (int)."""
+RUN_SERVED_WHILE_PARKED: Final = "footprint.run.served_while_parked"
+"""The injection ids that rode while parked, first-rode order (string array)."""
+RUN_SERVED_WHILE_PARKED_MAPS: Final = "footprint.run.served_while_parked_maps"
+"""The maps whose injections rode while parked, plan order (string array)."""
+RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP: Final = "footprint.run.served_chars_while_parked_by_map"
+"""Characters per map, aligned with RUN_SERVED_WHILE_PARKED_MAPS (int array)."""
 
 MODE_VERIFY: Final = "verify"
 MODE_SHADOW: Final = "shadow"

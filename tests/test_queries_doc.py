@@ -76,6 +76,9 @@ ARRAYS = frozenset(
         sc.ENG_PARKED_INJECTION_IDS,
         sc.ENG_PARKED_TOOL_NAMES,
         sc.ENG_SERVED_WHILE_PARKED,
+        sc.RUN_SERVED_WHILE_PARKED,
+        sc.RUN_SERVED_WHILE_PARKED_MAPS,
+        sc.RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP,
         sc.RUN_PARKED_MAPS,
         sc.RUN_REASONS,
         sc.SIGNALS,
@@ -90,6 +93,7 @@ INTS = frozenset(
     {
         sc.PASS_ITERATION,
         sc.RUN_PASSES,
+        sc.RUN_SERVED_PASSES_WHILE_PARKED,
         sc.RUN_FINDINGS,
         sc.RUN_SERVED_CHARS_WHILE_PARKED,
         sc.ENG_SERVED_CHARS_WHILE_PARKED,

@@ -395,20 +395,27 @@ class FillError(ValueError):
 def fill(template_id: str, values: Mapping[str, str]) -> str:
     """The template's text with each ``{name}`` replaced once by ``values[name]``.
 
-    One regex pass over the template only: a value that itself contains ``{x}`` stays as written,
-    so a model-chosen id can never inject a placeholder.
+    The template is split once at its placeholders (literal, name, literal, ...) and the values are
+    joined in: a value that itself contains ``{x}`` stays as written, so a model-chosen id can never
+    inject a placeholder.
     """
-    template = TEMPLATES[template_id]
-    if "{" not in template.text:
-        return template.text  # most templates have no placeholder: no regex pass
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
+    parts = _parts.get(template_id)
+    if parts is None:
+        parts = _parts[template_id] = tuple(_PLACEHOLDER.split(TEMPLATES[template_id].text))
+    if len(parts) == 1:
+        return parts[0]  # most templates have no placeholder
+    out = [parts[0]]
+    for index in range(1, len(parts), 2):
+        name = parts[index]
         if name not in values:
             raise FillError(f"template {template_id}: no value for {{{name}}}")
-        return values[name]
+        out.append(values[name])
+        out.append(parts[index + 1])
+    return "".join(out)
 
-    return _PLACEHOLDER.sub(one, template.text)
+
+_parts: dict[str, tuple[str, ...]] = {}
+"""Each template's text split at its placeholders (one entry per template: a fixed set)."""
 
 
 def placeholders(template_id: str) -> frozenset[str]:
@@ -419,17 +426,13 @@ def placeholders(template_id: str) -> frozenset[str]:
 def weakest(sources: Iterable[str]) -> str:
     """The weakest voucher among ``sources`` (person > library > tool:<name> > model > app)."""
     result, result_rank = "person", SOURCE_RANK["person"]
+    ranks = SOURCE_RANK
     for source in sources:
-        rank = _rank(source)
+        # A tool sits between library and model; an unknown voucher is trusted least.
+        rank = 2 if source.startswith("tool:") else ranks.get(source, 4)
         if rank > result_rank:
             result, result_rank = source, rank
     return result
-
-
-def _rank(source: str) -> int:
-    if source.startswith("tool:"):
-        return 2
-    return SOURCE_RANK.get(source, 4)  # an unknown voucher is trusted least
 
 
 # ── phrases used as variables ────────────────────────────────────────────────────────────────

@@ -13,7 +13,7 @@ from typing import Literal, TypeAlias
 
 from otel_footprint import semconv
 from otel_footprint.account.model import AccountResult, Chip, Pointer
-from otel_footprint.codec import AttributeValue
+from otel_footprint.codec import AttributeValue, quick_init
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
@@ -68,6 +68,7 @@ class AnnotateOptions:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NoteEvent:
     """One span event to add. Its time is the span's start (decided before the call) or end."""
@@ -77,6 +78,7 @@ class NoteEvent:
     anchor: Anchor = "end"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NoteLink:
     """A span link to add (lowercase hex ids)."""
@@ -86,6 +88,7 @@ class NoteLink:
     attributes: Pairs = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SpanNote:
     """What to add to one span. A key already on the span is replaced, never duplicated."""
@@ -381,6 +384,25 @@ def _account_note(
         builder.event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
 
 
+def _riding_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
+    """Shadow mode's finding on the run span: passes, ids and per-map characters that rode."""
+    rode = verdict.rode_while_parked
+    builder.put(
+        semconv.RUN_SERVED_PASSES_WHILE_PARKED,
+        sum(1 for p in verdict.passes if p.served_while_parked),
+    )
+    if not rode:
+        return
+    ids = dict.fromkeys(i for r in rode for i in r.ids)
+    builder.put(semconv.RUN_SERVED_WHILE_PARKED, shaper.strings(ids))
+    maps = shaper.strings(r.map_id for r in rode)
+    builder.put(semconv.RUN_SERVED_WHILE_PARKED_MAPS, maps)
+    # Aligned with the (possibly capped) map list.
+    builder.put(
+        semconv.RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP, tuple(r.chars for r in rode[: len(maps)])
+    )
+
+
 def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
     builder.put(semconv.RUN_ID, shaper.value(verdict.run_id))
     builder.put(semconv.RUN_PASSES, len(verdict.passes))
@@ -393,6 +415,7 @@ def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
             semconv.RUN_SERVED_CHARS_WHILE_PARKED,
             sum(p.served_chars_while_parked for p in verdict.passes),
         )
+        _riding_note(verdict, shaper, builder)
     builder.put(semconv.RUN_RESUMED, verdict.resumed)
     codes = _reason_codes(verdict.reasons)
     if codes:

@@ -291,7 +291,11 @@ def assert_stuck_turn_in_phoenix(
         sc.CHECK_DECIDED_DELIVERED_OUTCOME: None,  # written only when check 1 is reachable
         sc.CHECK_EXISTENCE: "not-applicable",
         sc.CHECK_EMPTY_RESULTS: "reachable",
-        sc.SIGNALS: [],
+        # Shadow mode's finding: zone-audit rode calls 4-30 after skill-map would have parked.
+        sc.SIGNALS: ["rode-while-parked"],
+        sc.RUN_SERVED_PASSES_WHILE_PARKED: 27,
+        sc.RUN_SERVED_WHILE_PARKED: ["zone-audit"],
+        sc.RUN_SERVED_WHILE_PARKED_MAPS: ["skill-map"],
     }
     assert subset(run.attributes, expected_run) == expected_run
     evaluations = {
