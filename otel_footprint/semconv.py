@@ -222,6 +222,121 @@ LOG_EVENT_NAME_ATTR: Final = "event.name"
 """Older log bridges put the event name in this attribute instead of ``LogRecord.event_name``."""
 
 # ---------------------------------------------------------------------------------------------
+# Integrity checks (issue 17): what the model was offered, and what it acted on
+#
+# Read first from the conventions (the frame, the offered tools, the calls chosen); the footprint
+# input events below carry only what no convention does. Output names: the footprint.integrity.*
+# attributes and events the processor writes (docs/schema.md, "Integrity").
+# ---------------------------------------------------------------------------------------------
+
+# Conventions read: OTel GenAI (JSON-valued attributes on the inference span)
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+# OpenInference (flattened, indexed attributes)
+OI_TOOLS_PREFIX: Final = "llm.tools"
+OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages"
+OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages"
+# OpenLLMetry (legacy indexed attributes; 0.5+ writes the GenAI JSON ones above)
+TL_PROMPT_PREFIX: Final = "gen_ai.prompt"
+TL_COMPLETION_PREFIX: Final = "gen_ai.completion"
+TL_FUNCTIONS_PREFIX: Final = "llm.request.functions"
+
+# Input events (agent side) where no convention carries the fact
+T_TOOL_DECLARED: Final = "tool.declared"
+"""Run span, once per tool: ``toolName``, ``argumentsFrom`` (tool names whose results ground its
+arguments), ``resultColumns`` (JSON: column -> type or {type, nullable})."""
+T_INTEGRITY_CONFIG: Final = "integrity.config"
+"""Run span: ``posture``, ``noticeEmptyLookups``, ``checkColumnTypes`` (off / warn / enforce)."""
+T_EXTERNAL_GROUND: Final = "integrity.external_ground"
+"""Pass span (or run span with ``iteration``): a value the app vouches for, ``value`` + ``source``."""
+T_WIRE_MANIFEST: Final = "wire.manifest"
+"""Pass span: ``toolNames`` the provider adapter read back from the serialized request body."""
+T_WINDOW_COMPACTED: Final = "window.compacted"
+"""Pass span: ``droppedObservations`` (tool names whose results left the window before this call)."""
+T_TOOL_RESULT_SHAPE: Final = "tool.result_shape"
+"""Tool span: the tool's raw return as ``shape`` (rowset / absence / bespoke) and ``rows``."""
+T_CONTEXT_ERROR: Final = "integrity.context_error"
+"""The agent's own integrity finding (verify mode): ``kind``, ``seam``, ``subjects`` ("kind:id"),
+``predicate``, ``iteration``, ``advisory``, ``message``."""
+T_EXTERNAL_GROUND_USED: Final = "integrity.external_ground_used"
+
+EV_TOOL_DECLARED: Final = PREFIX + T_TOOL_DECLARED
+EV_INTEGRITY_CONFIG: Final = PREFIX + T_INTEGRITY_CONFIG
+EV_EXTERNAL_GROUND: Final = PREFIX + T_EXTERNAL_GROUND
+EV_WIRE_MANIFEST: Final = PREFIX + T_WIRE_MANIFEST
+EV_WINDOW_COMPACTED: Final = PREFIX + T_WINDOW_COMPACTED
+EV_TOOL_RESULT_SHAPE: Final = PREFIX + T_TOOL_RESULT_SHAPE
+EV_CONTEXT_ERROR: Final = PREFIX + T_CONTEXT_ERROR
+
+F_ARGUMENTS_FROM: Final = "footprint.arguments_from"
+F_RESULT_COLUMNS: Final = "footprint.result_columns"
+F_POSTURE: Final = "footprint.posture"
+F_NOTICE_EMPTY_LOOKUPS: Final = "footprint.notice_empty_lookups"
+F_CHECK_COLUMN_TYPES: Final = "footprint.check_column_types"
+F_VALUE: Final = "footprint.value"
+F_TOOL_NAMES: Final = "footprint.tool_names"
+F_DROPPED_OBSERVATIONS: Final = "footprint.dropped_observations"
+F_SHAPE: Final = "footprint.shape"
+F_KIND: Final = "footprint.kind"
+F_SEAM: Final = "footprint.seam"
+F_SUBJECTS: Final = "footprint.subjects"
+F_PREDICATE: Final = "footprint.predicate"
+F_ADVISORY: Final = "footprint.advisory"
+F_MESSAGE: Final = "footprint.message"
+INTEGRITY_JSON_FIELDS: Final = frozenset({"result_columns"})
+"""Payload fields of the integrity events that travel as JSON text (decoded by their reader)."""
+
+# Output (processor side): on the run span
+INTEGRITY_STATE: Final = "footprint.integrity.state"
+"""Worst row state: fail > unreachable > pass > not-applicable."""
+INTEGRITY_FINDINGS: Final = "footprint.integrity.findings"
+"""Findings that are contradictions (advisories are counted apart); on run and pass spans."""
+INTEGRITY_ADVISORIES: Final = "footprint.integrity.advisories"
+INTEGRITY_KINDS: Final = "footprint.integrity.kinds"
+INTEGRITY_UNREACHABLE: Final = "footprint.integrity.unreachable"
+"""Rows that could not be judged for want of evidence (string array of ``check@seam``)."""
+INTEGRITY_SUMMARY: Final = "footprint.integrity.summary"
+INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
+"""Verify mode: the agent's own findings differ from the ones re-derived here."""
+INTEGRITY_ROW_PREFIX: Final = "footprint.integrity.row."
+"""+ ``<check>.<seam>`` with underscores: the row's state (pass / fail / unreachable /
+not-applicable)."""
+# Output events
+EV_INTEGRITY_FINDING: Final = "footprint.integrity.finding"
+EV_INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
+EV_INTEGRITY_GROUND_USED: Final = "footprint.integrity.ground_used"
+IF_KIND: Final = "footprint.integrity.kind"
+IF_SEAM: Final = "footprint.integrity.seam"
+IF_SUBJECTS: Final = "footprint.integrity.subjects"
+IF_PREDICATE: Final = "footprint.integrity.predicate"
+IF_ADVISORY: Final = "footprint.integrity.advisory"
+IF_ITERATION: Final = "footprint.integrity.iteration"
+IF_MESSAGE: Final = "footprint.integrity.message"
+IF_EVIDENCE: Final = "footprint.integrity.evidence"
+"""Rendered pointers: ``<trace>/<span>[#<event>[i]][@<attribute>][/<message index>...]``."""
+IF_REPORTED: Final = "footprint.integrity.reported_only"
+IF_DERIVED: Final = "footprint.integrity.derived_only"
+IF_VALUE: Final = "footprint.integrity.value"
+IF_SOURCE: Final = "footprint.integrity.source"
+IF_PATH: Final = "footprint.integrity.path"
+INTEGRITY_OUTPUT_EVENTS: Final = frozenset(
+    {EV_INTEGRITY_FINDING, EV_INTEGRITY_MISMATCH, EV_INTEGRITY_GROUND_USED}
+)
+
+
+def integrity_evaluation_name(check: str, seam: str) -> str:
+    """``gen_ai.evaluation.name`` of an integrity row: ``footprint.integrity.<check>@<seam>``."""
+    return f"{PREFIX}integrity.{check}@{seam}"
+
+
+def integrity_row_attribute(check: str, seam: str) -> str:
+    """The run-span attribute of a row's state: ``footprint.integrity.row.<check>.<seam>``."""
+    return INTEGRITY_ROW_PREFIX + f"{check}.{seam}".replace("-", "_")
+
+
+# ---------------------------------------------------------------------------------------------
 # Output annotations (processor side) — contract of design/architecture.md
 # ---------------------------------------------------------------------------------------------
 
@@ -284,6 +399,7 @@ OUTPUT_EVENTS: Final = frozenset(
         EV_ENGAGEMENT_MISMATCH,
         EV_RUN_FINDING,
         EV_ACCOUNT_LINE,
+        *INTEGRITY_OUTPUT_EVENTS,
     }
 )
 """The ``footprint.*`` events the processor writes: never read back as agent input."""

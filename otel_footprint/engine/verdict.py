@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from otel_footprint.account.integrity.model import IntegrityResult
 from otel_footprint.account.model import AccountResult
 from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord
 from otel_footprint.runs.model import Reason
@@ -59,6 +60,8 @@ class RunVerdict:
     resumed: bool = False
     findings: tuple[str, ...] = ()
     """Readable notes beyond the upstream, e.g. a turn-1 guess carried into turn 2 as continuity."""
+    integrity: IntegrityResult | None = None
+    """The integrity checks (what each call was offered and what it acted on); None when not run."""
 
     @property
     def parked_maps(self) -> tuple[str, ...]:

@@ -422,6 +422,120 @@ class Run:
         """Any other upstream event type on the run span."""
         self.emit(self.span, event_type, payload)
 
+    # ── integrity inputs (issue 17): facts no convention carries, and the conventions' frame ──
+
+    def declare_tool(
+        self,
+        name: str,
+        *,
+        arguments_from: Sequence[str] = (),
+        result_columns: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Declare a tool once per run (``tool.declared``): the tools whose results its arguments
+        come from, and the columns (``{name: type | {type, nullable}}``) of the rows it returns.
+        Arms ``dangling-reference``, ``unsupported-argument`` and the write-seam checks."""
+        if not name or any(not g.strip() or g == name for g in arguments_from):
+            raise ValueError("arguments_from names other tools, never blank or the tool itself")
+        payload = {
+            "toolName": name,
+            "argumentsFrom": list(arguments_from),
+            "resultColumns": json.dumps(result_columns, ensure_ascii=False)
+            if result_columns is not None
+            else None,
+        }
+        self.emit(self.span, semconv.T_TOOL_DECLARED, payload)
+
+    def integrity_settings(
+        self,
+        *,
+        notice_empty_lookups: bool = False,
+        check_column_types: Literal["off", "warn", "enforce"] = "off",
+        posture: Literal["observe", "dev"] = "observe",
+    ) -> None:
+        """The integrity dials of this run (``integrity.config``)."""
+        if check_column_types not in ("off", "warn", "enforce"):
+            raise ValueError(
+                f"check_column_types must be off, warn or enforce: {check_column_types!r}"
+            )
+        payload = {
+            "posture": posture,
+            "noticeEmptyLookups": notice_empty_lookups,
+            "checkColumnTypes": check_column_types,
+        }
+        self.emit(self.span, semconv.T_INTEGRITY_CONFIG, payload)
+
+    def external_ground(self, value: str, source: str, *, iteration: int | None = None) -> None:
+        """A value the app vouches for (``integrity.external_ground``), for the latest pass or
+        ``iteration``: an argument equal to it is excused, not flagged."""
+        if not value.strip() or not source.strip():
+            raise ValueError("an external ground needs a value and a source")
+        number = self.iteration if iteration is None else iteration
+        payload = {"value": value, "source": source, "iteration": number}
+        self.emit(self.span, semconv.T_EXTERNAL_GROUND, payload)
+
+    def wire_manifest(self, tool_names: Sequence[str], *, iteration: int | None = None) -> None:
+        """The tool names the provider adapter read back from the request body it sent."""
+        number = self.iteration if iteration is None else iteration
+        payload = {"toolNames": list(tool_names), "iteration": number}
+        self.emit(self.span, semconv.T_WIRE_MANIFEST, payload)
+
+    def window_compacted(
+        self, dropped_observations: Sequence[str], *, iteration: int | None = None
+    ) -> None:
+        """Tool names whose results left the window before the latest (or ``iteration``) call."""
+        number = self.iteration if iteration is None else iteration
+        payload = {"droppedObservations": list(dropped_observations), "iteration": number}
+        self.emit(self.span, semconv.T_WINDOW_COMPACTED, payload)
+
+    def context_error(
+        self,
+        kind: str,
+        seam: str,
+        subjects: Sequence[str],
+        *,
+        predicate: str | None = None,
+        iteration: int | None = None,
+        advisory: bool = False,
+        message: str | None = None,
+    ) -> None:
+        """A finding the agent's own integrity checks filed (``integrity.context_error``;
+        ``subjects`` as ``"tool:name"``): the processor re-derives and compares (verify mode)."""
+        payload = {
+            "kind": kind,
+            "seam": seam,
+            "subjects": list(subjects),
+            "predicate": predicate,
+            "iteration": iteration,
+            "advisory": advisory,
+            "message": message,
+        }
+        self.emit(self.span, semconv.T_CONTEXT_ERROR, payload)
+
+    def frame(
+        self,
+        call: ModelCall,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system: Sequence[str] | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        output: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """What a model call was offered and shown, in the GenAI conventions' own attributes
+        (``gen_ai.tool.definitions``, ``gen_ai.system_instructions``, ``gen_ai.input.messages``,
+        ``gen_ai.output.messages``), for agents with no instrumentation that records them.
+        Messages are the conventions' ``{role, parts}``; ``None`` leaves an attribute out."""
+        values = {
+            semconv.GEN_AI_TOOL_DEFINITIONS: tools,
+            semconv.GEN_AI_SYSTEM_INSTRUCTIONS: [{"type": "text", "content": t} for t in system]
+            if system is not None
+            else None,
+            semconv.GEN_AI_INPUT_MESSAGES: messages,
+            semconv.GEN_AI_OUTPUT_MESSAGES: output,
+        }
+        for key, value in values.items():
+            if value is not None:
+                call.span.set_attribute(key, json.dumps(list(value), ensure_ascii=False))
+
 
 @contextmanager
 def run(

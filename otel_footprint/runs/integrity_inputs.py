@@ -1,0 +1,790 @@
+"""The integrity checks' inputs, read from a run's spans: what each model call was offered and shown,
+what it chose, what the tools returned, and the few facts only ``footprint.*`` events carry.
+
+Conventions first: OTel GenAI (``gen_ai.tool.definitions``, ``gen_ai.input.messages``,
+``gen_ai.system_instructions``, ``gen_ai.output.messages``, ``execute_tool`` spans), OpenInference
+(``llm.tools.*``, ``llm.input_messages.*``, ``llm.output_messages.*``) and OpenLLMetry's legacy
+indexed names (``gen_ai.prompt.*``, ``gen_ai.completion.*``, ``llm.request.functions.*``). The
+``footprint.*`` integrity events (semconv, "Integrity checks") add tool declarations, external
+grounds, the settings, a wire manifest, window compactions, raw result shapes and the agent's own
+findings.
+
+Every fact is either read or marked missing (``None``), never defaulted: a frame or a tool list
+that was not captured is not "nothing offered" (the checks turn it into ``unreachable``). A JSON
+attribute that does not parse (typically cut by an attribute length limit) counts as missing and
+says so in ``unreadable``. The model here is frozen data; the checks in
+``otel_footprint.account.integrity`` are pure functions over it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_footprint import semconv
+from otel_footprint.codec import FootprintEvent, integral
+from otel_footprint.runs.group import RunSpans, pass_iteration_of
+from otel_footprint.runs.passes import RunFacts
+from otel_footprint.runs.spans import SpanView
+
+MAX_INDEXED = 1024
+"""Indexed attributes (``llm.input_messages.<i>``) are probed up to here: contiguous from 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Where an input was read: span, event, attribute, message index (an evidence pointer)."""
+
+    trace_id: str
+    span_id: str
+    attribute: str | None = None
+    event_name: str | None = None
+    event_index: int | None = None
+    message_index: int | None = None
+
+    def render(self) -> str:
+        """``<trace>/<span>[#<event>[i]][@<attribute>][/<message index>]``."""
+        text = f"{self.trace_id}/{self.span_id}"
+        if self.event_name is not None:
+            text += f"#{self.event_name}[{self.event_index or 0}]"
+        if self.attribute is not None:
+            text += f"@{self.attribute}"
+        if self.message_index is not None:
+            text += f"/{self.message_index}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """One tool on a call's offered list; ``parameters`` is its JSON schema when recorded."""
+
+    name: str
+    parameters: Any | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenCall:
+    """A tool call in a message: the model's choice (output) or an earlier one (frame)."""
+
+    call_id: str | None
+    name: str
+    arguments: Any | None
+    """Decoded JSON arguments; None when absent or not JSON (``readable`` False then)."""
+    readable: bool
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class FrameMessage:
+    """One message of a frame (input) or of the model's output."""
+
+    index: int
+    role: str
+    texts: tuple[str, ...]
+    """Text content (text parts, or a tool result's text)."""
+    calls: tuple[ChosenCall, ...] = ()
+    tool_call_id: str | None = None
+    """Tool-role messages: the call this result answers."""
+    tool_name: str | None = None
+    ref: Ref | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """One span's view of a model call. ``None`` = not captured (never "empty")."""
+
+    trace_id: str
+    span_id: str
+    convention: str
+    """``gen_ai``, ``openinference`` or ``openllmetry``: where the frame was read."""
+    tools: tuple[OfferedTool, ...] | None
+    tools_ref: Ref | None
+    system: tuple[str, ...] | None
+    messages: tuple[FrameMessage, ...] | None
+    messages_ref: Ref | None
+    output: tuple[FrameMessage, ...] | None
+    unreadable: tuple[str, ...] = ()
+    """Attributes present but unreadable (not JSON: cut by a length limit, or garbage)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalGround:
+    """A value the app vouches for (``footprint.integrity.external_ground``)."""
+
+    value: str
+    source: str
+    iteration: int | None
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class PassInputs:
+    """What one pass (one model call) offered and showed, from up to two views of it."""
+
+    iteration: int
+    framework: CallView
+    """The pass span (the framework's / agent's own view, or the only one)."""
+    client: CallView | None = None
+    """A client instrumentation's span of the same call (nested under the pass span)."""
+    wire_manifest: tuple[str, ...] | None = None
+    wire_ref: Ref | None = None
+    dropped: tuple[str, ...] | None = None
+    """``footprint.window.compacted`` tool names, when the agent reported compactions."""
+    dropped_ref: Ref | None = None
+
+    @property
+    def best(self) -> CallView:
+        """The view closest to the request: the client's when there is one."""
+        return self.client if self.client is not None else self.framework
+
+    def tools(self) -> tuple[tuple[OfferedTool, ...] | None, Ref | None]:
+        """The offered list: the client's when it recorded one, else the framework's."""
+        for view in (self.client, self.framework):
+            if view is not None and view.tools is not None:
+                return view.tools, view.tools_ref
+        return None, None
+
+    def frame(self) -> CallView | None:
+        """The view whose input messages were captured (the client's first)."""
+        for view in (self.client, self.framework):
+            if view is not None and view.messages is not None:
+                return view
+        return None
+
+    def output(self) -> tuple[FrameMessage, ...] | None:
+        for view in (self.client, self.framework):
+            if view is not None and view.output is not None:
+                return view.output
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDeclaration:
+    """``footprint.tool.declared``: where a tool's arguments come from, what columns it returns."""
+
+    name: str
+    arguments_from: tuple[str, ...]
+    result_columns: Mapping[str, Any] | None
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """``footprint.integrity.config`` (absent: every dial at its default)."""
+
+    posture: str = "observe"
+    notice_empty_lookups: bool = False
+    check_column_types: str = "off"
+    ref: Ref | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One tool span: the call as executed and what it returned."""
+
+    name: str
+    call_id: str | None
+    iteration: int | None
+    order: int
+    """Position among the run's tool spans by start time (the write seam's "before")."""
+    arguments: Any | None
+    failed: bool
+    result_text: str | None
+    """``gen_ai.tool.call.result`` (OpenInference ``output.value``); None when not recorded."""
+    shape: str | None
+    """Raw shape the agent stated (``footprint.tool.result_shape`` / ``tools.absent``)."""
+    rows: int | None
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedFinding:
+    """``footprint.integrity.context_error``: a finding the agent's own checks filed."""
+
+    kind: str
+    seam: str
+    subjects: tuple[str, ...]
+    predicate: str | None
+    iteration: int | None
+    advisory: bool
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityInputs:
+    """Everything the integrity checks read about one run leg."""
+
+    trace_id: str
+    run_span_id: str | None
+    passes: tuple[PassInputs, ...]
+    declarations: Mapping[str, ToolDeclaration]
+    settings: Settings
+    executions: tuple[Execution, ...]
+    grounds: tuple[ExternalGround, ...] = ()
+    reported: tuple[ReportedFinding, ...] | None = None
+    """None: the agent ran no integrity checks of its own (no verify)."""
+    problems: tuple[str, ...] = field(default=())
+    """Inputs present but unreadable (named), for the explanations."""
+
+    def grounds_for(self, iteration: int) -> tuple[ExternalGround, ...]:
+        return tuple(g for g in self.grounds if g.iteration in (None, iteration))
+
+
+# ── reading JSON and indexed attributes ─────────────────────────────────────────────────────
+
+
+class _UnreadableError(Exception):
+    pass
+
+
+def _json_attr(view: SpanView, key: str) -> Any | None:
+    """A JSON-valued attribute: None when absent; raises _UnreadableError when present but not JSON."""
+    raw = view.attribute(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise _UnreadableError(key)
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        raise _UnreadableError(key) from None
+
+
+def _loads(text: Any) -> tuple[Any | None, bool]:
+    """(decoded, readable) of a JSON text or an already decoded value."""
+    if isinstance(text, dict | list):
+        return text, True
+    if not isinstance(text, str) or not text.strip():
+        return None, False
+    try:
+        return json.loads(text), True
+    except json.JSONDecodeError:
+        return None, False
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _indexed(attribute: Callable[[str], Any], prefix: str, probe: str) -> list[int]:
+    """Indices ``i`` for which ``<prefix>.<i>.<probe>`` is set, contiguous from 0."""
+    found: list[int] = []
+    for index in range(MAX_INDEXED):
+        if attribute(f"{prefix}.{index}.{probe}") is None:
+            break
+        found.append(index)
+    return found
+
+
+def _text_of_content(content: Any) -> tuple[str, ...]:
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (content,)
+    # A structured result (dict / list) is grounded as its compact JSON text.
+    return (json.dumps(content, ensure_ascii=False, separators=(",", ":")),)
+
+
+# ── GenAI ────────────────────────────────────────────────────────────────────────────────────
+
+
+def _genai_messages(raw: Any, ref: Ref) -> tuple[FrameMessage, ...]:
+    if not isinstance(raw, list):
+        raise _UnreadableError(ref.attribute or "")
+    messages: list[FrameMessage] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict):
+            continue
+        role = _str(item.get("role")) or "unknown"
+        texts: list[str] = []
+        calls: list[ChosenCall] = []
+        tool_call_id: str | None = None
+        where = Ref(ref.trace_id, ref.span_id, ref.attribute, message_index=index)
+        parts = item.get("parts")
+        if not isinstance(parts, list):  # an older flat shape: {"role", "content"}
+            parts = [{"type": "text", "content": item.get("content")}]
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "text":
+                texts.extend(_text_of_content(part.get("content")))
+            elif kind == "tool_call":
+                arguments, readable = _loads(part.get("arguments"))
+                if part.get("arguments") is None:
+                    readable = False
+                calls.append(
+                    ChosenCall(
+                        _str(part.get("id")),
+                        _str(part.get("name")) or "",
+                        arguments,
+                        readable,
+                        where,
+                    )
+                )
+            elif kind == "tool_call_response":
+                tool_call_id = _str(part.get("id"))
+                result = part.get("response", part.get("result"))
+                texts.extend(_text_of_content(result))
+        messages.append(
+            FrameMessage(
+                index, role, tuple(texts), tuple(calls), tool_call_id, _str(item.get("name")), where
+            )
+        )
+    return tuple(messages)
+
+
+def _genai_tools(raw: Any, key: str) -> tuple[OfferedTool, ...]:
+    if not isinstance(raw, list):
+        raise _UnreadableError(key)
+    tools: list[OfferedTool] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        # Accept both the semconv shape {type, name, parameters} and the OpenAI request shape
+        # {type: "function", function: {name, parameters}}.
+        inner = item.get("function")
+        body: Mapping[str, Any] = inner if isinstance(inner, dict) else item
+        name = _str(body.get("name"))
+        if name:
+            tools.append(OfferedTool(name, body.get("parameters")))
+    return tuple(tools)
+
+
+def _genai_view(view: SpanView) -> CallView | None:
+    keys = (
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+    )
+    if all(view.attribute(k) is None for k in keys):
+        return None
+    trace_id, span_id = view.trace_id, view.span_id
+    unreadable: list[str] = []
+
+    def read(key: str, convert: Callable[[Any, Ref], Any]) -> Any:
+        try:
+            raw = _json_attr(view, key)
+            return None if raw is None else convert(raw, Ref(trace_id, span_id, key))
+        except _UnreadableError:
+            unreadable.append(key)
+            return None
+
+    tools = read(
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+        lambda raw, ref: _genai_tools(raw, semconv.GEN_AI_TOOL_DEFINITIONS),
+    )
+    messages = read(semconv.GEN_AI_INPUT_MESSAGES, _genai_messages)
+    output = read(semconv.GEN_AI_OUTPUT_MESSAGES, _genai_messages)
+    system = read(
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        lambda raw, ref: tuple(
+            t
+            for part in (raw if isinstance(raw, list) else [raw])
+            for t in (
+                _text_of_content(part.get("content")) if isinstance(part, dict) else (str(part),)
+            )
+        ),
+    )
+    if system is None and messages is not None:
+        system = ()  # instructions ride as system-role messages, or there are none
+    return CallView(
+        trace_id,
+        span_id,
+        "gen_ai",
+        tools,
+        Ref(trace_id, span_id, semconv.GEN_AI_TOOL_DEFINITIONS) if tools is not None else None,
+        system,
+        messages,
+        Ref(trace_id, span_id, semconv.GEN_AI_INPUT_MESSAGES) if messages is not None else None,
+        output,
+        tuple(unreadable),
+    )
+
+
+# ── OpenInference ────────────────────────────────────────────────────────────────────────────
+
+
+def _oi_messages(view: SpanView, prefix: str) -> tuple[FrameMessage, ...] | None:
+    attr = view.attribute
+    indices = _indexed(attr, prefix, "message.role")
+    if not indices:
+        return None
+    trace_id, span_id = view.trace_id, view.span_id
+    messages: list[FrameMessage] = []
+    for i in indices:
+        base = f"{prefix}.{i}.message"
+        where = Ref(trace_id, span_id, prefix, message_index=i)
+        texts: list[str] = []
+        content = _str(attr(f"{base}.content"))
+        if content is not None:
+            texts.append(content)
+        for j in _indexed(attr, f"{base}.contents", "message_content.type"):
+            text = _str(attr(f"{base}.contents.{j}.message_content.text"))
+            if text is not None:
+                texts.append(text)
+        calls: list[ChosenCall] = []
+        for j in _indexed(attr, f"{base}.tool_calls", "tool_call.function.name"):
+            call = f"{base}.tool_calls.{j}.tool_call"
+            raw_args = attr(f"{call}.function.arguments")
+            arguments, readable = _loads(raw_args)
+            calls.append(
+                ChosenCall(
+                    _str(attr(f"{call}.id")),
+                    _str(attr(f"{call}.function.name")) or "",
+                    arguments,
+                    readable,
+                    where,
+                )
+            )
+        messages.append(
+            FrameMessage(
+                i,
+                _str(attr(f"{base}.role")) or "unknown",
+                tuple(texts),
+                tuple(calls),
+                _str(attr(f"{base}.tool_call_id")),
+                _str(attr(f"{base}.name")),
+                where,
+            )
+        )
+    return tuple(messages)
+
+
+def _oi_tools(view: SpanView) -> tuple[tuple[OfferedTool, ...] | None, list[str]]:
+    attr = view.attribute
+    tools: list[OfferedTool] = []
+    unreadable: list[str] = []
+    for i in range(MAX_INDEXED):
+        schema_key = f"{semconv.OI_TOOLS_PREFIX}.{i}.tool.json_schema"
+        name = _str(attr(f"{semconv.OI_TOOLS_PREFIX}.{i}.tool.name"))
+        raw = attr(schema_key)
+        if raw is None and name is None:
+            break
+        schema, readable = _loads(raw)
+        if raw is not None and not readable:
+            unreadable.append(schema_key)
+        body: Mapping[str, Any] = {}
+        if isinstance(schema, dict):
+            inner = schema.get("function")
+            body = inner if isinstance(inner, dict) else schema
+        name = name or _str(body.get("name"))
+        if name:
+            tools.append(OfferedTool(name, body.get("parameters")))
+    return (tuple(tools) if tools or unreadable else None), unreadable
+
+
+def _oi_view(view: SpanView) -> CallView | None:
+    messages = _oi_messages(view, semconv.OI_INPUT_MESSAGES_PREFIX)
+    output = _oi_messages(view, semconv.OI_OUTPUT_MESSAGES_PREFIX)
+    tools, unreadable = _oi_tools(view)
+    if messages is None and output is None and tools is None:
+        return None
+    trace_id, span_id = view.trace_id, view.span_id
+    system: tuple[str, ...] | None = None
+    if messages is not None:
+        system = ()  # system prompts are system-role input messages here
+    return CallView(
+        trace_id,
+        span_id,
+        "openinference",
+        tools,
+        Ref(trace_id, span_id, semconv.OI_TOOLS_PREFIX) if tools is not None else None,
+        system,
+        messages,
+        Ref(trace_id, span_id, semconv.OI_INPUT_MESSAGES_PREFIX) if messages else None,
+        output,
+        tuple(unreadable),
+    )
+
+
+# ── OpenLLMetry (legacy indexed names) ───────────────────────────────────────────────────────
+
+
+def _tl_messages(view: SpanView, prefix: str) -> tuple[FrameMessage, ...] | None:
+    attr = view.attribute
+    indices = _indexed(attr, prefix, "role")
+    if not indices:
+        return None
+    trace_id, span_id = view.trace_id, view.span_id
+    messages: list[FrameMessage] = []
+    for i in indices:
+        where = Ref(trace_id, span_id, prefix, message_index=i)
+        content = _str(attr(f"{prefix}.{i}.content"))
+        calls: list[ChosenCall] = []
+        for j in _indexed(attr, f"{prefix}.{i}.tool_calls", "name"):
+            arguments, readable = _loads(attr(f"{prefix}.{i}.tool_calls.{j}.arguments"))
+            calls.append(
+                ChosenCall(
+                    _str(attr(f"{prefix}.{i}.tool_calls.{j}.id")),
+                    _str(attr(f"{prefix}.{i}.tool_calls.{j}.name")) or "",
+                    arguments,
+                    readable,
+                    where,
+                )
+            )
+        messages.append(
+            FrameMessage(
+                i,
+                _str(attr(f"{prefix}.{i}.role")) or "unknown",
+                (content,) if content is not None else (),
+                tuple(calls),
+                _str(attr(f"{prefix}.{i}.tool_call_id")),
+                None,
+                where,
+            )
+        )
+    return tuple(messages)
+
+
+def _tl_view(view: SpanView) -> CallView | None:
+    attr = view.attribute
+    messages = _tl_messages(view, semconv.TL_PROMPT_PREFIX)
+    output = _tl_messages(view, semconv.TL_COMPLETION_PREFIX)
+    tools: list[OfferedTool] = []
+    for i in _indexed(attr, semconv.TL_FUNCTIONS_PREFIX, "name"):
+        params, _ = _loads(attr(f"{semconv.TL_FUNCTIONS_PREFIX}.{i}.parameters"))
+        tools.append(OfferedTool(str(attr(f"{semconv.TL_FUNCTIONS_PREFIX}.{i}.name")), params))
+    if messages is None and output is None and not tools:
+        return None
+    trace_id, span_id = view.trace_id, view.span_id
+    return CallView(
+        trace_id,
+        span_id,
+        "openllmetry",
+        tuple(tools) if tools else None,
+        Ref(trace_id, span_id, semconv.TL_FUNCTIONS_PREFIX) if tools else None,
+        () if messages is not None else None,
+        messages,
+        Ref(trace_id, span_id, semconv.TL_PROMPT_PREFIX) if messages else None,
+        output,
+    )
+
+
+def call_view(view: SpanView) -> CallView:
+    """The frame of one model-call span, from the first convention that recorded any of it."""
+    for reader in (_genai_view, _oi_view, _tl_view):
+        found = reader(view)
+        if found is not None:
+            return found
+    return CallView(view.trace_id, view.span_id, "none", None, None, None, None, None, None)
+
+
+# ── footprint integrity events ───────────────────────────────────────────────────────────────
+
+
+def _ref_of(event: FootprintEvent, attribute: str | None = None) -> Ref:
+    pointer = event.pointer
+    return Ref(
+        pointer.trace_id,
+        pointer.span_id,
+        attribute,
+        event_name=pointer.event_name,
+        event_index=pointer.event_index,
+    )
+
+
+def _strings(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if isinstance(value, str):
+        decoded, ok = _loads(value)
+        if ok and isinstance(decoded, list) and all(isinstance(v, str) for v in decoded):
+            return tuple(decoded)
+        return (value,) if value else ()
+    return None
+
+
+def _declarations(
+    events: Sequence[FootprintEvent], problems: list[str]
+) -> dict[str, ToolDeclaration]:
+    found: dict[str, ToolDeclaration] = {}
+    for event in events:
+        payload = event.payload
+        name = _str(payload.get("toolName"))
+        if not name:
+            problems.append(f"{semconv.EV_TOOL_DECLARED} without {semconv.F_TOOL_NAME}")
+            continue
+        grounds = _strings(payload.get("argumentsFrom")) or ()
+        columns_raw = payload.get("resultColumns")
+        columns, ok = _loads(columns_raw)
+        if columns_raw is not None and (not ok or not isinstance(columns, dict)):
+            problems.append(f"{semconv.EV_TOOL_DECLARED} ({name}): resultColumns is not a JSON map")
+            columns = None
+        found[name] = ToolDeclaration(
+            name,
+            tuple(g for g in grounds if g.strip() and g != name),
+            columns if isinstance(columns, dict) else None,
+            _ref_of(event, semconv.F_ARGUMENTS_FROM),
+        )
+    return found
+
+
+def _settings(events: Sequence[FootprintEvent]) -> Settings:
+    if not events:
+        return Settings()
+    event = events[-1]
+    payload = event.payload
+    posture = _str(payload.get("posture")) or "observe"
+    columns = _str(payload.get("checkColumnTypes")) or "off"
+    return Settings(
+        posture=posture,
+        notice_empty_lookups=payload.get("noticeEmptyLookups") is True,
+        check_column_types=columns if columns in ("off", "warn", "enforce") else "off",
+        ref=_ref_of(event),
+    )
+
+
+def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
+    out: list[ReportedFinding] = []
+    for event in events:
+        payload = event.payload
+        kind, seam = _str(payload.get("kind")), _str(payload.get("seam"))
+        if not kind or not seam:
+            continue
+        out.append(
+            ReportedFinding(
+                kind,
+                seam,
+                _strings(payload.get("subjects")) or (),
+                _str(payload.get("predicate")) or None,
+                integral(payload.get("iteration")) or integral(payload.get("epoch")),
+                payload.get("advisory") is True,
+                _ref_of(event),
+            )
+        )
+    return tuple(out)
+
+
+# ── the run ──────────────────────────────────────────────────────────────────────────────────
+
+
+def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[str, str]]:
+    """(top-level pass span id -> iteration, nested client span id -> its pass span id)."""
+    ids = {view.span_id for view in run.passes}
+    nested = {
+        view.span_id: view.parent_span_id
+        for view in run.passes
+        if view.parent_span_id is not None and view.parent_span_id in ids
+    }
+    known = {p.span_id: p.iteration for p in facts.passes if p.span_id is not None}
+    iterations: dict[str, int] = {}
+    ordinal = 0
+    for view in run.passes:
+        if view.span_id in nested:
+            continue
+        ordinal += 1
+        iteration = known.get(view.span_id)
+        if iteration is None:
+            iteration = pass_iteration_of(view)
+        iterations[view.span_id] = iteration if iteration is not None else ordinal
+    return iterations, {k: v for k, v in nested.items() if v is not None}
+
+
+def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
+    """The integrity inputs of a run leg already read into :class:`RunFacts`."""
+    run = facts.run
+    problems: list[str] = []
+    iterations, nested = _iterations(run, facts)
+    by_id = {view.span_id: view for view in run.passes}
+    by_type: dict[str, list[FootprintEvent]] = {}
+    for event in facts.events:
+        by_type.setdefault(event.type, []).append(event)
+
+    def on_pass(event: FootprintEvent) -> int | None:
+        explicit = integral(event.payload.get("iteration"))
+        if explicit is not None:
+            return explicit
+        span = event.pointer.span_id
+        return iterations.get(span, iterations.get(nested.get(span, ""), None))
+
+    manifests: dict[int, tuple[tuple[str, ...], Ref]] = {}
+    for event in by_type.get(semconv.T_WIRE_MANIFEST, ()):
+        it = on_pass(event)
+        names = _strings(event.payload.get("toolNames"))
+        if it is not None:
+            manifests[it] = (names or (), _ref_of(event, semconv.F_TOOL_NAMES))
+    dropped: dict[int, tuple[tuple[str, ...], Ref]] = {}
+    for event in by_type.get(semconv.T_WINDOW_COMPACTED, ()):
+        it = on_pass(event)
+        names = _strings(event.payload.get("droppedObservations")) or ()
+        if it is not None:
+            prior = dropped.get(it, ((), _ref_of(event)))[0]
+            dropped[it] = ((*prior, *names), _ref_of(event, semconv.F_DROPPED_OBSERVATIONS))
+
+    clients: dict[str, SpanView] = {}
+    for child, parent in nested.items():
+        clients.setdefault(parent, by_id[child])
+    passes: list[PassInputs] = []
+    for span_id, iteration in sorted(iterations.items(), key=lambda kv: (kv[1], kv[0])):
+        framework = call_view(by_id[span_id])
+        client_span = clients.get(span_id)
+        client = call_view(client_span) if client_span is not None else None
+        for view in (framework, client):
+            if view is not None:
+                problems.extend(f"{view.span_id}: {key} is not readable" for key in view.unreadable)
+        manifest = manifests.get(iteration)
+        drop = dropped.get(iteration)
+        passes.append(
+            PassInputs(
+                iteration,
+                framework,
+                client,
+                manifest[0] if manifest else None,
+                manifest[1] if manifest else None,
+                drop[0] if drop else (() if dropped else None),
+                drop[1] if drop else None,
+            )
+        )
+
+    grounds: list[ExternalGround] = []
+    for event in by_type.get(semconv.T_EXTERNAL_GROUND, ()):
+        value, source = _str(event.payload.get("value")), _str(event.payload.get("source"))
+        if value and value.strip() and source and source.strip():
+            grounds.append(
+                ExternalGround(value, source, on_pass(event), _ref_of(event, semconv.F_VALUE))
+            )
+
+    executions: list[Execution] = []
+    tool_events: dict[str, list[FootprintEvent]] = {}
+    for event in facts.events:
+        tool_events.setdefault(event.pointer.span_id, []).append(event)
+    for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
+        shape: str | None = None
+        rows: int | None = None
+        for event in tool_events.get(call.span_id, ()):
+            if event.type == semconv.T_TOOLS_ABSENT:
+                shape = "absence"
+            elif event.type == semconv.T_TOOL_RESULT_SHAPE:
+                stated = _str(event.payload.get("shape"))
+                if stated in ("rowset", "absence", "bespoke"):
+                    shape, rows = stated, integral(event.payload.get("rows"))
+        executions.append(
+            Execution(
+                call.name,
+                call.call_id,
+                call.iteration,
+                order,
+                call.arguments,
+                call.failed,
+                call.result,
+                shape,
+                rows,
+                Ref(call.trace_id, call.span_id, semconv.GEN_AI_TOOL_CALL_ARGUMENTS),
+            )
+        )
+    reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
+    return IntegrityInputs(
+        trace_id=run.trace_id,
+        run_span_id=run.run_span_id,
+        passes=tuple(passes),
+        declarations=_declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems),
+        settings=_settings(by_type.get(semconv.T_INTEGRITY_CONFIG, ())),
+        executions=tuple(executions),
+        grounds=tuple(grounds),
+        reported=_reported(reported_events) if reported_events else None,
+        problems=tuple(problems),
+    )
