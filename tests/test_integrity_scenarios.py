@@ -53,7 +53,7 @@ def counts(result: IntegrityResult, check: str, seam: str | None = None) -> dict
 
 def test_compose_parked_map_with_all_four_tools_offered_is_one_finding() -> None:
     offered = ("screen_open", "t1", "t2", "t3", "t4")
-    result = integrity(trap({i: offered for i in range(1, 7)}, maps=(FOUR,)))
+    result = integrity(trap(dict.fromkeys(range(1, 7), offered), maps=(FOUR,)))
     (finding,) = kinds(result, "invariant-violation")
     assert finding.seam == "compose"
     assert finding.iteration == 4
@@ -82,7 +82,7 @@ def test_compose_identical_compositions_file_once() -> None:
 
 
 def test_compose_silent_when_the_tools_left_the_offered_list() -> None:
-    offered = {i: ("screen_open",) for i in range(4, 7)}
+    offered = dict.fromkeys(range(4, 7), ("screen_open",))
     result = integrity(trap(offered))
     assert result.findings == ()
     assert result.row("invariant-violation", "compose").state == "pass"
@@ -106,7 +106,7 @@ def test_compose_unknown_serving_set_is_unreachable_never_pass() -> None:
 
 
 def test_compose_foreign_tool_is_silent() -> None:
-    result = integrity(trap({i: ("screen_open", "other_tool") for i in range(1, 7)}))
+    result = integrity(trap(dict.fromkeys(range(1, 7), ("screen_open", "other_tool"))))
     assert result.findings == ()
 
 
