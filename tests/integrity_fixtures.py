@@ -69,6 +69,8 @@ class Call:
     failed: bool = False
     absent: bool = False
     """The tool declared an absence (``footprint.tools.absent``)."""
+    shape: tuple[str, int] | None = None
+    """The raw result's shape as the agent states it (``footprint.tool.result_shape``)."""
 
 
 @dataclass
@@ -88,6 +90,12 @@ class Step:
     grounds: Sequence[tuple[str, str]] = ()
     dropped: Sequence[str] | None = None
     manifest: Sequence[str] | None = None
+    raw_messages: str | None = None
+    raw_tools: str | None = None
+    """``gen_ai.tool.definitions`` written as is."""
+    """``gen_ai.input.messages`` written as is (e.g. cut by an attribute length limit)."""
+    injected: Sequence[tuple[str, str]] = ()
+    """(source id, content) rows of ``context.injected`` (their summaries are capped)."""
 
 
 @dataclass
@@ -163,12 +171,21 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                     run.window_compacted(step.dropped)
                 if step.manifest is not None:
                     run.wire_manifest(step.manifest)
+                if step.raw_tools is not None:
+                    call.span.set_attribute("gen_ai.tool.definitions", step.raw_tools)
+                if step.raw_messages is not None:
+                    call.span.set_attribute("gen_ai.input.messages", step.raw_messages)
+                for source_id, content in step.injected:
+                    call.injected("system-prompt", "skill", source_id=source_id, content=content)
             for chosen in step.calls:
                 with run.tool_call(
                     chosen.name, args=chosen.arguments, call_id=chosen.call_id
                 ) as tc:
                     if chosen.absent:
                         tc.event("tools.absent", {"toolName": chosen.name, "reason": "no match"})
+                    if chosen.shape is not None:
+                        shape, rows = chosen.shape
+                        tc.event("tool.result_shape", {"shape": shape, "rows": rows})
                     tc.result(chosen.result, error=chosen.failed)
         for finding in script.reported:
             run.context_error(**finding)

@@ -153,6 +153,11 @@ class PassInputs:
                 return view
         return None
 
+    def unreadable(self) -> tuple[str, ...]:
+        """Attributes of this pass present but not readable (cut, or not JSON)."""
+        views = (self.framework, self.client)
+        return tuple(k for view in views if view is not None for k in view.unreadable)
+
     def output(self) -> tuple[FrameMessage, ...] | None:
         for view in (self.client, self.framework):
             if view is not None and view.output is not None:

@@ -16,6 +16,7 @@ from otel_footprint.account.integrity.common import (
     checked_leaves,
     clip,
     enum_values,
+    frame_missing,
     grounded_in,
     lowered,
 )
@@ -63,12 +64,7 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
             continue
         view = pass_.frame()
         if view is None or view.messages is None:
-            tally.note(
-                "unreachable",
-                it,
-                f"the messages shown at pass {it} are not in the record (content capture is off "
-                "or the attribute was cut)",
-            )
+            tally.note("unreachable", it, frame_missing(pass_))
             continue
         if any(not c.readable for c in armed):
             tally.note("unreachable", it, f"the arguments of a call at pass {it} are not readable")

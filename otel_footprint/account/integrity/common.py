@@ -14,6 +14,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from otel_footprint import semconv
+from otel_footprint.runs.integrity_inputs import PassInputs
+
 MIN_CHECKED_LENGTH = 4
 """Shorter string values are never judged (too short to tell an invented id from a word)."""
 MAX_QUOTED_CHARS = 80
@@ -110,3 +113,34 @@ def compact_json(value: Any) -> str:
 
 def names(items: Iterable[str]) -> str:
     return ", ".join(items)
+
+
+def not_recorded(what: str, unreadable: Iterable[str], keys: Iterable[str]) -> str:
+    """Why an input is missing: not recorded at all, or recorded but unreadable (typically cut
+    by an attribute length limit, which breaks its JSON)."""
+    cut = [k for k in unreadable if any(k.startswith(key) for key in keys)]
+    if cut:
+        return f"{what} is recorded but not readable ({', '.join(cut)}: cut or not JSON)"
+    return f"{what} is not in the record"
+
+
+TOOL_KEYS = (semconv.GEN_AI_TOOL_DEFINITIONS, semconv.OI_TOOLS_PREFIX, semconv.TL_FUNCTIONS_PREFIX)
+FRAME_KEYS = (
+    semconv.GEN_AI_INPUT_MESSAGES,
+    semconv.OI_INPUT_MESSAGES_PREFIX,
+    semconv.TL_PROMPT_PREFIX,
+)
+
+
+def tools_missing(pass_: PassInputs) -> str:
+    """Why a pass's offered list cannot be read."""
+    return not_recorded(
+        f"the tools offered at pass {pass_.iteration}", pass_.unreadable(), TOOL_KEYS
+    )
+
+
+def frame_missing(pass_: PassInputs) -> str:
+    """Why a pass's frame cannot be read (content capture off, or the attribute cut)."""
+    return not_recorded(
+        f"the messages shown at pass {pass_.iteration}", pass_.unreadable(), FRAME_KEYS
+    )

@@ -10,7 +10,7 @@ sequencing; a ground fetched again is re-established. Both stay silent.
 
 from __future__ import annotations
 
-from otel_footprint.account.integrity.common import names
+from otel_footprint.account.integrity.common import frame_missing, names, tools_missing
 from otel_footprint.account.integrity.model import Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
@@ -67,15 +67,13 @@ def check_dangling(inputs: IntegrityInputs) -> Tally:
 
         offered, _ = pass_.tools()
         if offered is None:
-            tally.note("unreachable", it, f"the tools offered at pass {it} are not in the record")
+            tally.note("unreachable", it, tools_missing(pass_))
         else:
             served = [t.name for t in offered if t.name in grounding]
             if not served:
                 tally.note("not-applicable", it, "no tool with declared grounds is offered")
             elif present is None:
-                tally.note(
-                    "unreachable", it, f"the messages shown at pass {it} are not in the record"
-                )
+                tally.note("unreachable", it, frame_missing(pass_))
             elif not dropped_known:
                 tally.note(
                     "unreachable",

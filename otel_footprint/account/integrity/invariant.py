@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from otel_footprint.account.integrity.common import names
+from otel_footprint.account.integrity.common import names, tools_missing
 from otel_footprint.account.integrity.model import Finding, ParkState, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
@@ -20,13 +20,6 @@ ONE_VIEW = (
     "each model call is seen by one span only: no client span under the pass span and no "
     "footprint.wire.manifest gives a second view of the tools sent"
 )
-
-
-def _tools_missing(iteration: int) -> str:
-    return (
-        f"the tools offered at pass {iteration} are not in the record (gen_ai.tool.definitions / "
-        "llm.tools.* not captured)"
-    )
 
 
 def check_compose(
@@ -50,7 +43,7 @@ def check_compose(
             continue
         offered, ref = pass_.tools()
         if offered is None:
-            tally.note("unreachable", it, _tools_missing(it))
+            tally.note("unreachable", it, tools_missing(pass_))
             continue
         offered_names = {t.name for t in offered}
         filed: list[Finding] = []
