@@ -214,6 +214,40 @@ LLM_REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPE_MODEL_CALLS: Final = frozenset({"chat", "completion"})
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
 
+# ---------------------------------------------------------------------------------------------
+# Integrations (read): what existing instrumentations put on model-call and tool spans, and the
+# recorder's own problem event. docs/schema.md "Recognition by library" lists them per library.
+# ---------------------------------------------------------------------------------------------
+
+T_RECORD_PROBLEM: Final = "record.problem"
+"""Input event on the run span: the recorder could not place a pass (``footprint.code``,
+``footprint.message``, ``footprint.iteration``: that pass and the ones after stay undecided)."""
+EV_RECORD_PROBLEM: Final = PREFIX + T_RECORD_PROBLEM
+F_CODE: Final = "footprint.code"
+F_MESSAGE: Final = "footprint.message"
+
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""JSON list of output messages, each ``{role, parts: [{type: "tool_call", id, name, arguments}
+...], finish_reason}`` (GenAI >= 1.37; OpenLLMetry >= 0.5; openai-v2 with content capture)."""
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+"""JSON list of the tools offered to the model (``{type, name, description, parameters}``)."""
+GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
+"""On an ``execute_tool`` span that loads a skill (semantic-conventions-genai PR #498): the skill."""
+GEN_AI_SKILL_PREFIX: Final = "gen_ai.skill."
+TOOL_CALL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "function_call"})
+"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``)."""
+OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
+"""OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name`` ..."""
+OI_TOOLS_PREFIX: Final = "llm.tools."
+OI_FINISH_REASON: Final = "llm.finish_reason"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_KIND_CHAIN: Final = "CHAIN"
+LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
+"""Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""
+
 READ_SKILL_TOOL: Final = "read_skill"
 """The upstream's skill-pick tool: its ``id`` argument is a pick when no refusal follows."""
 
@@ -229,19 +263,16 @@ LOG_EVENT_NAME_ATTR: Final = "event.name"
 # attributes and events the processor writes (docs/schema.md, "Integrity").
 # ---------------------------------------------------------------------------------------------
 
-# Conventions read: OTel GenAI (JSON-valued attributes on the inference span)
-GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+# Conventions read besides the ones above (GEN_AI_TOOL_DEFINITIONS, GEN_AI_OUTPUT_MESSAGES,
+# OI_TOOLS_PREFIX, OI_OUTPUT_MESSAGES_PREFIX): the frame each model call was shown.
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
-GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
-# OpenInference (flattened, indexed attributes)
-OI_TOOLS_PREFIX: Final = "llm.tools"
-OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages"
-OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages"
-# OpenLLMetry (legacy indexed attributes; 0.5+ writes the GenAI JSON ones above)
-TL_PROMPT_PREFIX: Final = "gen_ai.prompt"
-TL_COMPLETION_PREFIX: Final = "gen_ai.completion"
-TL_FUNCTIONS_PREFIX: Final = "llm.request.functions"
+OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
+"""OpenInference: ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}...``."""
+# OpenLLMetry (legacy indexed attributes; 0.5+ writes the GenAI JSON ones)
+TL_PROMPT_PREFIX: Final = "gen_ai.prompt."
+TL_COMPLETION_PREFIX: Final = "gen_ai.completion."
+TL_FUNCTIONS_PREFIX: Final = "llm.request.functions."
 
 # Input events (agent side) where no convention carries the fact
 T_TOOL_DECLARED: Final = "tool.declared"
@@ -284,7 +315,6 @@ F_SEAM: Final = "footprint.seam"
 F_SUBJECTS: Final = "footprint.subjects"
 F_PREDICATE: Final = "footprint.predicate"
 F_ADVISORY: Final = "footprint.advisory"
-F_MESSAGE: Final = "footprint.message"
 INTEGRITY_JSON_FIELDS: Final = frozenset({"result_columns"})
 """Payload fields of the integrity events that travel as JSON text (decoded by their reader)."""
 

@@ -171,10 +171,11 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                     run.window_compacted(step.dropped)
                 if step.manifest is not None:
                     run.wire_manifest(step.manifest)
+                # Written as is: the pass's span lands when the block ends (staged until then).
                 if step.raw_tools is not None:
-                    call.span.set_attribute("gen_ai.tool.definitions", step.raw_tools)
+                    call._staged_attributes["gen_ai.tool.definitions"] = step.raw_tools
                 if step.raw_messages is not None:
-                    call.span.set_attribute("gen_ai.input.messages", step.raw_messages)
+                    call._staged_attributes["gen_ai.input.messages"] = step.raw_messages
                 for source_id, content in step.injected:
                     call.injected("system-prompt", "skill", source_id=source_id, content=content)
             for chosen in step.calls:

@@ -32,6 +32,7 @@ from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
+    UNRECORDED_TOOL_CALLS,
     Batch,
     Carry,
     RunFacts,
@@ -401,6 +402,10 @@ def _with_account(
     should see (only read when ``hand_on``: without a run store there is no next leg to hand it
     to)."""
     carried_json = leg.carried_verdict if leg is not None else None
+    if any(r.code == UNRECORDED_TOOL_CALLS for r in facts.reasons):
+        # The account reads the run's tool calls: when they were not recorded it would say
+        # "no tool was called". The reason on the run span says why there is no account.
+        return verdict, carried_json
     try:
         carried = CarriedVerdict.from_dict(carried_json) if carried_json is not None else None
     except CarriedVerdictError as error:

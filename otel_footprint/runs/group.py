@@ -3,6 +3,18 @@
 A span belongs to the run of its nearest run-span ancestor (by parent chain within its trace). Spans
 that play no role and carry no footprint event are dropped after one role lookup and one scan of
 event names, which keeps the protobuf-native hop cheap on traces full of unrelated spans.
+
+Agent stacks make more agent and model-call spans than an agent has runs and passes, so:
+
+- a run span is an agent span that names a run (``footprint.run.id``) or carries footprint events;
+  a framework's agent / chain / workflow spans without either are containers, and an agent span
+  nested in a run of the same run id does not split it. Only when footprint events have no such
+  run above them does their nearest agent span become their run (agents that emit on their own
+  ``invoke_agent`` span).
+- a pass is a model-call span marked as one (``footprint.pass.iteration``, set by the recorder or
+  its span-start hook) or carrying footprint events; other model calls of the run (guards,
+  routers, summarisers, the client span under a framework span that is the pass) are no pass.
+  A run with no marked model call at all keeps every model call as a pass (older recordings).
 """
 
 from __future__ import annotations
@@ -142,6 +154,8 @@ class _Node:
     role: SpanRole
     carries: bool
     """Set for spans of no role only: they belong to a run only when they carry events."""
+    marked: bool = False
+    """Run spans: names a run or carries events. Pass spans: has an iteration or carries events."""
 
 
 def _nearest_run(
@@ -211,9 +225,14 @@ def group_runs(
         carries = role is SpanRole.OTHER and (
             view.span_id in logs or carries_footprint_events(view)
         )
+        marked = False
+        if role is SpanRole.RUN:
+            marked = view.attribute(semconv.RUN_ID) is not None or _carries(view, logs)
+        elif role is SpanRole.PASS:
+            marked = pass_iteration_of(view) is not None or _carries(view, logs)
         trace = traces.setdefault(view.trace_id, {})
         # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
-        trace.setdefault(view.span_id, _Node(view, role, carries))
+        trace.setdefault(view.span_id, _Node(view, role, carries, marked))
 
     legs: list[RunSpans] = []
     for trace_id, nodes in traces.items():
@@ -222,9 +241,56 @@ def group_runs(
     return legs
 
 
+def _carries(view: SpanView, logs: Mapping[str, Sequence[SpanEventView]]) -> bool:
+    return carries_footprint_events(view) or any(
+        is_footprint_input_event(event.name) for event in logs.get(view.span_id, ())
+    )
+
+
+def _run_id_of(view: SpanView) -> str:
+    value = view.attribute(semconv.RUN_ID)
+    return value if isinstance(value, str) and value else view.span_id
+
+
+def _settle_runs(nodes: Mapping[str, _Node]) -> None:
+    """Decide which agent spans are runs (see the module docstring); the others become containers
+    (role OTHER). Changes ``nodes`` in place."""
+    agents = [node for node in nodes.values() if node.role is SpanRole.RUN]
+    if not agents:
+        return
+    # Agent spans that carry nothing are containers, unless footprint input below them would
+    # otherwise have no run: then the nearest such agent span is promoted.
+    for node in agents:
+        if not node.marked:
+            node.role = SpanRole.OTHER
+    inputs = [n for n in nodes.values() if n.carries or (n.role is SpanRole.PASS and n.marked)]
+    for node in inputs:
+        if _nearest_run(node.view.span_id, nodes, {}) not in (None, False):
+            continue
+        current = node.view.parent_span_id
+        seen: set[str] = set()
+        while current is not None and current not in seen:
+            seen.add(current)
+            parent = nodes.get(current)
+            if parent is None:
+                break
+            if parent in agents:
+                parent.role = SpanRole.RUN
+                break
+            current = parent.view.parent_span_id
+    # An agent span inside a run of the same run id is part of that run, not a second run.
+    runs = [node for node in agents if node.role is SpanRole.RUN]
+    for node in runs:
+        owner = _nearest_run(node.view.span_id, nodes, {})
+        if isinstance(owner, str) and _run_id_of(nodes[owner].view) == _run_id_of(node.view):
+            node.role = SpanRole.OTHER
+            node.carries = True
+
+
 def _group_trace(
     trace_id: str, nodes: Mapping[str, _Node], logs: Mapping[str, Sequence[SpanEventView]]
 ) -> list[RunSpans]:
+    _settle_runs(nodes)
     run_ids = [span_id for span_id, node in nodes.items() if node.role is SpanRole.RUN]
     only_run = run_ids[0] if len(run_ids) == 1 else None
     members: dict[str | None, list[_Node]] = {run_id: [] for run_id in run_ids}
@@ -275,7 +341,10 @@ def _leg(
     logs: Mapping[str, Sequence[SpanEventView]],
     reason: Reason | None,
 ) -> RunSpans:
-    passes = sorted((n.view for n in nodes if n.role is SpanRole.PASS), key=_pass_sort_key)
+    calls = [n for n in nodes if n.role is SpanRole.PASS]
+    if any(n.marked for n in calls):
+        calls = [n for n in calls if n.marked]
+    passes = sorted((n.view for n in calls), key=_pass_sort_key)
     tools = sorted((n.view for n in nodes if n.role is SpanRole.TOOL), key=_start_key)
     others = sorted((n.view for n in nodes if n.role is SpanRole.OTHER), key=_start_key)
     wanted = [run_span.span_id] if run_span is not None else []

@@ -274,10 +274,11 @@ def _str(value: Any) -> str | None:
 
 
 def _indexed(attribute: Callable[[str], Any], prefix: str, probe: str) -> list[int]:
-    """Indices ``i`` for which ``<prefix>.<i>.<probe>`` is set, contiguous from 0."""
+    """Indices ``i`` for which ``<prefix><i>.<probe>`` is set, contiguous from 0 (``prefix``
+    ends with a dot)."""
     found: list[int] = []
     for index in range(MAX_INDEXED):
-        if attribute(f"{prefix}.{index}.{probe}") is None:
+        if attribute(f"{prefix}{index}.{probe}") is None:
             break
         found.append(index)
     return found
@@ -421,18 +422,18 @@ def _oi_messages(view: SpanView, prefix: str) -> tuple[FrameMessage, ...] | None
     trace_id, span_id = view.trace_id, view.span_id
     messages: list[FrameMessage] = []
     for i in indices:
-        base = f"{prefix}.{i}.message"
-        where = Ref(trace_id, span_id, prefix, message_index=i)
+        base = f"{prefix}{i}.message"
+        where = Ref(trace_id, span_id, prefix.rstrip("."), message_index=i)
         texts: list[str] = []
         content = _str(attr(f"{base}.content"))
         if content is not None:
             texts.append(content)
-        for j in _indexed(attr, f"{base}.contents", "message_content.type"):
+        for j in _indexed(attr, f"{base}.contents.", "message_content.type"):
             text = _str(attr(f"{base}.contents.{j}.message_content.text"))
             if text is not None:
                 texts.append(text)
         calls: list[ChosenCall] = []
-        for j in _indexed(attr, f"{base}.tool_calls", "tool_call.function.name"):
+        for j in _indexed(attr, f"{base}.tool_calls.", "tool_call.function.name"):
             call = f"{base}.tool_calls.{j}.tool_call"
             raw_args = attr(f"{call}.function.arguments")
             arguments, readable = _loads(raw_args)
@@ -464,8 +465,8 @@ def _oi_tools(view: SpanView) -> tuple[tuple[OfferedTool, ...] | None, list[str]
     tools: list[OfferedTool] = []
     unreadable: list[str] = []
     for i in range(MAX_INDEXED):
-        schema_key = f"{semconv.OI_TOOLS_PREFIX}.{i}.tool.json_schema"
-        name = _str(attr(f"{semconv.OI_TOOLS_PREFIX}.{i}.tool.name"))
+        schema_key = f"{semconv.OI_TOOLS_PREFIX}{i}.tool.json_schema"
+        name = _str(attr(f"{semconv.OI_TOOLS_PREFIX}{i}.tool.name"))
         raw = attr(schema_key)
         if raw is None and name is None:
             break
@@ -497,10 +498,10 @@ def _oi_view(view: SpanView) -> CallView | None:
         span_id,
         "openinference",
         tools,
-        Ref(trace_id, span_id, semconv.OI_TOOLS_PREFIX) if tools is not None else None,
+        Ref(trace_id, span_id, semconv.OI_TOOLS_PREFIX.rstrip(".")) if tools is not None else None,
         system,
         messages,
-        Ref(trace_id, span_id, semconv.OI_INPUT_MESSAGES_PREFIX) if messages else None,
+        Ref(trace_id, span_id, semconv.OI_INPUT_MESSAGES_PREFIX.rstrip(".")) if messages else None,
         output,
         tuple(unreadable),
     )
@@ -517,15 +518,15 @@ def _tl_messages(view: SpanView, prefix: str) -> tuple[FrameMessage, ...] | None
     trace_id, span_id = view.trace_id, view.span_id
     messages: list[FrameMessage] = []
     for i in indices:
-        where = Ref(trace_id, span_id, prefix, message_index=i)
-        content = _str(attr(f"{prefix}.{i}.content"))
+        where = Ref(trace_id, span_id, prefix.rstrip("."), message_index=i)
+        content = _str(attr(f"{prefix}{i}.content"))
         calls: list[ChosenCall] = []
-        for j in _indexed(attr, f"{prefix}.{i}.tool_calls", "name"):
-            arguments, readable = _loads(attr(f"{prefix}.{i}.tool_calls.{j}.arguments"))
+        for j in _indexed(attr, f"{prefix}{i}.tool_calls.", "name"):
+            arguments, readable = _loads(attr(f"{prefix}{i}.tool_calls.{j}.arguments"))
             calls.append(
                 ChosenCall(
-                    _str(attr(f"{prefix}.{i}.tool_calls.{j}.id")),
-                    _str(attr(f"{prefix}.{i}.tool_calls.{j}.name")) or "",
+                    _str(attr(f"{prefix}{i}.tool_calls.{j}.id")),
+                    _str(attr(f"{prefix}{i}.tool_calls.{j}.name")) or "",
                     arguments,
                     readable,
                     where,
@@ -534,10 +535,10 @@ def _tl_messages(view: SpanView, prefix: str) -> tuple[FrameMessage, ...] | None
         messages.append(
             FrameMessage(
                 i,
-                _str(attr(f"{prefix}.{i}.role")) or "unknown",
+                _str(attr(f"{prefix}{i}.role")) or "unknown",
                 (content,) if content is not None else (),
                 tuple(calls),
-                _str(attr(f"{prefix}.{i}.tool_call_id")),
+                _str(attr(f"{prefix}{i}.tool_call_id")),
                 None,
                 where,
             )
@@ -551,8 +552,8 @@ def _tl_view(view: SpanView) -> CallView | None:
     output = _tl_messages(view, semconv.TL_COMPLETION_PREFIX)
     tools: list[OfferedTool] = []
     for i in _indexed(attr, semconv.TL_FUNCTIONS_PREFIX, "name"):
-        params, _ = _loads(attr(f"{semconv.TL_FUNCTIONS_PREFIX}.{i}.parameters"))
-        tools.append(OfferedTool(str(attr(f"{semconv.TL_FUNCTIONS_PREFIX}.{i}.name")), params))
+        params, _ = _loads(attr(f"{semconv.TL_FUNCTIONS_PREFIX}{i}.parameters"))
+        tools.append(OfferedTool(str(attr(f"{semconv.TL_FUNCTIONS_PREFIX}{i}.name")), params))
     if messages is None and output is None and not tools:
         return None
     trace_id, span_id = view.trace_id, view.span_id
@@ -561,10 +562,10 @@ def _tl_view(view: SpanView) -> CallView | None:
         span_id,
         "openllmetry",
         tuple(tools) if tools else None,
-        Ref(trace_id, span_id, semconv.TL_FUNCTIONS_PREFIX) if tools else None,
+        Ref(trace_id, span_id, semconv.TL_FUNCTIONS_PREFIX.rstrip(".")) if tools else None,
         () if messages is not None else None,
         messages,
-        Ref(trace_id, span_id, semconv.TL_PROMPT_PREFIX) if messages else None,
+        Ref(trace_id, span_id, semconv.TL_PROMPT_PREFIX.rstrip(".")) if messages else None,
         output,
     )
 

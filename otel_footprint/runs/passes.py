@@ -35,9 +35,18 @@ from otel_footprint.kernel.types import (
 )
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
+from otel_footprint.runs.outputs import (
+    asked_for_tools,
+    instrumented,
+    output_tool_calls,
+    skill_of,
+    tool_results,
+)
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
+UNRECORDED_TOOL_CALLS = "tool-calls-unrecorded"
+"""Reason code: a pass's tool calls are recorded nowhere (the engine then makes no account)."""
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
 # Sources of context rows that are conversation, not a map's contribution.
@@ -371,6 +380,15 @@ def read_run(
     for span_id, iteration in span_iteration.items():
         spans_by_iteration.setdefault(iteration, []).append(span_id)
 
+    # ── what the recorder could not place (record.problem): a reason, and a stop at its pass ──
+    placed: dict[int, Reason] = {}
+    for event in by_type.get(semconv.T_RECORD_PROBLEM, ()):
+        code = _as_str(event.payload.get("code")) or "record-problem"
+        reason = rd.add(code, _as_str(event.payload.get("message")) or code, event.pointer.span_id)
+        at = integral(event.payload.get("iteration"))
+        if at is not None:
+            placed.setdefault(at, reason)
+
     # ── events keyed by iteration ──
     evaluated: dict[int, list[FootprintEvent]] = {}
     reported: dict[int, list[FootprintEvent]] = {}
@@ -432,7 +450,7 @@ def read_run(
 
     # ── one PassFacts per iteration seen on a span or in an evaluation ──
     passes: list[PassFacts] = []
-    for iteration in sorted(set(spans_by_iteration) | set(evaluated)):
+    for iteration in sorted(set(spans_by_iteration) | set(evaluated) | set(placed)):
         passes.append(
             _pass_facts(
                 iteration,
@@ -442,7 +460,7 @@ def read_run(
                 injected.get(iteration, []),
                 plan is not None,
                 rd,
-                conflicts.get(iteration),
+                placed.get(iteration) or conflicts.get(iteration),
             )
         )
     missing = [p for p in passes if p.problem is _MISSING]
@@ -467,6 +485,16 @@ def read_run(
         _tool_call(view, by_span.get(view.span_id, []), run, span_iteration, first_iteration, rd)
         for view in run.tools
     )
+    from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
+    tool_calls = (*tool_calls, *from_output)
+    if unrecorded is not None:
+        # A later pass needs the batch these passes dispatched (the kernel's tool results):
+        # it cannot be built.
+        first = min(unrecorded_at)
+        passes = [
+            replace(p, problem=unrecorded) if p.problem is None and p.iteration > first else p
+            for p in passes
+        ]
     refusals = _refusals_by_iteration(
         refusing, frozenset(v.span_id for v in run.tools), span_iteration
     )
@@ -527,7 +555,7 @@ def _pass_facts(
             f"{iteration}; passes from here on are not decided",
             evaluations[1].pointer.span_id,
         )
-    if span_id is None:
+    if span_id is None and conflict is None:
         rd.add(
             "no-model-call-span",
             f"iteration {iteration} has a {semconv.EV_CONTEXT_EVALUATED} event but no model-call "
@@ -661,6 +689,9 @@ def _tool_call(
                 )
     result = view.attribute(semconv.GEN_AI_TOOL_CALL_RESULT)
     picks = _picks_of(name, arguments, failed, events, unreadable is not None)
+    skill = skill_of(view)
+    if not picks and skill is not None and not failed:
+        picks = (Pick(skill),)  # a skill-loading tool span (gen_ai.skill.name)
     return ToolCall(
         trace_id=view.trace_id,
         span_id=view.span_id,
@@ -677,6 +708,83 @@ def _tool_call(
         events=tuple(events),
         unreadable=unreadable,
     )
+
+
+def _output_tool_calls(
+    run: RunSpans,
+    spanned: Sequence[ToolCall],
+    span_iteration: Mapping[str, int],
+    rd: _Reader,
+) -> tuple[list[ToolCall], Reason | None, tuple[int, ...]]:
+    """Tool calls of passes that have no tool span, read from what the pass span recorded of the
+    model's output (client instrumentations make no tool spans); results from the later passes'
+    input messages. A pass whose output asked for tools, or says nothing, while the call was made
+    by an instrumentation, gets a ``tool-calls-unrecorded`` reason: never "no tool was called"."""
+    with_spans = {call.iteration for call in spanned}
+    found: list[ToolCall] = []
+    unrecorded: list[int] = []
+    for view in run.passes:
+        iteration = span_iteration[view.span_id]
+        if iteration in with_spans:
+            continue
+        calls = output_tool_calls(view)
+        if calls is None:
+            asked = asked_for_tools(view)
+            if asked or (asked is None and instrumented(view)):
+                unrecorded.append(iteration)
+            continue
+        for index, call in enumerate(calls):
+            found.append(
+                ToolCall(
+                    trace_id=view.trace_id,
+                    span_id=view.span_id,
+                    name=call.name,
+                    call_id=call.call_id or f"{view.span_id}#{index}",
+                    iteration=iteration,
+                    start_time_unix_nano=view.end_time_unix_nano,
+                    failed=False,
+                    arguments=_json_or_none(call.arguments_text),
+                    arguments_text=call.arguments_text,
+                    result=None,
+                    picks=(),
+                    picks_stated=False,
+                    events=(),
+                )
+            )
+    reason: Reason | None = None
+    if unrecorded:
+        reason = rd.add(
+            UNRECORDED_TOOL_CALLS,
+            f"the model call(s) of pass(es) {', '.join(map(str, unrecorded))} record no tool calls "
+            "(no tool span, no tool calls in the recorded output); switch on the "
+            "instrumentation's message content capture or record tool spans. Which tools were "
+            "called cannot be told; passes after them are not decided",
+        )
+    if found:
+        results: dict[str, str] = {}
+        for view in run.passes:
+            for call_id, text in tool_results(view):
+                results.setdefault(call_id, text)
+        found = [
+            replace(call, result=results[call.call_id]) if call.call_id in results else call
+            for call in found
+        ]
+        found = [
+            replace(call, picks=_picks_of(call.name, call.arguments, False, (), False))
+            if call.name == semconv.READ_SKILL_TOOL
+            else call
+            for call in found
+        ]
+    return found, reason, tuple(unrecorded)
+
+
+def _json_or_none(text: str | None) -> Any | None:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool = True) -> bool:
