@@ -571,12 +571,27 @@ def _tl_view(view: SpanView) -> CallView | None:
 
 
 def call_view(view: SpanView) -> CallView:
-    """The frame of one model-call span, from the first convention that recorded any of it."""
-    for reader in (_genai_view, _oi_view, _tl_view):
-        found = reader(view)
-        if found is not None:
-            return found
-    return CallView(view.trace_id, view.span_id, "none", None, None, None, None, None, None)
+    """The frame of one model-call span, field by field from the first convention that recorded
+    it (GenAI, then OpenInference, then OpenLLMetry): an agent may state the offered tools in the
+    GenAI attribute on a span whose instrumentation records the messages in its own names."""
+    found = [v for v in (_genai_view(view), _oi_view(view), _tl_view(view)) if v is not None]
+    if not found:
+        return CallView(view.trace_id, view.span_id, "none", None, None, None, None, None, None)
+    with_tools = next((v for v in found if v.tools is not None), None)
+    with_frame = next((v for v in found if v.messages is not None), None)
+    with_output = next((v for v in found if v.output is not None), None)
+    return CallView(
+        view.trace_id,
+        view.span_id,
+        (with_frame or found[0]).convention,
+        with_tools.tools if with_tools else None,
+        with_tools.tools_ref if with_tools else None,
+        with_frame.system if with_frame else next((v.system for v in found if v.system), None),
+        with_frame.messages if with_frame else None,
+        with_frame.messages_ref if with_frame else None,
+        with_output.output if with_output else None,
+        tuple(k for v in found for k in v.unreadable),
+    )
 
 
 # ── footprint integrity events ───────────────────────────────────────────────────────────────
