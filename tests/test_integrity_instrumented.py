@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-openai = pytest.importorskip("openai")
+openai = pytest.importorskip("openai", reason="pip install -e '.[integrations]'")
 pytest.importorskip("opentelemetry.instrumentation.openai_v2")
 pytest.importorskip("openinference.instrumentation.openai")
 

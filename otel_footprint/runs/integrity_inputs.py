@@ -684,25 +684,40 @@ def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
 
 
 def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[str, str]]:
-    """(top-level pass span id -> iteration, nested client span id -> its pass span id)."""
-    ids = {view.span_id for view in run.passes}
-    nested = {
+    """(pass span id -> iteration, client span id -> the pass span it is a second view of).
+
+    A client span is a model-call span that is no pass of its own: one nested under a pass span
+    (directly, or — through containers not in the run — by lying within exactly one pass span's
+    time), or, in older recordings where every model call is a pass, one whose parent is one.
+    """
+    known = {p.span_id: p.iteration for p in facts.passes if p.span_id is not None}
+    pass_ids = {view.span_id for view in run.passes}
+    nested: dict[str, str] = {
         view.span_id: view.parent_span_id
         for view in run.passes
-        if view.parent_span_id is not None and view.parent_span_id in ids
+        if view.parent_span_id is not None and view.parent_span_id in pass_ids
     }
-    known = {p.span_id: p.iteration for p in facts.passes if p.span_id is not None}
-    iterations: dict[str, int] = {}
-    ordinal = 0
-    for view in run.passes:
-        if view.span_id in nested:
+    tops = [view for view in run.passes if view.span_id not in nested]
+    for view in run.unmarked_calls:
+        parent = view.parent_span_id
+        if parent is not None and parent in pass_ids:
+            nested[view.span_id] = parent
             continue
-        ordinal += 1
+        around = [
+            top
+            for top in tops
+            if top.start_time_unix_nano <= view.start_time_unix_nano
+            and view.end_time_unix_nano <= top.end_time_unix_nano
+        ]
+        if len(around) == 1:
+            nested[view.span_id] = around[0].span_id
+    iterations: dict[str, int] = {}
+    for ordinal, view in enumerate(tops, start=1):
         iteration = known.get(view.span_id)
         if iteration is None:
             iteration = pass_iteration_of(view)
         iterations[view.span_id] = iteration if iteration is not None else ordinal
-    return iterations, {k: v for k, v in nested.items() if v is not None}
+    return iterations, nested
 
 
 def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
@@ -710,7 +725,7 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     run = facts.run
     problems: list[str] = []
     iterations, nested = _iterations(run, facts)
-    by_id = {view.span_id: view for view in run.passes}
+    by_id = {view.span_id: view for view in (*run.passes, *run.unmarked_calls)}
     by_type: dict[str, list[FootprintEvent]] = {}
     for event in facts.events:
         by_type.setdefault(event.type, []).append(event)
