@@ -115,15 +115,16 @@ def test_a_client_span_under_the_pass_span_is_the_wire_view() -> None:
     composed = [{"type": "function", "name": n, "parameters": {}} for n in ("t1", "t2")]
 
     def build(tracer: Any, run: Any) -> None:
-        with tracer.start_as_current_span(
-            "chat framework",
-            attributes={
-                semconv.GEN_AI_OPERATION_NAME: "chat",
-                semconv.PASS_ITERATION: 1,
-                semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps(composed),
-            },
-        ) as framework:
-            with tracer.start_as_current_span(
+        with (
+            tracer.start_as_current_span(
+                "chat framework",
+                attributes={
+                    semconv.GEN_AI_OPERATION_NAME: "chat",
+                    semconv.PASS_ITERATION: 1,
+                    semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps(composed),
+                },
+            ) as framework,
+            tracer.start_as_current_span(
                 "ChatCompletion",
                 context=set_span_in_context(framework),
                 attributes={
@@ -135,8 +136,9 @@ def test_a_client_span_under_the_pass_span_is_the_wire_view() -> None:
                         {"type": "function", "function": {"name": "ghost"}}
                     ),
                 },
-            ):
-                pass
+            ),
+        ):
+            pass
 
     inputs = _inputs(_spans(build))
     (pass_,) = inputs.passes  # the nested client span is a view of pass 1, not a pass of its own
