@@ -317,7 +317,7 @@ def test_argument_self_referenced_value_says_so() -> None:
     (finding,) = kinds(
         integrity(choice({"machine": "host-zeta-99"}, messages=frame)), "unsupported-argument"
     )
-    assert "model's own earlier text" in finding.message
+    assert "text the model itself wrote earlier" in finding.message
     nowhere = kinds(integrity(choice({"machine": "host-zeta-99"})), "unsupported-argument")[0]
     assert nowhere.message != finding.message
 

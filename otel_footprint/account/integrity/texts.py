@@ -40,12 +40,12 @@ TEXTS: Final[Mapping[str, str]] = {
     ),
     "argument.nowhere": (
         "'{tool}' was called with {path} = \"{value}\", a value found nowhere in what this call "
-        "was given: not in the instructions, not in the user's messages, not in any tool result. "
+        "was given: neither the instructions, the user's messages nor any tool result hold it. "
         "Nothing in the run says what it refers to. {refetch} The call was not blocked."
     ),
     "argument.self": (
-        "'{tool}' was called with {path} = \"{value}\", and the only place that value appears in "
-        "this call's context is the model's own earlier text. Prose the model wrote is not "
+        "'{tool}' was called with {path} = \"{value}\"; the sole source of that value in this "
+        "call's context is text the model itself wrote earlier. Prose the model wrote is not "
         "evidence: a value lifted from it may be a piece of something else. {refetch} The call "
         "was not blocked."
     ),
@@ -53,9 +53,9 @@ TEXTS: Final[Mapping[str, str]] = {
     "argument.refetch.none": "To ground it, read the value again from the tool that provides it.",
     "lookup.empty": (
         "'{tool}' looked up {path} = \"{value}\", a value this run had itself received from "
-        "'{producer}' (declared as where its arguments come from), and got back {empty}. Because "
-        "the run held that identifier, the empty answer is either a true absence or a lookup that "
-        "could never match, and the trace cannot tell the two apart. An empty result may well be "
+        "'{producer}' (declared as the source of its arguments), and got back {empty}. Since the run "
+        "held that identifier, either nothing matches it or the lookup could not have matched "
+        "anything, and the trace cannot tell which. An empty result may well be "
         "right: treat this as a place to look, not a verdict. Call id {callId}. Nothing was "
         "blocked, changed or retried."
     ),
