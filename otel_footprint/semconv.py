@@ -310,6 +310,7 @@ F_VALUE: Final = "footprint.value"
 F_TOOL_NAMES: Final = "footprint.tool_names"
 F_DROPPED_OBSERVATIONS: Final = "footprint.dropped_observations"
 F_SHAPE: Final = "footprint.shape"
+F_ROWS: Final = "footprint.rows"
 F_KIND: Final = "footprint.kind"
 F_SEAM: Final = "footprint.seam"
 F_SUBJECTS: Final = "footprint.subjects"
@@ -330,9 +331,9 @@ INTEGRITY_UNREACHABLE: Final = "footprint.integrity.unreachable"
 INTEGRITY_SUMMARY: Final = "footprint.integrity.summary"
 INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
 """Verify mode: the agent's own findings differ from the ones re-derived here."""
-INTEGRITY_ROW_PREFIX: Final = "footprint.integrity.row."
+_INTEGRITY_ROW_PREFIX: Final = "footprint.integrity.row."
 """+ ``<check>.<seam>`` with underscores: the row's state (pass / fail / unreachable /
-not-applicable)."""
+not-applicable); every such name is a ``ROW_*`` constant below."""
 # Output events
 EV_INTEGRITY_FINDING: Final = "footprint.integrity.finding"
 EV_INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
@@ -356,6 +357,30 @@ INTEGRITY_OUTPUT_EVENTS: Final = frozenset(
 )
 
 
+INTEGRITY_ROWS: Final = (
+    ("invariant-violation", "wire"),
+    ("invariant-violation", "compose"),
+    ("dangling-reference", "compose"),
+    ("unsupported-argument", "choice"),
+    ("unsupported-claim", "claim"),
+    ("empty-lookup", "write"),
+    ("column-type-mismatch", "write"),
+    ("missing-column", "write"),
+    ("prior-turn-evidence", "claim"),
+)
+"""Every integrity row (check, seam), in the order they are written."""
+# The run-span attribute of each row's state (integrity_row_attribute of the row).
+ROW_INVARIANT_VIOLATION_WIRE: Final = "footprint.integrity.row.invariant_violation.wire"
+ROW_INVARIANT_VIOLATION_COMPOSE: Final = "footprint.integrity.row.invariant_violation.compose"
+ROW_DANGLING_REFERENCE_COMPOSE: Final = "footprint.integrity.row.dangling_reference.compose"
+ROW_UNSUPPORTED_ARGUMENT_CHOICE: Final = "footprint.integrity.row.unsupported_argument.choice"
+ROW_UNSUPPORTED_CLAIM_CLAIM: Final = "footprint.integrity.row.unsupported_claim.claim"
+ROW_EMPTY_LOOKUP_WRITE: Final = "footprint.integrity.row.empty_lookup.write"
+ROW_COLUMN_TYPE_MISMATCH_WRITE: Final = "footprint.integrity.row.column_type_mismatch.write"
+ROW_MISSING_COLUMN_WRITE: Final = "footprint.integrity.row.missing_column.write"
+ROW_PRIOR_TURN_EVIDENCE_CLAIM: Final = "footprint.integrity.row.prior_turn_evidence.claim"
+
+
 def integrity_evaluation_name(check: str, seam: str) -> str:
     """``gen_ai.evaluation.name`` of an integrity row: ``footprint.integrity.<check>@<seam>``."""
     return f"{PREFIX}integrity.{check}@{seam}"
@@ -363,7 +388,12 @@ def integrity_evaluation_name(check: str, seam: str) -> str:
 
 def integrity_row_attribute(check: str, seam: str) -> str:
     """The run-span attribute of a row's state: ``footprint.integrity.row.<check>.<seam>``."""
-    return INTEGRITY_ROW_PREFIX + f"{check}.{seam}".replace("-", "_")
+    return _INTEGRITY_ROW_PREFIX + f"{check}.{seam}".replace("-", "_")
+
+
+INTEGRITY_EVALUATION_NAMES: Final = frozenset(
+    integrity_evaluation_name(check, seam) for check, seam in INTEGRITY_ROWS
+)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -186,3 +186,12 @@ def test_phoenix_annotations_carry_the_rows_and_their_state() -> None:
         found["footprint.integrity.invariant-violation@wire"]["metadata"]["state"]
         == "not-applicable"
     )
+
+
+def test_row_names_are_defined_once_and_agree() -> None:
+    from otel_footprint.account.integrity import ROWS
+
+    assert tuple(ROWS) == semconv.INTEGRITY_ROWS
+    constants = {v for k, v in semconv.all_names().items() if k.startswith("ROW_")}
+    assert constants == {semconv.integrity_row_attribute(c, s) for c, s in ROWS}
+    assert len(semconv.INTEGRITY_EVALUATION_NAMES) == len(ROWS)

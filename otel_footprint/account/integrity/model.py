@@ -37,6 +37,7 @@ ROWS: tuple[tuple[Kind, Seam], ...] = (
     ("missing-column", "write"),
     ("prior-turn-evidence", "claim"),
 )
+# The same rows as semconv.INTEGRITY_ROWS (typed here); a test holds the two together.
 """Every row, always present: an unarmed check is a ``not-applicable`` row, never a silence."""
 
 ADVISORY_KINDS: frozenset[str] = frozenset({"empty-lookup", "prior-turn-evidence"})
