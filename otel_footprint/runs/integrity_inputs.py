@@ -359,13 +359,16 @@ def _genai_tools(raw: Any, key: str) -> tuple[OfferedTool, ...]:
     return tuple(tools)
 
 
-def _genai_view(view: SpanView) -> CallView | None:
-    keys = (
-        semconv.GEN_AI_TOOL_DEFINITIONS,
-        semconv.GEN_AI_INPUT_MESSAGES,
-        semconv.GEN_AI_OUTPUT_MESSAGES,
-        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
-    )
+_GENAI_FRAME_KEYS = (
+    semconv.GEN_AI_TOOL_DEFINITIONS,
+    semconv.GEN_AI_INPUT_MESSAGES,
+    semconv.GEN_AI_OUTPUT_MESSAGES,
+    semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+)
+
+
+def _genai_view(view: SpanView, frames: bool = True) -> CallView | None:
+    keys = _GENAI_FRAME_KEYS if frames else _GENAI_FRAME_KEYS[:1]
     if all(view.attribute(k) is None for k in keys):
         return None
     trace_id, span_id = view.trace_id, view.span_id
@@ -383,6 +386,19 @@ def _genai_view(view: SpanView) -> CallView | None:
         semconv.GEN_AI_TOOL_DEFINITIONS,
         lambda raw, ref: _genai_tools(raw, semconv.GEN_AI_TOOL_DEFINITIONS),
     )
+    if not frames:
+        return CallView(
+            trace_id,
+            span_id,
+            "gen_ai",
+            tools,
+            Ref(trace_id, span_id, semconv.GEN_AI_TOOL_DEFINITIONS) if tools is not None else None,
+            None,
+            None,
+            None,
+            None,
+            tuple(unreadable),
+        )
     messages = read(semconv.GEN_AI_INPUT_MESSAGES, _genai_messages)
     output = read(semconv.GEN_AI_OUTPUT_MESSAGES, _genai_messages)
     system = read(
@@ -483,9 +499,9 @@ def _oi_tools(view: SpanView) -> tuple[tuple[OfferedTool, ...] | None, list[str]
     return (tuple(tools) if tools or unreadable else None), unreadable
 
 
-def _oi_view(view: SpanView) -> CallView | None:
-    messages = _oi_messages(view, semconv.OI_INPUT_MESSAGES_PREFIX)
-    output = _oi_messages(view, semconv.OI_OUTPUT_MESSAGES_PREFIX)
+def _oi_view(view: SpanView, frames: bool = True) -> CallView | None:
+    messages = _oi_messages(view, semconv.OI_INPUT_MESSAGES_PREFIX) if frames else None
+    output = _oi_messages(view, semconv.OI_OUTPUT_MESSAGES_PREFIX) if frames else None
     tools, unreadable = _oi_tools(view)
     if messages is None and output is None and tools is None:
         return None
@@ -546,10 +562,10 @@ def _tl_messages(view: SpanView, prefix: str) -> tuple[FrameMessage, ...] | None
     return tuple(messages)
 
 
-def _tl_view(view: SpanView) -> CallView | None:
+def _tl_view(view: SpanView, frames: bool = True) -> CallView | None:
     attr = view.attribute
-    messages = _tl_messages(view, semconv.TL_PROMPT_PREFIX)
-    output = _tl_messages(view, semconv.TL_COMPLETION_PREFIX)
+    messages = _tl_messages(view, semconv.TL_PROMPT_PREFIX) if frames else None
+    output = _tl_messages(view, semconv.TL_COMPLETION_PREFIX) if frames else None
     tools: list[OfferedTool] = []
     for i in _indexed(attr, semconv.TL_FUNCTIONS_PREFIX, "name"):
         params, _ = _loads(attr(f"{semconv.TL_FUNCTIONS_PREFIX}{i}.parameters"))
@@ -570,11 +586,16 @@ def _tl_view(view: SpanView) -> CallView | None:
     )
 
 
-def call_view(view: SpanView) -> CallView:
+def call_view(view: SpanView, *, frames: bool = True) -> CallView:
     """The frame of one model-call span, field by field from the first convention that recorded
     it (GenAI, then OpenInference, then OpenLLMetry): an agent may state the offered tools in the
-    GenAI attribute on a span whose instrumentation records the messages in its own names."""
-    found = [v for v in (_genai_view(view), _oi_view(view), _tl_view(view)) if v is not None]
+    GenAI attribute on a span whose instrumentation records the messages in its own names.
+    ``frames=False`` reads only the offered tools (what the compose and wire checks need)."""
+    first = _genai_view(view, frames)
+    if first is not None and first.tools is not None:
+        if not frames or (first.messages is not None and first.output is not None):
+            return first  # everything from one convention: the others are not asked
+    found = [v for v in (first, _oi_view(view, frames), _tl_view(view, frames)) if v is not None]
     if not found:
         return CallView(view.trace_id, view.span_id, "none", None, None, None, None, None, None)
     with_tools = next((v for v in found if v.tools is not None), None)
@@ -721,14 +742,27 @@ def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[st
 
 
 def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
-    """The integrity inputs of a run leg already read into :class:`RunFacts`."""
+    """The integrity inputs of a run leg already read into :class:`RunFacts`.
+
+    Only what an armed check can use is read: no model-call span is looked at when nothing could
+    arm a check that reads them (no plan, no tool declaration, no second view of a call), and the
+    frames (messages, output) only when a tool declares ``argumentsFrom``.
+    """
     run = facts.run
     problems: list[str] = []
-    iterations, nested = _iterations(run, facts)
-    by_id = {view.span_id: view for view in (*run.passes, *run.unmarked_calls)}
     by_type: dict[str, list[FootprintEvent]] = {}
     for event in facts.events:
         by_type.setdefault(event.type, []).append(event)
+    declarations = _declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems)
+    frames = any(d.arguments_from for d in declarations.values())
+    calls_needed = (
+        facts.plan is not None
+        or bool(declarations)
+        or bool(run.unmarked_calls)
+        or semconv.T_WIRE_MANIFEST in by_type
+    )
+    iterations, nested = _iterations(run, facts) if calls_needed else ({}, {})
+    by_id = {view.span_id: view for view in (*run.passes, *run.unmarked_calls)}
 
     def on_pass(event: FootprintEvent) -> int | None:
         explicit = integral(event.payload.get("iteration"))
@@ -756,9 +790,9 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         clients.setdefault(parent, by_id[child])
     passes: list[PassInputs] = []
     for span_id, iteration in sorted(iterations.items(), key=lambda kv: (kv[1], kv[0])):
-        framework = call_view(by_id[span_id])
+        framework = call_view(by_id[span_id], frames=frames)
         client_span = clients.get(span_id)
-        client = call_view(client_span) if client_span is not None else None
+        client = call_view(client_span, frames=frames) if client_span is not None else None
         for view in (framework, client):
             if view is not None:
                 problems.extend(f"{view.span_id}: {key} is not readable" for key in view.unreadable)
@@ -817,7 +851,7 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         trace_id=run.trace_id,
         run_span_id=run.run_span_id,
         passes=tuple(passes),
-        declarations=_declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems),
+        declarations=declarations,
         settings=_settings(by_type.get(semconv.T_INTEGRITY_CONFIG, ())),
         executions=tuple(executions),
         grounds=tuple(grounds),
