@@ -195,3 +195,21 @@ def test_row_names_are_defined_once_and_agree() -> None:
     constants = {v for k, v in semconv.all_names().items() if k.startswith("ROW_")}
     assert constants == {semconv.integrity_row_attribute(c, s) for c, s in ROWS}
     assert len(semconv.INTEGRITY_EVALUATION_NAMES) == len(ROWS)
+
+
+def test_a_reported_finding_has_the_identity_of_the_same_derived_one() -> None:
+    from otel_footprint.account.integrity import Finding, Subject
+    from otel_footprint.account.integrity.verify import _identity
+
+    derived = Finding(
+        "invariant-violation",
+        "compose",
+        (Subject("tool", "t1"), Subject("map", "m")),
+        "message",
+        predicate=None,
+        iteration=4,
+    )
+    # The upstream files the compose finding at @write: the same seam here.
+    assert _identity(
+        "invariant-violation", "write", [Subject("map", "m"), Subject("tool", "t1")], None
+    ) == (derived.identity)

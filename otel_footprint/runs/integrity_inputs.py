@@ -592,9 +592,9 @@ def call_view(view: SpanView, *, frames: bool = True) -> CallView:
     GenAI attribute on a span whose instrumentation records the messages in its own names.
     ``frames=False`` reads only the offered tools (what the compose and wire checks need)."""
     first = _genai_view(view, frames)
-    if first is not None and first.tools is not None:
-        if not frames or (first.messages is not None and first.output is not None):
-            return first  # everything from one convention: the others are not asked
+    complete = first is not None and first.tools is not None
+    if complete and first is not None and (not frames or (first.messages and first.output)):
+        return first  # everything from one convention: the others are not asked
     found = [v for v in (first, _oi_view(view, frames), _tl_view(view, frames)) if v is not None]
     if not found:
         return CallView(view.trace_id, view.span_id, "none", None, None, None, None, None, None)

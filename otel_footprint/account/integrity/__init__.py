@@ -40,7 +40,7 @@ from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.verify import disagreements
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
-NOT_REBUILT: Mapping[str, str] = {
+NOT_REBUILT: Mapping[Kind, str] = {
     "unsupported-claim": (
         "not rebuilt from traces: it needs the typed answer after the agent's output middleware "
         "and the tools' full semantic results, which no convention carries (docs/design.md)"
@@ -85,7 +85,7 @@ def check_integrity(
         ("missing-column", "write"): missing,
     }
     for kind, why in NOT_REBUILT.items():
-        tallies[(kind, "claim")] = unarmed(why)  # type: ignore[index]
+        tallies[(kind, "claim")] = unarmed(why)
     rows: list[Row] = []
     findings: list[Finding] = []
     seen: set[str] = set()

@@ -82,7 +82,8 @@ class Finding:
     @property
     def identity(self) -> str:
         """``kind @seam [sorted subjects] predicate`` — no iteration: a defect found again on a
-        later pass is the same finding (the first filing wins)."""
+        later pass is the same finding (the first filing wins). Verify mode builds the same string
+        for a reported finding (``verify._identity``; a test holds the two together)."""
         subjects = " + ".join(sorted(f"{s.kind} {s.id}" for s in self.subjects))
         return f"{self.kind} @{self.seam} [{subjects}] {self.predicate or ''}"
 

@@ -17,8 +17,10 @@ _SEAM_ALIASES = {("invariant-violation", "write"): "compose"}
 
 
 def _identity(kind: str, seam: str, subjects: Iterable[Subject], predicate: str | None) -> str:
+    """The identity :attr:`Finding.identity` gives, for a reported finding's plain strings."""
     seam = _SEAM_ALIASES.get((kind, seam), seam)
-    return Finding(kind, seam, tuple(subjects), "", predicate=predicate).identity  # type: ignore[arg-type]
+    listed = " + ".join(sorted(f"{s.kind} {s.id}" for s in subjects))
+    return f"{kind} @{seam} [{listed}] {predicate or ''}"
 
 
 def _subject(text: str) -> Subject:
