@@ -680,18 +680,35 @@ def _settings(events: Sequence[FootprintEvent]) -> Settings:
     )
 
 
+def _subjects(value: Any) -> tuple[str, ...]:
+    """``subjects`` as ``kind:id`` strings: our recorder's strings, or the upstream's
+    ``[{kind, id}]`` objects (a JSON string when they travelled as an attribute)."""
+    if isinstance(value, str):
+        decoded, ok = _loads(value)
+        value = decoded if ok else [value]
+    if not isinstance(value, list | tuple):
+        return ()
+    out: list[str] = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("id"), str):
+            out.append(f"{item.get('kind') or 'tool'}:{item['id']}")
+    return tuple(out)
+
+
 def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
     out: list[ReportedFinding] = []
     for event in events:
         payload = event.payload
         kind, seam = _str(payload.get("kind")), _str(payload.get("seam"))
-        if not kind or not seam:
-            continue
+        if not kind or not seam or payload.get("synthetic") is True:
+            continue  # a canary (the upstream's dev posture) is never a finding
         out.append(
             ReportedFinding(
                 kind,
                 seam,
-                _strings(payload.get("subjects")) or (),
+                _subjects(payload.get("subjects")),
                 _str(payload.get("predicate")) or None,
                 integral(payload.get("iteration")) or integral(payload.get("epoch")),
                 payload.get("advisory") is True,
