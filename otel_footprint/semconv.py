@@ -267,6 +267,9 @@ LOG_EVENT_NAME_ATTR: Final = "event.name"
 # OI_TOOLS_PREFIX, OI_OUTPUT_MESSAGES_PREFIX): the frame each model call was shown.
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+OI_INPUT_VALUE: Final = "input.value"
+"""OpenInference: the request as recorded (JSON for the openai client): read for its ``tools``
+when the span has no ``llm.tools.*`` (a request without tools then offered none)."""
 OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
 """OpenInference: ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}...``."""
 # OpenLLMetry (legacy indexed attributes; 0.5+ writes the GenAI JSON ones)

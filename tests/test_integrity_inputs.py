@@ -150,3 +150,27 @@ def test_a_client_span_under_the_pass_span_is_the_wire_view() -> None:
     assert [s.render() for s in added.subjects] == ["tool:ghost"]
     dropped = next(f for f in result.findings if "never reached" in f.message)
     assert [s.render() for s in dropped.subjects] == ["tool:t2"]
+
+
+def test_an_openinference_request_without_tools_offered_none() -> None:
+    def build(tracer: Any, run: Any) -> None:
+        request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        with tracer.start_as_current_span(
+            "ChatCompletion",
+            attributes={
+                semconv.OPENINFERENCE_SPAN_KIND: "LLM",
+                "input.value": json.dumps(request),
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": "hi",
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "ChatCompletion", attributes={semconv.OPENINFERENCE_SPAN_KIND: "LLM"}
+        ):
+            pass  # hidden inputs: nothing recorded
+
+    first, second = _inputs(_spans(build)).passes
+    tools, ref = first.tools()
+    assert tools == () and ref is not None and ref.attribute == "input.value"
+    assert second.tools() == (None, None)

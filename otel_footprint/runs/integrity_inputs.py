@@ -499,10 +499,33 @@ def _oi_tools(view: SpanView) -> tuple[tuple[OfferedTool, ...] | None, list[str]
     return (tuple(tools) if tools or unreadable else None), unreadable
 
 
+def _oi_request_tools(view: SpanView) -> tuple[OfferedTool, ...] | None:
+    """An OpenInference LLM span without ``llm.tools.*``: the request it recorded whole in
+    ``input.value`` says whether tools were sent — a request without ``tools`` is a stated zero.
+    None when the request is not recorded (hidden inputs) or not a chat request."""
+    if view.attribute(semconv.OPENINFERENCE_SPAN_KIND) != semconv.OI_KIND_LLM:
+        return None
+    request, readable = _loads(view.attribute(semconv.OI_INPUT_VALUE))
+    if not readable or not isinstance(request, dict) or "messages" not in request:
+        return None
+    listed = request.get("tools")
+    if listed is None:
+        return ()
+    try:
+        return _genai_tools(listed, semconv.OI_INPUT_VALUE)
+    except _UnreadableError:
+        return None
+
+
 def _oi_view(view: SpanView, frames: bool = True) -> CallView | None:
     messages = _oi_messages(view, semconv.OI_INPUT_MESSAGES_PREFIX) if frames else None
     output = _oi_messages(view, semconv.OI_OUTPUT_MESSAGES_PREFIX) if frames else None
     tools, unreadable = _oi_tools(view)
+    tools_key = semconv.OI_TOOLS_PREFIX.rstrip(".")
+    if tools is None:
+        tools = _oi_request_tools(view)
+        if tools is not None:
+            tools_key = semconv.OI_INPUT_VALUE
     if messages is None and output is None and tools is None:
         return None
     trace_id, span_id = view.trace_id, view.span_id
@@ -514,7 +537,7 @@ def _oi_view(view: SpanView, frames: bool = True) -> CallView | None:
         span_id,
         "openinference",
         tools,
-        Ref(trace_id, span_id, semconv.OI_TOOLS_PREFIX.rstrip(".")) if tools is not None else None,
+        Ref(trace_id, span_id, tools_key) if tools is not None else None,
         system,
         messages,
         Ref(trace_id, span_id, semconv.OI_INPUT_MESSAGES_PREFIX.rstrip(".")) if messages else None,
