@@ -13,7 +13,7 @@ from otel_footprint.account.integrity.common import names, tools_missing
 from otel_footprint.account.integrity.model import Finding, ParkState, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
-from otel_footprint.runs.integrity_inputs import IntegrityInputs, Ref
+from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs, Ref
 
 NO_MAPS = "no maps are mounted in this run, so nothing can be parked"
 ONE_VIEW = (
@@ -120,37 +120,38 @@ def _wire_finding(
     )
 
 
+def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | None]:
+    """(names sent, where read, why unknown): the client span's tool list, else the manifest."""
+    it = pass_.iteration
+    if pass_.client is not None:
+        if pass_.client.tools is None:
+            return None, None, f"the client span of pass {it} recorded no tool list"
+        return [t.name for t in pass_.client.tools], pass_.client.tools_ref, None
+    if pass_.wire_manifest is not None:
+        return list(pass_.wire_manifest), pass_.wire_ref, None
+    return None, None, f"pass {it} has no second view of the tools sent"
+
+
 def check_wire(inputs: IntegrityInputs) -> Tally:
-    """The composed tool list against the request actually sent, for each call seen twice."""
+    """The composed tool list against the request actually sent, for each call seen twice.
+    Order and duplicates do not matter; an empty list sent is a stated zero."""
     if not any(p.client is not None or p.wire_manifest is not None for p in inputs.passes):
         return unarmed(ONE_VIEW)
     tally = Tally()
     for pass_ in inputs.passes:
         it = pass_.iteration
-        composed, composed_ref = pass_.framework.tools, pass_.framework.tools_ref
-        if pass_.client is not None:
-            wire, wire_ref = pass_.client.tools, pass_.client.tools_ref
-        else:
-            manifest = pass_.wire_manifest
-            wire = None if manifest is None else ()
-            wire_ref = pass_.wire_ref
-        if pass_.client is None and pass_.wire_manifest is None:
-            tally.note("unreachable", it, f"pass {it} has no second view of the tools sent")
+        wire, wire_ref, why = _wire_side(pass_)
+        if wire is None:
+            tally.note("unreachable", it, why)
             continue
+        composed = pass_.framework.tools
         if composed is None:
             tally.note("unreachable", it, f"the framework's tool list of pass {it} is not recorded")
             continue
-        if pass_.client is not None and wire is None:
-            tally.note("unreachable", it, f"the client span of pass {it} recorded no tool list")
-            continue
-        wire_names = (
-            [t.name for t in wire]
-            if pass_.client is not None and wire is not None
-            else list(pass_.wire_manifest or ())
-        )
         composed_names = [t.name for t in composed]
-        added = [t for t in dict.fromkeys(wire_names) if t not in set(composed_names)]
-        dropped = [t for t in dict.fromkeys(composed_names) if t not in set(wire_names)]
+        added = [t for t in dict.fromkeys(wire) if t not in set(composed_names)]
+        dropped = [t for t in dict.fromkeys(composed_names) if t not in set(wire)]
+        composed_ref = pass_.framework.tools_ref
         filed = []
         if added:
             filed.append(_wire_finding("added", added, it, composed_ref, wire_ref))
