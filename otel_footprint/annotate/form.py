@@ -455,7 +455,8 @@ def _integrity_notes(
     shaper: _Shaper,
     builder_for: Callable[[str], _Builder],
 ) -> None:
-    """The integrity rows (attributes + one ``gen_ai.evaluation.result`` each) on the run span,
+    """The integrity rows on the run span (an attribute each, and a ``gen_ai.evaluation.result``
+    for each armed row),
     each finding as a ``footprint.integrity.finding`` event on its pass span (the run span when
     the pass has none), and the run's signals and summary tone with the findings folded in."""
     run_span_id = verdict.run_span_id
@@ -475,6 +476,8 @@ def _integrity_notes(
     if result.verified:
         run.put(semconv.INTEGRITY_MISMATCH, bool(result.disagreements))
     for row in result.rows:
+        if not row.armed:
+            continue  # its attribute says not-applicable; an event per unarmed row is only noise
         run.event(
             NoteEvent(
                 semconv.EV_EVALUATION_RESULT,
