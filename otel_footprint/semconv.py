@@ -244,6 +244,13 @@ OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 OI_TOOLS_PREFIX: Final = "llm.tools."
 OI_FINISH_REASON: Final = "llm.finish_reason"
 OI_OUTPUT_VALUE: Final = "output.value"
+OI_INPUT_VALUE: Final = "input.value"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TOOL_ARGUMENT_KEYS: Final = ("gen_ai.tool.call.arguments", OI_INPUT_VALUE, TRACELOOP_ENTITY_INPUT)
+"""A tool span's arguments: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+TOOL_RESULT_KEYS: Final = ("gen_ai.tool.call.result", OI_OUTPUT_VALUE, TRACELOOP_ENTITY_OUTPUT)
+"""A tool span's result: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
 OI_KIND_CHAIN: Final = "CHAIN"
 LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
 """Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""
@@ -264,12 +271,11 @@ LOG_EVENT_NAME_ATTR: Final = "event.name"
 # ---------------------------------------------------------------------------------------------
 
 # Conventions read besides the ones above (GEN_AI_TOOL_DEFINITIONS, GEN_AI_OUTPUT_MESSAGES,
-# OI_TOOLS_PREFIX, OI_OUTPUT_MESSAGES_PREFIX): the frame each model call was shown.
+# OI_TOOLS_PREFIX, OI_OUTPUT_MESSAGES_PREFIX, OI_INPUT_VALUE): the frame each model call was shown.
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
-OI_INPUT_VALUE: Final = "input.value"
-"""OpenInference: the request as recorded (JSON for the openai client): read for its ``tools``
-when the span has no ``llm.tools.*`` (a request without tools then offered none)."""
+# OI_INPUT_VALUE (above): the request as recorded; read for its ``tools`` when the span has no
+# ``llm.tools.*`` (a request without tools then offered none).
 OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
 """OpenInference: ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}...``."""
 # OpenLLMetry (legacy indexed attributes; 0.5+ writes the GenAI JSON ones)

@@ -467,6 +467,21 @@ class Run:
             )
         return pending
 
+    def land(self, call: ModelCall, span: Span) -> bool:
+        """Land the staged pass ``call`` on ``span`` directly: for adapters whose framework
+        instrumentation marks its model-call span only when it ends (OpenInference LangChain), so
+        the span-start hook cannot recognise it. False when ``call`` is no longer staged (another
+        span took it) or ``span`` has ended."""
+        if not span.is_recording():
+            return False
+        with self._lock:
+            if self._pending is not call:
+                return False
+            self._pending = None
+        call._land(span, claimed=True, keep_times=False)
+        call._close()
+        return True
+
     def _span_started(self, span_id: int, parent_span_id: int | None) -> None:
         """The hook's record of span parents inside the run (bounded), for telling a framework
         span and its client span (one call) from two concurrent calls."""

@@ -6,10 +6,10 @@ event names, which keeps the protobuf-native hop cheap on traces full of unrelat
 
 Agent stacks make more agent and model-call spans than an agent has runs and passes, so:
 
-- a run span is an agent span that names a run (``footprint.run.id``) or carries footprint events;
-  a framework's agent / chain / workflow spans without either are containers, and an agent span
-  nested in a run of the same run id does not split it. Only when footprint events have no such
-  run above them does their nearest agent span become their run (agents that emit on their own
+- a run span names a run (``footprint.run.id``, :func:`~otel_footprint.runs.recognize.role_of`);
+  a framework's agent / chain / workflow spans are containers, and a run span nested in a run of
+  the same run id does not split it. Only when footprint events have no run above them does their
+  nearest agent span (themselves included) become their run (agents that emit on their own
   ``invoke_agent`` span).
 - a pass is a model-call span marked as one (``footprint.pass.iteration``, set by the recorder or
   its span-start hook) or carrying footprint events; other model calls of the run (guards,
@@ -26,7 +26,7 @@ from types import MappingProxyType
 from otel_footprint import semconv
 from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
-from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
 # Our own output events ride spans that may come back through the hop (a second pass, a replay of an
@@ -159,7 +159,7 @@ class _Node:
     carries: bool
     """Set for spans of no role only: they belong to a run only when they carry events."""
     marked: bool = False
-    """Run spans: names a run or carries events. Pass spans: has an iteration or carries events."""
+    """Pass spans: has an iteration or carries footprint events (a pass, not another call)."""
 
 
 def _nearest_run(
@@ -229,11 +229,9 @@ def group_runs(
         carries = role is SpanRole.OTHER and (
             view.span_id in logs or carries_footprint_events(view)
         )
-        marked = False
-        if role is SpanRole.RUN:
-            marked = view.attribute(semconv.RUN_ID) is not None or _carries(view, logs)
-        elif role is SpanRole.PASS:
-            marked = pass_iteration_of(view) is not None or _carries(view, logs)
+        marked = role is SpanRole.PASS and (
+            pass_iteration_of(view) is not None or _carries(view, logs)
+        )
         trace = traces.setdefault(view.trace_id, {})
         # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
         trace.setdefault(view.span_id, _Node(view, role, carries, marked))
@@ -257,34 +255,26 @@ def _run_id_of(view: SpanView) -> str:
 
 
 def _settle_runs(nodes: Mapping[str, _Node]) -> None:
-    """Decide which agent spans are runs (see the module docstring); the others become containers
-    (role OTHER). Changes ``nodes`` in place."""
-    agents = [node for node in nodes.values() if node.role is SpanRole.RUN]
-    if not agents:
-        return
-    # Agent spans that carry nothing are containers, unless footprint input below them would
-    # otherwise have no run: then the nearest such agent span is promoted.
-    for node in agents:
-        if not node.marked:
-            node.role = SpanRole.OTHER
+    """Settle which spans are runs (see the module docstring). Changes ``nodes`` in place."""
+    # Footprint input with no run above it: its nearest agent span (itself included) is its run.
     inputs = [n for n in nodes.values() if n.carries or (n.role is SpanRole.PASS and n.marked)]
     for node in inputs:
-        if _nearest_run(node.view.span_id, nodes, {}) not in (None, False):
+        if isinstance(_nearest_run(node.view.span_id, nodes, {}), str):
             continue
-        current = node.view.parent_span_id
+        current: str | None = node.view.span_id
         seen: set[str] = set()
         while current is not None and current not in seen:
             seen.add(current)
-            parent = nodes.get(current)
-            if parent is None:
+            candidate = nodes.get(current)
+            if candidate is None:
                 break
-            if parent in agents:
-                parent.role = SpanRole.RUN
+            if candidate.role is SpanRole.OTHER and is_agent_span(candidate.view.attribute):
+                candidate.role = SpanRole.RUN
+                candidate.carries = False
                 break
-            current = parent.view.parent_span_id
-    # An agent span inside a run of the same run id is part of that run, not a second run.
-    runs = [node for node in agents if node.role is SpanRole.RUN]
-    for node in runs:
+            current = candidate.view.parent_span_id
+    # A run span inside a run of the same run id is part of that run, not a second run.
+    for node in [n for n in nodes.values() if n.role is SpanRole.RUN]:
         owner = _nearest_run(node.view.span_id, nodes, {})
         if isinstance(owner, str) and _run_id_of(nodes[owner].view) == _run_id_of(node.view):
             node.role = SpanRole.OTHER

@@ -214,3 +214,38 @@ def skill_of(view: SpanView) -> str | None:
     """The skill a tool span loaded (``gen_ai.skill.name``, proposed GenAI conventions)."""
     value = view.attribute(semconv.GEN_AI_SKILL_NAME)
     return value if isinstance(value, str) and value else None
+
+
+def _unwrapped(value: Any) -> Any:
+    """A LangChain ``ToolMessage`` as OpenInference serialises it (``{"type": "tool", "data":
+    {"content": ...}}``) unwrapped to its content; anything else as it is."""
+    decoded = _json(value) if isinstance(value, str) and value[:1] == "{" else None
+    if isinstance(decoded, dict) and decoded.get("type") == "tool":
+        data = decoded.get("data")
+        if isinstance(data, dict) and "content" in data:
+            return _compact(data["content"])
+    return value
+
+
+def tool_arguments_of(view: SpanView) -> Any | None:
+    """A tool span's arguments: ``gen_ai.tool.call.arguments`` as recorded; else OpenInference
+    ``input.value`` / OpenLLMetry ``traceloop.entity.input``, JSON made compact."""
+    value = view.attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+    if value is not None:
+        return value
+    for key in semconv.TOOL_ARGUMENT_KEYS[1:]:
+        value = view.attribute(key)
+        if value is not None:
+            decoded = _json(value)
+            return value if decoded is None else _compact(decoded)
+    return None
+
+
+def tool_result_of(view: SpanView) -> Any | None:
+    """A tool span's result: ``gen_ai.tool.call.result``; else OpenInference ``output.value`` (a
+    LangChain ToolMessage unwrapped to its content) / OpenLLMetry ``traceloop.entity.output``."""
+    for key in semconv.TOOL_RESULT_KEYS:
+        value = view.attribute(key)
+        if value is not None:
+            return value if key == semconv.GEN_AI_TOOL_CALL_RESULT else _unwrapped(value)
+    return None

@@ -40,6 +40,8 @@ from otel_footprint.runs.outputs import (
     instrumented,
     output_tool_calls,
     skill_of,
+    tool_arguments_of,
+    tool_result_of,
     tool_results,
 )
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
@@ -673,7 +675,7 @@ def _tool_call(
             view.span_id,
         )
     failed = _status_failed(view)
-    raw_args = view.attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+    raw_args = tool_arguments_of(view)
     arguments: Any | None = None
     unreadable: Reason | None = None
     if isinstance(raw_args, str) and raw_args.strip():
@@ -687,7 +689,7 @@ def _tool_call(
                     f"is not JSON ({error.msg} at {error.pos}), so its pick cannot be told",
                     view.span_id,
                 )
-    result = view.attribute(semconv.GEN_AI_TOOL_CALL_RESULT)
+    result = tool_result_of(view)
     picks = _picks_of(name, arguments, failed, events, unreadable is not None)
     skill = skill_of(view)
     if not picks and skill is not None and not failed:
