@@ -88,6 +88,8 @@ class Step:
     cursor: str | None = None
     moved_by: str | None = None
     grounds: Sequence[tuple[str, str]] = ()
+    raw_grounds: Sequence[tuple[str, str]] = ()
+    """External grounds written as events as they are (the recorder refuses blank ones)."""
     dropped: Sequence[str] | None = None
     manifest: Sequence[str] | None = None
     raw_messages: str | None = None
@@ -167,6 +169,11 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 )
                 for value, source in step.grounds:
                     run.external_ground(value, source)
+                for value, source in step.raw_grounds:
+                    run.event(
+                        "integrity.external_ground",
+                        {"value": value, "source": source, "iteration": call.iteration},
+                    )
                 if step.dropped is not None:
                     run.window_compacted(step.dropped)
                 if step.manifest is not None:

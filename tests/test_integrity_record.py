@@ -72,6 +72,16 @@ def test_the_recorder_writes_what_the_reader_reads() -> None:
         (lambda run: run.declare_tool("t", arguments_from=[""]), "arguments_from"),
         (lambda run: run.declare_tool("t", arguments_from=["t"]), "arguments_from"),
         (lambda run: run.integrity_settings(check_column_types="strict"), "check_column_types"),
+        (lambda run: run.integrity_settings(notice_empty_lookups="yes"), "notice_empty_lookups"),
+        (lambda run: run.declare_tool("t", result_columns={}), "non-empty"),
+        (lambda run: run.declare_tool("t", result_columns={"c": "unknown"}), "type must be"),
+        (lambda run: run.declare_tool("t", result_columns={" ": "number"}), "blank"),
+        (
+            lambda run: run.declare_tool(
+                "t", result_columns={"c": {"type": "number", "nullable": "yes"}}
+            ),
+            "nullable",
+        ),
         (lambda run: run.external_ground(" ", "cmdb"), "external ground"),
         (lambda run: run.external_ground("x1234", ""), "external ground"),
     ],

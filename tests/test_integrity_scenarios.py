@@ -598,3 +598,44 @@ def test_verify_only_judged_rows_are_compared() -> None:
         step.messages = None  # unreachable: no side can be taken
     script.reported = [REPORTED]
     assert integrity(script).disagreements == ()
+
+
+# ── rows and their lifecycle (T3, T4) ───────────────────────────────────────────────────────
+
+
+def test_every_row_is_present_and_unarmed_rows_say_not_applicable_once() -> None:
+    result = integrity(choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")]))
+    assert [(r.check, r.seam) for r in result.rows] == [
+        ("invariant-violation", "wire"),
+        ("invariant-violation", "compose"),
+        ("dangling-reference", "compose"),
+        ("unsupported-argument", "choice"),
+        ("unsupported-claim", "claim"),
+        ("empty-lookup", "write"),
+        ("column-type-mismatch", "write"),
+        ("missing-column", "write"),
+        ("prior-turn-evidence", "claim"),
+    ]
+    for row in result.rows:
+        if not row.armed:
+            assert (row.checked, row.not_applicable, row.unreachable) == (0, 1, 0), row
+            assert row.why
+    armed = result.row("unsupported-argument")
+    assert (armed.armed, armed.checked, armed.findings) == (True, 1, 0)
+    assert armed.not_applicable == 1  # the answering pass made no armed call, it is not pre-noted
+
+
+def test_dangling_no_grounded_tool_offered_is_not_applicable() -> None:
+    script = eviction()
+    script.steps[2].tools = [tool_def("list_hosts")]  # get_host is not offered at pass 3
+    result = integrity(script)
+    assert kinds(result, "dangling-reference") == []
+    assert result.row("dangling-reference").state == "not-applicable"
+
+
+def test_external_grounds_that_are_blank_excuse_nothing() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    script.steps[0].raw_grounds = [("", "cmdb"), ("host-zeta-99", " ")]
+    result = integrity(script)
+    assert result.excusals == ()
+    assert len(kinds(result, "unsupported-argument")) == 1

@@ -62,6 +62,26 @@ def _compact(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if value is not None}
 
 
+_COLUMN_TYPES = frozenset({"number", "string", "boolean", "date"})
+
+
+def _check_columns(columns: Mapping[str, Any]) -> None:
+    """Refuse a result-column declaration the column checks could not read (raises ValueError)."""
+    if not isinstance(columns, Mapping) or not columns:
+        raise ValueError("result_columns must be a non-empty map of column -> type")
+    for column, spec in columns.items():
+        if not isinstance(column, str) or not column.strip():
+            raise ValueError("result_columns: a column name must not be blank")
+        kind = spec.get("type") if isinstance(spec, Mapping) else spec
+        if kind not in _COLUMN_TYPES:
+            raise ValueError(
+                f"result_columns[{column!r}]: type must be one of {sorted(_COLUMN_TYPES)}, "
+                f"got {kind!r}"
+            )
+        if isinstance(spec, Mapping) and not isinstance(spec.get("nullable", False), bool):
+            raise ValueError(f"result_columns[{column!r}]: nullable must be a bool")
+
+
 class _Emitter:
     """Writes one footprint event on a span, as a span event or as a log record tied to it."""
 
@@ -682,6 +702,8 @@ class Run:
         Arms ``dangling-reference``, ``unsupported-argument`` and the write-seam checks."""
         if not name or any(not g.strip() or g == name for g in arguments_from):
             raise ValueError("arguments_from names other tools, never blank or the tool itself")
+        if result_columns is not None:
+            _check_columns(result_columns)
         payload = {
             "toolName": name,
             "argumentsFrom": list(arguments_from),
@@ -699,6 +721,8 @@ class Run:
         posture: Literal["observe", "dev"] = "observe",
     ) -> None:
         """The integrity dials of this run (``integrity.config``)."""
+        if not isinstance(notice_empty_lookups, bool):
+            raise ValueError(f"notice_empty_lookups must be a bool: {notice_empty_lookups!r}")
         if check_column_types not in ("off", "warn", "enforce"):
             raise ValueError(
                 f"check_column_types must be off, warn or enforce: {check_column_types!r}"
