@@ -64,6 +64,12 @@ def test_a_contradiction_is_written_on_the_run_and_the_pass_span() -> None:
     assert pass4 is not None
     note = all_notes[pass4]
     assert note.attribute_map()[semconv.INTEGRITY_FINDINGS] == 1
+    states = [
+        all_notes[p.span_id].attribute_map().get(semconv.INTEGRITY_STATE)
+        for p in verdict.passes
+        if p.span_id
+    ]
+    assert states == ["not-applicable"] * 3 + ["fail"] * 3  # pass 5 and 6 offer it again
     (event,) = [e for e in note.events if e.name == semconv.EV_INTEGRITY_FINDING]
     attrs = dict(event.attributes)
     assert attrs[semconv.IF_KIND] == "invariant-violation"

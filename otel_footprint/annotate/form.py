@@ -20,7 +20,7 @@ from otel_footprint.account.integrity import (
     signal_ids,
     summary_sentence,
 )
-from otel_footprint.account.integrity.report import row_label, unreachable_rows
+from otel_footprint.account.integrity.report import pass_states, row_label, unreachable_rows
 from otel_footprint.account.model import AccountResult, Chip, Pointer
 from otel_footprint.codec import AttributeValue
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
@@ -493,6 +493,10 @@ def _integrity_notes(
         signals = (*(s.signal_id for s in account.signals), *signal_ids(result))
         run.put(semconv.SIGNALS, shaper.strings(dict.fromkeys(signals)))
         run.put(semconv.SUMMARY_TONE, combined_tone(account.summary.tone, result))
+    for iteration, state in pass_states(result).items():
+        span_id = result.pass_spans.get(iteration)
+        if span_id is not None and span_id != run_span_id:
+            builder_for(span_id).put(semconv.INTEGRITY_STATE, state)
     per_pass: dict[str, list[Finding]] = {}
     for finding in result.findings:
         span_id = result.pass_spans.get(finding.iteration or 0) or run_span_id

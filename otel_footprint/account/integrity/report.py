@@ -38,6 +38,24 @@ def row_label(row: Row) -> str:
     return row.label
 
 
+def pass_states(result: IntegrityResult) -> dict[int, str]:
+    """Each judged pass's own state over the armed checks' encounters at it: ``fail`` (a
+    contradiction there) > ``unreachable`` > ``pass`` > ``not-applicable``; advisories count as
+    ``pass``."""
+    rank = {"not-applicable": 0, "pass": 1, "unreachable": 2, "fail": 3}
+    states: dict[int, str] = {}
+    for (check, _), encounters in result.encounters.items():
+        for encounter in encounters:
+            if encounter.iteration is None:
+                continue
+            state = encounter.disposition
+            if state == "fail" and check in ADVISORY_KINDS:
+                state = "pass"
+            prior = states.get(encounter.iteration, "not-applicable")
+            states[encounter.iteration] = state if rank[state] > rank[prior] else prior
+    return states
+
+
 def signal_ids(result: IntegrityResult) -> tuple[str, ...]:
     """``integrity.<kind>`` for every kind with a contradiction (advisories raise none)."""
     return tuple(dict.fromkeys(f"integrity.{f.kind}" for f in result.contradictions))
