@@ -54,7 +54,7 @@ def in_process(
     with FakeOpenAI({MODEL: SCENARIOS[scenario]}) as server:
         spans = _spans(run_agent(flavor, scenario, server.url, content=content, folder=folder))
         assert len(server.requests) == len(SCENARIOS[scenario])
-    (run_span,) = [s for s in spans if semconv.INTEGRITY_STATE in attrs(s)]
+    (run_span,) = [s for s in spans if semconv.INTEGRITY_SUMMARY in attrs(s)]
     return attrs(run_span), spans
 
 
@@ -108,7 +108,7 @@ def test_a_run_without_captured_content_is_unreachable_never_a_pass(
     assert attributes[semconv.ROW_UNSUPPORTED_ARGUMENT_CHOICE] == "unreachable"
     assert "unsupported-argument@choice" in attributes[semconv.INTEGRITY_UNREACHABLE]
     assert findings(spans) == []
-    (run_span,) = [s for s in spans if semconv.INTEGRITY_STATE in attrs(s)]
+    (run_span,) = [s for s in spans if semconv.INTEGRITY_SUMMARY in attrs(s)]
     explanation = next(
         dict(key_values_to_pairs(e.attributes))[semconv.EVAL_EXPLANATION]
         for e in run_span.events
