@@ -89,7 +89,6 @@ def stuck_turn(tracer: Tracer, run_id: str, *, passes: int = PASSES) -> EmittedR
         trace_id, run_span_id = _hex_ids(run.span)
         for iteration in range(1, passes + 1):
             with run.model_call("scripted-model", provider="scripted") as call:
-                pass_ids[iteration] = _hex_ids(call.span)[1]
                 if iteration == 1:
                     call.evaluated(
                         [ZONE_AUDIT],
@@ -111,6 +110,8 @@ def stuck_turn(tracer: Tracer, run_id: str, *, passes: int = PASSES) -> EmittedR
                     "tools", "skill", source_id=ZONE_AUDIT, content=f"{ZONE_TOOL}: zone audit data"
                 )
                 call.composed("tools")
+            # The pass's span exists once the block ends (the recorder stages until then).
+            pass_ids[iteration] = _hex_ids(call.span)[1]
             if iteration < passes:
                 with run.tool_call(FOREIGN_TOOL, args={"screen": "runs"}) as tool:
                     tool.result("screen shows: runs list")

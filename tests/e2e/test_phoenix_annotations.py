@@ -273,7 +273,7 @@ def test_checks_become_phoenix_annotations(phoenix: PhoenixClient, project_name:
         0,
     )
 
-    scores = {"fail": 0.0, "pass": 1.0, "unknown": None}
+    scores = {"fail": 0.0, "pass": 1.0, "unknown": None, "not_applicable": None}
     for scenario, label in zip(LABEL_SCENARIOS, ("fail", "pass", "unknown"), strict=True):
         span = _phoenix_run_span(phoenix, project_name, RUN_IDS[scenario])
         annotations = {a.name: a for a in phoenix.span_annotations(project_name, [span.span_id])}
