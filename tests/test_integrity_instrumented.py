@@ -176,3 +176,24 @@ def test_through_serve(
     assert got[row] == state
     in_trace = [s for s in sink.spans() if s.trace_id == run_span.trace_id]
     assert len(findings(in_trace)) == (1 if state == "fail" else 0)
+
+
+def test_an_agents_sdk_run_seen_by_framework_and_client_spans(tmp_path: Path) -> None:
+    """OpenAI Agents SDK + OpenInference (agents and openai): each model call is a framework
+    ``generation`` span with the client's ``ChatCompletion`` under it. The framework span records
+    no tool list, so there is nothing to compare at the wire: unarmed, not unreachable."""
+    pytest.importorskip("agents", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.openai_agents")
+    from integration_agents import SCRIPT, run_stack
+
+    from otel_footprint.commands.explain import Loaded, explain_requests
+
+    with FakeOpenAI(SCRIPT) as server:
+        raw, _ = run_stack("openai-agents", server.url)
+    (verdict,) = explain_requests(Loaded(traces=[raw], logs=[]))
+    result = verdict.integrity
+    assert result is not None
+    wire = result.row("invariant-violation", "wire")
+    assert (wire.armed, wire.state) == (False, "not-applicable")
+    assert result.state == "not-applicable"  # the map never parks in this two-pass run
+    assert len(result.pass_spans) == 2  # one pass per model call, the client spans are views

@@ -17,8 +17,8 @@ from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs, Re
 
 NO_MAPS = "no maps are mounted in this run, so nothing can be parked"
 ONE_VIEW = (
-    "each model call is seen by one span only: no client span under the pass span and no "
-    "footprint.wire.manifest gives a second view of the tools sent"
+    "no model call has two tool lists to compare: the framework's (on the pass span) and the one "
+    "sent (a client span under it, or footprint.wire.manifest)"
 )
 
 
@@ -134,8 +134,11 @@ def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | N
 
 def check_wire(inputs: IntegrityInputs) -> Tally:
     """The composed tool list against the request actually sent, for each call seen twice.
-    Order and duplicates do not matter; an empty list sent is a stated zero."""
-    if not any(p.client is not None or p.wire_manifest is not None for p in inputs.passes):
+    Order and duplicates do not matter; an empty list sent is a stated zero. Armed once some call
+    of the run has both lists; a call of such a run missing one side is unreachable."""
+    if not any(
+        p.framework.tools is not None and _wire_side(p)[0] is not None for p in inputs.passes
+    ):
         return unarmed(ONE_VIEW)
     tally = Tally()
     for pass_ in inputs.passes:
