@@ -166,3 +166,12 @@ def test_tool_definitions_cut_mid_json_are_not_an_empty_list() -> None:
     assert row.state == "unreachable"  # read as "no tools offered" it would have passed
     assert "recorded but not readable (gen_ai.tool.definitions" in row.why[0]
     assert result.findings == ()
+
+
+def test_an_unreadable_input_is_named_on_the_run() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    script.steps[0].messages = None
+    script.steps[0].raw_messages = '[{"role":"user","parts":[{"type":"text","content":"cut'
+    verdict = verdict_of(script)
+    problems = [r.message for r in verdict.reasons if r.code == "integrity-input"]
+    assert len(problems) == 1 and "gen_ai.input.messages is not readable" in problems[0]

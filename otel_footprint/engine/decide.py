@@ -479,4 +479,9 @@ def _with_integrity(
         _log.exception("the integrity checks of run %s failed", verdict.run_id)
         reason = Reason("integrity-failed", f"the integrity checks could not run: {error}")
         return dataclasses.replace(verdict, reasons=(*verdict.reasons, reason))
-    return dataclasses.replace(verdict, integrity=result)
+    # Inputs present but unreadable (a cut frame, a declaration that is not a map) are named on
+    # the run, as every other attribute that cannot be read is.
+    unreadable = tuple(Reason("integrity-input", problem) for problem in inputs.problems)
+    return dataclasses.replace(
+        verdict, integrity=result, reasons=(*verdict.reasons, *_dedupe(unreadable))
+    )
