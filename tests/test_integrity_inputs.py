@@ -178,18 +178,21 @@ def test_an_openinference_request_without_tools_offered_none() -> None:
 
 def test_a_client_view_without_a_framework_list_leaves_the_wire_unarmed() -> None:
     def build(tracer: Any, run: Any) -> None:
-        with tracer.start_as_current_span(
-            "generation",
-            attributes={semconv.OPENINFERENCE_SPAN_KIND: "LLM", semconv.PASS_ITERATION: 1},
-        ) as framework, tracer.start_as_current_span(
-            "ChatCompletion",
-            context=set_span_in_context(framework),
-            attributes={
-                semconv.OPENINFERENCE_SPAN_KIND: "LLM",
-                "llm.tools.0.tool.json_schema": json.dumps(
-                    {"type": "function", "function": {"name": "t1"}}
-                ),
-            },
+        with (
+            tracer.start_as_current_span(
+                "generation",
+                attributes={semconv.OPENINFERENCE_SPAN_KIND: "LLM", semconv.PASS_ITERATION: 1},
+            ) as framework,
+            tracer.start_as_current_span(
+                "ChatCompletion",
+                context=set_span_in_context(framework),
+                attributes={
+                    semconv.OPENINFERENCE_SPAN_KIND: "LLM",
+                    "llm.tools.0.tool.json_schema": json.dumps(
+                        {"type": "function", "function": {"name": "t1"}}
+                    ),
+                },
+            ),
         ):
             pass
 
