@@ -301,6 +301,12 @@ T_CONTEXT_ERROR: Final = "integrity.context_error"
 """The agent's own integrity finding (verify mode): ``kind``, ``seam``, ``subjects`` ("kind:id"),
 ``predicate``, ``iteration``, ``advisory``, ``message``."""
 T_EXTERNAL_GROUND_USED: Final = "integrity.external_ground_used"
+T_CLAIMS_DECLARED: Final = "claims.declared"
+"""Run span, once per claim: ``answerField`` (a dot path into the typed answer) claims
+``field`` of ``entity`` (the unsupported-claim check's contract)."""
+T_SEMANTICS_DECLARED: Final = "tools.semantics_declared"
+"""Tool span (the upstream's event): ``semantics`` (JSON ``{facts: [{entity, <field>: value, ...}],
+series: [{entity, metric, value, t?}], provenance: {measured_at?}}``), the facts the tool settled."""
 
 EV_TOOL_DECLARED: Final = PREFIX + T_TOOL_DECLARED
 EV_INTEGRITY_CONFIG: Final = PREFIX + T_INTEGRITY_CONFIG
@@ -309,6 +315,8 @@ EV_WIRE_MANIFEST: Final = PREFIX + T_WIRE_MANIFEST
 EV_WINDOW_COMPACTED: Final = PREFIX + T_WINDOW_COMPACTED
 EV_TOOL_RESULT_SHAPE: Final = PREFIX + T_TOOL_RESULT_SHAPE
 EV_CONTEXT_ERROR: Final = PREFIX + T_CONTEXT_ERROR
+EV_CLAIMS_DECLARED: Final = PREFIX + T_CLAIMS_DECLARED
+EV_SEMANTICS_DECLARED: Final = PREFIX + T_SEMANTICS_DECLARED
 
 F_ARGUMENTS_FROM: Final = "footprint.arguments_from"
 F_RESULT_COLUMNS: Final = "footprint.result_columns"
@@ -325,6 +333,10 @@ F_SEAM: Final = "footprint.seam"
 F_SUBJECTS: Final = "footprint.subjects"
 F_PREDICATE: Final = "footprint.predicate"
 F_ADVISORY: Final = "footprint.advisory"
+F_ANSWER_FIELD: Final = "footprint.answer_field"
+F_ENTITY: Final = "footprint.entity"
+F_FIELD: Final = "footprint.field"
+F_SEMANTICS: Final = "footprint.semantics"
 INTEGRITY_JSON_FIELDS: Final = frozenset({"result_columns"})
 """Payload fields of the integrity events that travel as JSON text (decoded by their reader)."""
 

@@ -71,6 +71,8 @@ class Call:
     """The tool declared an absence (``footprint.tools.absent``)."""
     shape: tuple[str, int] | None = None
     """The raw result's shape as the agent states it (``footprint.tool.result_shape``)."""
+    facts: Sequence[Mapping[str, Any]] = ()
+    """Facts the call settled (``footprint.tools.semantics_declared``)."""
 
 
 @dataclass
@@ -109,6 +111,9 @@ class Script:
     notice_empty_lookups: bool = False
     check_column_types: str = "off"
     reported: Sequence[Mapping[str, Any]] = ()
+    claims: Sequence[tuple[str, str, str]] = ()
+    """(answer field, entity, field) declared as claims."""
+    answer: str = "done"
 
 
 def run_script(script: Script) -> tuple[ReadableSpan, ...]:
@@ -124,6 +129,8 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 arguments_from=script.declared.get(name, ()),
                 result_columns=script.columns.get(name),
             )
+        for answer_field, entity, field_name in script.claims:
+            run.declare_claim(answer_field, entity, field_name)
         if script.notice_empty_lookups or script.check_column_types != "off":
             run.integrity_settings(
                 notice_empty_lookups=script.notice_empty_lookups,
@@ -191,13 +198,15 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 ) as tc:
                     if chosen.absent:
                         tc.event("tools.absent", {"toolName": chosen.name, "reason": "no match"})
+                    if chosen.facts:
+                        run.tool_semantics(tc, facts=chosen.facts)
                     if chosen.shape is not None:
                         shape, rows = chosen.shape
                         tc.event("tool.result_shape", {"shape": shape, "rows": rows})
                     tc.result(chosen.result, error=chosen.failed)
         for finding in script.reported:
             run.context_error(**finding)
-        run.answer("done")
+        run.answer(script.answer)
     return exporter.get_finished_spans()
 
 

@@ -135,3 +135,35 @@ def test_an_upstream_finding_with_object_subjects_is_read_and_verified() -> None
     assert result is not None and result.verified
     assert result.disagreements == ()
     assert len(result.findings) == 1
+
+
+def test_claims_and_semantics_round_trip() -> None:
+    exporter, tracer = _tracer()
+    with footprint.run(tracer, agent="a") as run:  # type: ignore[arg-type]
+        run.declare_claim("health.paths", "lun-7", "paths")
+        with pytest.raises(ValueError, match="non-blank"):
+            run.declare_claim("x", " ", "paths")
+        with run.model_call("m"):
+            pass
+        with run.tool_call("count_paths", call_id="c1") as call:
+            run.tool_semantics(
+                call,
+                facts=[{"entity": "lun-7", "paths": 2}],
+                series=[
+                    {"entity": "lun-7", "metric": "latency_ms", "value": 3.5, "t": "2026-12-01"}
+                ],
+                measured_at="2026-11-30",
+            )
+        run.answer('{"health": {"paths": 2}}')
+    (grouped,) = group_runs(SdkSpanView(s) for s in exporter.get_finished_spans())
+    inputs = read_integrity_inputs(read_run(grouped))
+    (claim,) = inputs.claims
+    assert (claim.answer_field, claim.entity, claim.field) == ("health.paths", "lun-7", "paths")
+    assert [
+        (f.entity, f.field, f.value, f.tool, f.call_id, f.iteration, f.measured_at)
+        for f in inputs.facts
+    ] == [
+        ("lun-7", "paths", 2, "count_paths", "c1", 1, "2026-11-30"),
+        ("lun-7", "latency_ms", 3.5, "count_paths", "c1", 1, "2026-12-01"),
+    ]
+    assert inputs.answer is not None and inputs.answer.content == '{"health": {"paths": 2}}'

@@ -20,7 +20,7 @@ from integrity_fixtures import (
 )
 
 from otel_footprint import record as footprint
-from otel_footprint.account.integrity import Finding, IntegrityResult
+from otel_footprint.account.integrity import Finding, IntegrityResult, signal_ids
 
 FOUR = footprint.MountedMap(
     "zone-audit-map", ("zone-audit", "run-finder"), ("t1", "t2", "t3", "t4")
@@ -639,3 +639,101 @@ def test_external_grounds_that_are_blank_excuse_nothing() -> None:
     result = integrity(script)
     assert result.excusals == ()
     assert len(kinds(result, "unsupported-argument")) == 1
+
+
+# ── unsupported-claim (T10, T11) ────────────────────────────────────────────────────────────
+
+
+def claim_run(
+    answer: str,
+    facts: list[list[dict[str, Any]]] | None = None,
+    claims: tuple[tuple[str, str, str], ...] = (("paths", "lun-7", "paths"),),
+) -> Script:
+    """One tool call per fact batch (in order), then the typed answer."""
+    batches = facts if facts is not None else [[{"entity": "lun-7", "paths": 2}]]
+    steps = [
+        Step(
+            tools=[tool_def("count_paths")],
+            messages=[user("paths?")],
+            calls=[Call("count_paths", {}, "ok", facts=b)],
+        )
+        for b in batches
+    ]
+    steps.append(Step(tools=[tool_def("count_paths")], messages=[user("paths?")], text=answer))
+    return Script(steps, maps=(), claims=claims, answer=answer)
+
+
+def test_claim_contradicting_the_settled_fact_is_a_finding() -> None:
+    result = integrity(claim_run('{"paths": 4}'))
+    (finding,) = kinds(result, "unsupported-claim")
+    assert not finding.advisory
+    assert [s.render() for s in finding.subjects] == ["entity:lun-7"]
+    assert finding.predicate == "paths"
+    assert "says 4" in finding.message and "paths(lun-7) = 2" in finding.message
+    assert result.row("unsupported-claim").state == "fail"
+    assert "integrity.unsupported-claim" in signal_ids(result)
+
+
+@pytest.mark.parametrize(
+    ("answer", "state"),
+    [
+        ('{"paths": 2}', "pass"),  # agrees
+        ('{"paths": "2"}', "pass"),  # a numeric string equal to a settled number
+        ('{"other": 1}', "not-applicable"),  # the schema allowed the absence
+        ("two paths", "unreachable"),  # prose is never judged
+        ("[2]", "unreachable"),  # not an object
+    ],
+)
+def test_claim_rows(answer: str, state: str) -> None:
+    result = integrity(claim_run(answer))
+    assert kinds(result, "unsupported-claim") == []
+    assert result.row("unsupported-claim").state == state
+
+
+def test_claim_of_an_uncollected_fact_is_unreachable() -> None:
+    result = integrity(claim_run('{"paths": 4}', facts=[[{"entity": "lun-9", "paths": 4}]]))
+    row = result.row("unsupported-claim")
+    assert row.state == "unreachable"
+    assert "no tool settled paths(lun-7)" in row.why[0]
+
+
+def test_declining_a_verified_fact_is_an_advisory() -> None:
+    result = integrity(claim_run('{"paths": null}'))
+    (finding,) = kinds(result, "unsupported-claim")
+    assert finding.advisory and "advisory" in finding.message
+    assert result.contradictions == () and result.row("unsupported-claim").state == "pass"
+    # null claimed against a settled null passes silently
+    settled_null = claim_run('{"paths": null}', facts=[[{"entity": "lun-7", "paths": None}]])
+    assert integrity(settled_null).findings == ()
+
+
+def test_quoted_history_fires_only_when_the_superseded_value_is_claimed() -> None:
+    history = [[{"entity": "lun-7", "paths": 1}], [{"entity": "lun-7", "paths": 2}]]
+    assert integrity(claim_run('{"paths": 2}', facts=history)).findings == ()
+    (finding,) = integrity(claim_run('{"paths": 1}', facts=history)).findings
+    assert [w.value for w in finding.witnesses] == ["2", "1", "1"]  # settled, claimed, quoted
+
+
+def test_two_fields_of_one_entity_are_two_identities() -> None:
+    facts = [[{"entity": "lun-7", "paths": 2, "state": "degraded"}]]
+    claims = (("paths", "lun-7", "paths"), ("health.state", "lun-7", "state"))
+    result = integrity(
+        claim_run('{"paths": 3, "health": {"state": "ok"}}', facts=facts, claims=claims)
+    )
+    assert sorted(f.predicate or "" for f in kinds(result, "unsupported-claim")) == [
+        "paths",
+        "state",
+    ]
+    # an advisory on one field does not swallow the other's contradiction
+    mixed = integrity(
+        claim_run('{"paths": null, "health": {"state": "ok"}}', facts=facts, claims=claims)
+    )
+    assert sorted((f.predicate, f.advisory) for f in mixed.findings) == [
+        ("paths", True),
+        ("state", False),
+    ]
+
+
+def test_no_contract_is_not_applicable() -> None:
+    row = integrity(claim_run('{"paths": 4}', claims=())).row("unsupported-claim")
+    assert (row.armed, row.state) == (False, "not-applicable")

@@ -781,6 +781,39 @@ class Run:
         }
         self.emit(self.span, semconv.T_CONTEXT_ERROR, payload)
 
+    def declare_claim(self, answer_field: str, entity: str, field: str) -> None:
+        """The typed answer's ``answer_field`` (a dot path) claims ``field`` of ``entity``
+        (``claims.declared``): the unsupported-claim check compares it with the facts the tools
+        settled (:meth:`tool_semantics`)."""
+        if not answer_field.strip() or not entity.strip() or not field.strip():
+            raise ValueError("a claim needs a non-blank answer field, entity and field")
+        payload = {"answerField": answer_field, "entity": entity, "field": field}
+        self.emit(self.span, semconv.T_CLAIMS_DECLARED, payload)
+
+    def tool_semantics(
+        self,
+        call: ToolCall,
+        *,
+        facts: Sequence[Mapping[str, Any]] = (),
+        series: Sequence[Mapping[str, Any]] = (),
+        measured_at: str | None = None,
+    ) -> None:
+        """The facts a tool call settled (``tools.semantics_declared`` on its span): ``facts`` rows
+        ``{entity, <field>: value, ...}``, ``series`` points ``{entity, metric, value, t?}`` —
+        the full envelope, whatever the model was served."""
+        semantics: dict[str, Any] = {"facts": [dict(r) for r in facts]}
+        if series:
+            semantics["series"] = [dict(p) for p in series]
+        if measured_at is not None:
+            semantics["provenance"] = {"measured_at": measured_at}
+        payload = {
+            "toolName": call.name,
+            "toolCallId": call.call_id,
+            "iteration": call.iteration,
+            "semantics": json.dumps(semantics, ensure_ascii=False),
+        }
+        self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
+
     def frame(
         self,
         call: ModelCall,

@@ -218,6 +218,38 @@ class ReportedFinding:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimDeclaration:
+    """``footprint.claims.declared``: the answer's ``answer_field`` claims ``field(entity)``."""
+
+    answer_field: str
+    entity: str
+    field: str
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class SettledFact:
+    """One ``(entity, field, value)`` a tool's declared semantics settled, in ledger order."""
+
+    entity: str
+    field: str
+    value: Any
+    tool: str
+    call_id: str | None
+    iteration: int | None
+    measured_at: str | None
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The final answer the caller received (``agent.turn_end`` ``finalContent``)."""
+
+    content: str
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
 class IntegrityInputs:
     """Everything the integrity checks read about one run leg."""
 
@@ -230,6 +262,9 @@ class IntegrityInputs:
     grounds: tuple[ExternalGround, ...] = ()
     reported: tuple[ReportedFinding, ...] | None = None
     """None: the agent ran no integrity checks of its own (no verify)."""
+    claims: tuple[ClaimDeclaration, ...] = ()
+    facts: tuple[SettledFact, ...] = ()
+    answer: Answer | None = None
     problems: tuple[str, ...] = field(default=())
     """Inputs present but unreadable (named), for the explanations."""
 
@@ -720,6 +755,72 @@ def _subjects(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _claims(events: Sequence[FootprintEvent], problems: list[str]) -> tuple[ClaimDeclaration, ...]:
+    out: list[ClaimDeclaration] = []
+    for event in events:
+        payload = event.payload
+        parts = [_str(payload.get(k)) for k in ("answerField", "entity", "field")]
+        answer_field, entity, field_name = parts
+        if not answer_field or not entity or not field_name:
+            problems.append(
+                f"{semconv.EV_CLAIMS_DECLARED} needs answerField, entity and field (all non-blank)"
+            )
+            continue
+        out.append(ClaimDeclaration(answer_field, entity, field_name, _ref_of(event)))
+    return tuple(out)
+
+
+def _facts(
+    events: Sequence[FootprintEvent], calls: Mapping[str, Any], problems: list[str]
+) -> tuple[SettledFact, ...]:
+    """The ledger: each ``tools.semantics_declared`` flattened, in event order (never rewritten).
+    ``facts`` rows give one fact per column other than ``entity``; ``series`` points one
+    ``(entity, metric, value)`` measured at the point's ``t`` (else the envelope's)."""
+    out: list[SettledFact] = []
+    for event in events:
+        payload = event.payload
+        semantics, readable = _loads(payload.get("semantics"))
+        if not readable or not isinstance(semantics, dict):
+            problems.append(f"{semconv.EV_SEMANTICS_DECLARED}: semantics is not a JSON object")
+            continue
+        call = calls.get(event.pointer.span_id)
+        tool = _str(payload.get("toolName")) or (call.name if call is not None else "?")
+        call_id = _str(payload.get("toolCallId")) or (call.call_id if call is not None else None)
+        iteration = integral(payload.get("iteration"))
+        if iteration is None and call is not None:
+            iteration = call.iteration
+        provenance = semantics.get("provenance")
+        measured = _str(provenance.get("measured_at")) if isinstance(provenance, dict) else None
+        ref = _ref_of(event, semconv.F_SEMANTICS)
+        for row in semantics.get("facts") or ():
+            if isinstance(row, dict) and isinstance(row.get("entity"), str):
+                for key, value in row.items():
+                    if key != "entity":
+                        out.append(
+                            SettledFact(
+                                row["entity"], key, value, tool, call_id, iteration, measured, ref
+                            )
+                        )
+        for point in semantics.get("series") or ():
+            if isinstance(point, dict) and isinstance(point.get("entity"), str):
+                metric = _str(point.get("metric"))
+                if metric:
+                    at = _str(point.get("t")) or measured
+                    out.append(
+                        SettledFact(
+                            point["entity"],
+                            metric,
+                            point.get("value"),
+                            tool,
+                            call_id,
+                            iteration,
+                            at,
+                            ref,
+                        )
+                    )
+    return tuple(out)
+
+
 def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
     out: list[ReportedFinding] = []
     for event in events:
@@ -886,6 +987,19 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
                 Ref(call.trace_id, call.span_id, semconv.GEN_AI_TOOL_CALL_ARGUMENTS),
             )
         )
+    turn_ends = [
+        e
+        for e in by_type.get(semconv.T_TURN_END, ())
+        if isinstance(e.payload.get("finalContent"), str)
+    ]
+    answer = (
+        Answer(
+            turn_ends[-1].payload["finalContent"], _ref_of(turn_ends[-1], semconv.F_FINAL_CONTENT)
+        )
+        if turn_ends
+        else None
+    )
+    calls_by_span = {call.span_id: call for call in facts.tool_calls}
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
     return IntegrityInputs(
         trace_id=run.trace_id,
@@ -896,5 +1010,8 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         executions=tuple(executions),
         grounds=tuple(grounds),
         reported=_reported(reported_events) if reported_events else None,
+        claims=_claims(by_type.get(semconv.T_CLAIMS_DECLARED, ()), problems),
+        facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
+        answer=answer,
         problems=tuple(problems),
     )

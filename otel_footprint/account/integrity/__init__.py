@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from otel_footprint.account.integrity.argument import check_arguments
+from otel_footprint.account.integrity.claim import check_claims
 from otel_footprint.account.integrity.columns import check_columns
 from otel_footprint.account.integrity.dangling import check_dangling
 from otel_footprint.account.integrity.invariant import check_compose, check_wire
@@ -41,10 +42,6 @@ from otel_footprint.account.integrity.verify import disagreements
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
 NOT_REBUILT: Mapping[Kind, str] = {
-    "unsupported-claim": (
-        "not rebuilt from traces: it needs the typed answer after the agent's output middleware "
-        "and the tools' full semantic results, which no convention carries (docs/design.md)"
-    ),
     "prior-turn-evidence": (
         "not rebuilt from traces: it needs the evidence gate's value extractor and which user "
         "turns the library wrote itself, which no convention carries (docs/design.md)"
@@ -80,6 +77,7 @@ def check_integrity(
         ("invariant-violation", "compose"): check_compose(inputs, park, shadow=shadow),
         ("dangling-reference", "compose"): check_dangling(inputs),
         ("unsupported-argument", "choice"): check_arguments(inputs),
+        ("unsupported-claim", "claim"): check_claims(inputs),
         ("empty-lookup", "write"): check_lookups(inputs),
         ("column-type-mismatch", "write"): mismatch,
         ("missing-column", "write"): missing,

@@ -41,7 +41,8 @@ ROWS: tuple[tuple[Kind, Seam], ...] = (
 """Every row, always present: an unarmed check is a ``not-applicable`` row, never a silence."""
 
 ADVISORY_KINDS: frozenset[str] = frozenset({"empty-lookup", "prior-turn-evidence"})
-"""Kinds that report doubt, not contradiction: counted apart, never a failure."""
+"""Kinds that are always advisory (doubt, not contradiction): counted apart, never a failure.
+``unsupported-claim`` files both: its advisories carry ``advisory=True`` like any other."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,16 @@ TEXTS: Final[Mapping[str, str]] = {
         "If the column may legitimately be empty, declare it nullable and empty rows stop "
         "counting. "
     ),
+    "claim.contradicts": (
+        "The answer's '{answerField}' says {claimed}, but the latest fact this run settled is "
+        "{field}({entity}) = {settled}, from {provenance}. The record backs the fact, not the "
+        "answer; the answer was not changed, and this only makes the disagreement traceable."
+    ),
+    "claim.declined": (
+        "The answer's '{answerField}' says {claimed}, though the run had settled {field}({entity}) "
+        "= {settled}, from {provenance}. Holding back a fact the run verified is doubt rather than "
+        "contradiction, so this is an advisory, counted apart."
+    ),
     # Row explanations (gen_ai.evaluation.explanation)
     "row.pass": "Judged {checked} time(s); nothing contradicted.",
     "row.fail": "{message}",
