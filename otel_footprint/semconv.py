@@ -301,6 +301,10 @@ T_CONTEXT_ERROR: Final = "integrity.context_error"
 """The agent's own integrity finding (verify mode): ``kind``, ``seam``, ``subjects`` ("kind:id"),
 ``predicate``, ``iteration``, ``advisory``, ``message``."""
 T_EXTERNAL_GROUND_USED: Final = "integrity.external_ground_used"
+T_EVIDENCE_GROUNDING: Final = "evidence.grounding"
+"""Run span, per final answer: the evidence gate's reading of where the answer's values came from
+(``fromThisTurn``, ``fromPriorTurns``, ``latestPriorTurn``, ``currentTurn``,
+``toolResultsThisTurn``, ``indexTruncated``): the prior-turn-evidence check's input."""
 T_CLAIMS_DECLARED: Final = "claims.declared"
 """Run span, once per claim: ``answerField`` (a dot path into the typed answer) claims
 ``field`` of ``entity`` (the unsupported-claim check's contract)."""
@@ -316,6 +320,7 @@ EV_WINDOW_COMPACTED: Final = PREFIX + T_WINDOW_COMPACTED
 EV_TOOL_RESULT_SHAPE: Final = PREFIX + T_TOOL_RESULT_SHAPE
 EV_CONTEXT_ERROR: Final = PREFIX + T_CONTEXT_ERROR
 EV_CLAIMS_DECLARED: Final = PREFIX + T_CLAIMS_DECLARED
+EV_EVIDENCE_GROUNDING: Final = PREFIX + T_EVIDENCE_GROUNDING
 EV_SEMANTICS_DECLARED: Final = PREFIX + T_SEMANTICS_DECLARED
 
 F_ARGUMENTS_FROM: Final = "footprint.arguments_from"
@@ -323,6 +328,13 @@ F_RESULT_COLUMNS: Final = "footprint.result_columns"
 F_POSTURE: Final = "footprint.posture"
 F_NOTICE_EMPTY_LOOKUPS: Final = "footprint.notice_empty_lookups"
 F_CHECK_COLUMN_TYPES: Final = "footprint.check_column_types"
+F_NOTICE_PRIOR_TURN_EVIDENCE: Final = "footprint.notice_prior_turn_evidence"
+F_FROM_THIS_TURN: Final = "footprint.from_this_turn"
+F_FROM_PRIOR_TURNS: Final = "footprint.from_prior_turns"
+F_LATEST_PRIOR_TURN: Final = "footprint.latest_prior_turn"
+F_CURRENT_TURN: Final = "footprint.current_turn"
+F_TOOL_RESULTS_THIS_TURN: Final = "footprint.tool_results_this_turn"
+F_INDEX_TRUNCATED: Final = "footprint.index_truncated"
 F_VALUE: Final = "footprint.value"
 F_TOOL_NAMES: Final = "footprint.tool_names"
 F_DROPPED_OBSERVATIONS: Final = "footprint.dropped_observations"

@@ -111,6 +111,9 @@ class Script:
     notice_empty_lookups: bool = False
     check_column_types: str = "off"
     reported: Sequence[Mapping[str, Any]] = ()
+    notice_prior_turn_evidence: bool = False
+    grounding: Mapping[str, Any] | None = None
+    """``Run.evidence_grounding`` keyword arguments (the gate's reading of the answer)."""
     claims: Sequence[tuple[str, str, str]] = ()
     """(answer field, entity, field) declared as claims."""
     answer: str = "done"
@@ -131,10 +134,15 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
             )
         for answer_field, entity, field_name in script.claims:
             run.declare_claim(answer_field, entity, field_name)
-        if script.notice_empty_lookups or script.check_column_types != "off":
+        if (
+            script.notice_empty_lookups
+            or script.check_column_types != "off"
+            or script.notice_prior_turn_evidence
+        ):
             run.integrity_settings(
                 notice_empty_lookups=script.notice_empty_lookups,
                 check_column_types=script.check_column_types,  # type: ignore[arg-type]
+                notice_prior_turn_evidence=script.notice_prior_turn_evidence,
             )
         for index, step in enumerate(script.steps, start=1):
             with run.model_call("gpt-test") as call:
@@ -206,6 +214,8 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                     tc.result(chosen.result, error=chosen.failed)
         for finding in script.reported:
             run.context_error(**finding)
+        if script.grounding is not None:
+            run.evidence_grounding(**script.grounding)
         run.answer(script.answer)
     return exporter.get_finished_spans()
 

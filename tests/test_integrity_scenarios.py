@@ -737,3 +737,64 @@ def test_two_fields_of_one_entity_are_two_identities() -> None:
 def test_no_contract_is_not_applicable() -> None:
     row = integrity(claim_run('{"paths": 4}', claims=())).row("unsupported-claim")
     assert (row.armed, row.state) == (False, "not-applicable")
+
+
+# ── prior-turn-evidence (T14, T14b) ─────────────────────────────────────────────────────────
+
+
+def recency(grounding: dict[str, Any] | None, notice: bool = True) -> IntegrityResult:
+    script = Script(
+        [Step(tools=[tool_def("lookup")], messages=[user("and now?")], text="the same as before")],
+        maps=(),
+        notice_prior_turn_evidence=notice,
+        grounding=grounding,
+    )
+    return integrity(script)
+
+
+FIELD_CASE = {
+    "from_this_turn": 0,
+    "from_prior_turns": 3,
+    "latest_prior_turn": 1,
+    "current_turn": 3,
+    "tool_results_this_turn": 0,
+}
+
+
+def test_recency_field_case_is_one_advisory() -> None:
+    result = recency(FIELD_CASE)
+    (finding,) = kinds(result, "prior-turn-evidence")
+    assert finding.advisory and finding.predicate == "grounding"
+    assert [s.render() for s in finding.subjects] == ["answer:final"]
+    assert "3 value(s)" in finding.message and "turn 1" in finding.message
+    assert "2 turn(s) or more" in finding.message
+    assert "called no tool and read no result" in finding.message
+    assert len(finding.witnesses) == 3
+    assert result.row("prior-turn-evidence").state == "fail"  # the row fired; the run did not fail
+    assert result.contradictions == () and result.state == "pass"
+
+
+def test_recency_a_turn_that_fetched_but_used_nothing_says_so() -> None:
+    (finding,) = recency({**FIELD_CASE, "tool_results_this_turn": 2}).findings
+    assert "read 2 tool result(s)" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("grounding", "state"),
+    [
+        ({**FIELD_CASE, "from_this_turn": 1}, "pass"),  # one value from this turn is enough
+        ({**FIELD_CASE, "index_truncated": True}, "not-applicable"),
+        ({**FIELD_CASE, "current_turn": 0}, "unreachable"),  # no user turn to measure from
+        ({**FIELD_CASE, "from_prior_turns": 0}, "unreachable"),  # nothing to attribute
+        (None, "unreachable"),  # the gate's reading is not in the record
+    ],
+)
+def test_recency_rows(grounding: dict[str, Any] | None, state: str) -> None:
+    result = recency(grounding)
+    assert kinds(result, "prior-turn-evidence") == []
+    assert result.row("prior-turn-evidence").state == state
+
+
+def test_recency_dial_off_is_not_applicable() -> None:
+    row = recency(FIELD_CASE, notice=False).row("prior-turn-evidence")
+    assert (row.armed, row.state) == (False, "not-applicable")

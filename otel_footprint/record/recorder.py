@@ -718,11 +718,16 @@ class Run:
         *,
         notice_empty_lookups: bool = False,
         check_column_types: Literal["off", "warn", "enforce"] = "off",
+        notice_prior_turn_evidence: bool = False,
         posture: Literal["observe", "dev"] = "observe",
     ) -> None:
         """The integrity dials of this run (``integrity.config``)."""
-        if not isinstance(notice_empty_lookups, bool):
-            raise ValueError(f"notice_empty_lookups must be a bool: {notice_empty_lookups!r}")
+        for dial, value in (
+            ("notice_empty_lookups", notice_empty_lookups),
+            ("notice_prior_turn_evidence", notice_prior_turn_evidence),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"{dial} must be a bool: {value!r}")
         if check_column_types not in ("off", "warn", "enforce"):
             raise ValueError(
                 f"check_column_types must be off, warn or enforce: {check_column_types!r}"
@@ -731,6 +736,7 @@ class Run:
             "posture": posture,
             "noticeEmptyLookups": notice_empty_lookups,
             "checkColumnTypes": check_column_types,
+            "noticePriorTurnEvidence": notice_prior_turn_evidence,
         }
         self.emit(self.span, semconv.T_INTEGRITY_CONFIG, payload)
 
@@ -780,6 +786,29 @@ class Run:
             "message": message,
         }
         self.emit(self.span, semconv.T_CONTEXT_ERROR, payload)
+
+    def evidence_grounding(
+        self,
+        *,
+        from_this_turn: int,
+        from_prior_turns: int,
+        current_turn: int,
+        latest_prior_turn: int | None = None,
+        tool_results_this_turn: int = 0,
+        index_truncated: bool = False,
+    ) -> None:
+        """The evidence gate's reading of the final answer (``evidence.grounding``): how many
+        grounded values the answer states from this turn and from earlier turns, the newest
+        earlier turn, the current turn (0: no user turn), the tool results this turn served."""
+        payload = {
+            "fromThisTurn": from_this_turn,
+            "fromPriorTurns": from_prior_turns,
+            "latestPriorTurn": latest_prior_turn,
+            "currentTurn": current_turn,
+            "toolResultsThisTurn": tool_results_this_turn,
+            "indexTruncated": index_truncated,
+        }
+        self.emit(self.span, semconv.T_EVIDENCE_GROUNDING, payload)
 
     def declare_claim(self, answer_field: str, entity: str, field: str) -> None:
         """The typed answer's ``answer_field`` (a dot path) claims ``field`` of ``entity``

@@ -182,6 +182,7 @@ class Settings:
     posture: str = "observe"
     notice_empty_lookups: bool = False
     check_column_types: str = "off"
+    notice_prior_turn_evidence: bool = False
     ref: Ref | None = None
 
 
@@ -242,6 +243,19 @@ class SettledFact:
 
 
 @dataclass(frozen=True, slots=True)
+class Grounding:
+    """``footprint.evidence.grounding``: the evidence gate's reading of the final answer."""
+
+    from_this_turn: int
+    from_prior_turns: int
+    latest_prior_turn: int | None
+    current_turn: int
+    tool_results_this_turn: int
+    index_truncated: bool
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     """The final answer the caller received (``agent.turn_end`` ``finalContent``)."""
 
@@ -265,6 +279,8 @@ class IntegrityInputs:
     claims: tuple[ClaimDeclaration, ...] = ()
     facts: tuple[SettledFact, ...] = ()
     answer: Answer | None = None
+    grounding: Grounding | None = None
+    """The last reading of the run (None: not recorded)."""
     problems: tuple[str, ...] = field(default=())
     """Inputs present but unreadable (named), for the explanations."""
 
@@ -734,6 +750,7 @@ def _settings(events: Sequence[FootprintEvent]) -> Settings:
         posture=posture,
         notice_empty_lookups=payload.get("noticeEmptyLookups") is True,
         check_column_types=columns if columns in ("off", "warn", "enforce") else "off",
+        notice_prior_turn_evidence=payload.get("noticePriorTurnEvidence") is True,
         ref=_ref_of(event),
     )
 
@@ -753,6 +770,30 @@ def _subjects(value: Any) -> tuple[str, ...]:
         elif isinstance(item, dict) and isinstance(item.get("id"), str):
             out.append(f"{item.get('kind') or 'tool'}:{item['id']}")
     return tuple(out)
+
+
+def _grounding(event: FootprintEvent, problems: list[str]) -> Grounding | None:
+    payload = event.payload
+    counts = [
+        integral(payload.get(k))
+        for k in ("fromThisTurn", "fromPriorTurns", "currentTurn", "toolResultsThisTurn")
+    ]
+    this_turn, prior, current, results = counts
+    if this_turn is None or prior is None or current is None:
+        problems.append(
+            f"{semconv.EV_EVIDENCE_GROUNDING} needs integer fromThisTurn, fromPriorTurns and "
+            "currentTurn"
+        )
+        return None
+    return Grounding(
+        this_turn,
+        prior,
+        integral(payload.get("latestPriorTurn")),
+        current,
+        results or 0,
+        payload.get("indexTruncated") is True,
+        _ref_of(event),
+    )
 
 
 def _claims(events: Sequence[FootprintEvent], problems: list[str]) -> tuple[ClaimDeclaration, ...]:
@@ -1000,6 +1041,8 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         else None
     )
     calls_by_span = {call.span_id: call for call in facts.tool_calls}
+    readings = by_type.get(semconv.T_EVIDENCE_GROUNDING, ())
+    grounding = _grounding(readings[-1], problems) if readings else None
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
     return IntegrityInputs(
         trace_id=run.trace_id,
@@ -1013,5 +1056,6 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         claims=_claims(by_type.get(semconv.T_CLAIMS_DECLARED, ()), problems),
         facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
         answer=answer,
+        grounding=grounding,
         problems=tuple(problems),
     )

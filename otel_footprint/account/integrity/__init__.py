@@ -31,22 +31,16 @@ from otel_footprint.account.integrity.model import (
     Subject,
     Witness,
 )
+from otel_footprint.account.integrity.recency import check_recency
 from otel_footprint.account.integrity.report import (
     combined_tone,
     row_explanation,
     signal_ids,
     summary_sentence,
 )
-from otel_footprint.account.integrity.tally import Tally, unarmed
+from otel_footprint.account.integrity.tally import Tally
 from otel_footprint.account.integrity.verify import disagreements
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
-
-NOT_REBUILT: Mapping[Kind, str] = {
-    "prior-turn-evidence": (
-        "not rebuilt from traces: it needs the evidence gate's value extractor and which user "
-        "turns the library wrote itself, which no convention carries (docs/design.md)"
-    ),
-}
 
 
 def _row(kind: Kind, seam: Seam, tally: Tally) -> Row:
@@ -81,9 +75,8 @@ def check_integrity(
         ("empty-lookup", "write"): check_lookups(inputs),
         ("column-type-mismatch", "write"): mismatch,
         ("missing-column", "write"): missing,
+        ("prior-turn-evidence", "claim"): check_recency(inputs),
     }
-    for kind, why in NOT_REBUILT.items():
-        tallies[(kind, "claim")] = unarmed(why)
     rows: list[Row] = []
     findings: list[Finding] = []
     seen: set[str] = set()

@@ -86,6 +86,20 @@ TEXTS: Final[Mapping[str, str]] = {
         "= {settled}, from {provenance}. Holding back a fact the run verified is doubt rather than "
         "contradiction, so this is an advisory, counted apart."
     ),
+    "recency.stale": (
+        "Every one of the {total} value(s) the answer states that the run can ground was last "
+        "served in turn {latest} or before, {gap} turn(s) or more ahead of turn {current}, the one "
+        "being answered, which supplied none of them. {fetched}An answer that rightly reuses an "
+        "earlier result looks exactly like one that went stale; this says where the values came "
+        "from, not whether they still hold, and counts only turns still in the window. A place to "
+        "look, not a verdict; the answer was not touched."
+    ),
+    "recency.nothingFetched": (
+        "This turn called no tool and read no result: the answer came from the conversation alone. "
+    ),
+    "recency.unused": (
+        "This turn read {results} tool result(s), and the answer uses no value from any of them. "
+    ),
     # Row explanations (gen_ai.evaluation.explanation)
     "row.pass": "Judged {checked} time(s); nothing contradicted.",
     "row.fail": "{message}",

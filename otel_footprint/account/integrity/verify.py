@@ -1,8 +1,8 @@
 """Verify mode: the agent ran the integrity checks itself and reported its findings
 (``footprint.integrity.context_error``); the ones re-derived here are compared by identity.
 
-Only rows this processor could judge are compared (a row left ``unreachable`` or not rebuilt from
-traces says nothing either way). The compose seam's own filing is identified at ``write`` upstream;
+Only rows this processor could judge are compared (a row left ``unreachable`` or unarmed here says
+nothing either way). The compose seam's own filing is identified at ``write`` upstream;
 both spellings are the same seam here.
 """
 
