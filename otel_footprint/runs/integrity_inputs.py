@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from otel_footprint import semconv
@@ -393,6 +394,37 @@ def _genai_messages(raw: Any, ref: Ref) -> tuple[FrameMessage, ...]:
     return tuple(messages)
 
 
+_TOOLS_CACHE_ENTRIES = 256
+_TOOLS_CACHE_CHARS = 65_536
+"""Offered-tool lists parsed once per distinct text: the same list rides every pass of a run. At
+most 256 texts of at most 64 KiB each are kept (a longer one is parsed every time)."""
+
+
+@lru_cache(maxsize=_TOOLS_CACHE_ENTRIES)
+def _tools_of_text(text: str) -> tuple[OfferedTool, ...] | None:
+    """``gen_ai.tool.definitions`` text as offered tools; None when it is not a JSON list."""
+    try:
+        return _genai_tools(json.loads(text), semconv.GEN_AI_TOOL_DEFINITIONS)
+    except (json.JSONDecodeError, _UnreadableError):
+        return None
+
+
+def _read_tools(view: SpanView) -> tuple[OfferedTool, ...] | None:
+    """The GenAI offered list of a span; raises _UnreadableError when present but unreadable."""
+    raw = view.attribute(semconv.GEN_AI_TOOL_DEFINITIONS)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise _UnreadableError(semconv.GEN_AI_TOOL_DEFINITIONS)
+    if len(raw) <= _TOOLS_CACHE_CHARS:
+        found = _tools_of_text(raw)
+    else:
+        found = _tools_of_text.__wrapped__(raw)
+    if found is None:
+        raise _UnreadableError(semconv.GEN_AI_TOOL_DEFINITIONS)
+    return found
+
+
 def _genai_tools(raw: Any, key: str) -> tuple[OfferedTool, ...]:
     if not isinstance(raw, list):
         raise _UnreadableError(key)
@@ -433,10 +465,11 @@ def _genai_view(view: SpanView, frames: bool = True) -> CallView | None:
             unreadable.append(key)
             return None
 
-    tools = read(
-        semconv.GEN_AI_TOOL_DEFINITIONS,
-        lambda raw, ref: _genai_tools(raw, semconv.GEN_AI_TOOL_DEFINITIONS),
-    )
+    try:
+        tools = _read_tools(view)
+    except _UnreadableError:
+        tools = None
+        unreadable.append(semconv.GEN_AI_TOOL_DEFINITIONS)
     if not frames:
         return CallView(
             trace_id,
@@ -554,8 +587,6 @@ def _oi_request_tools(view: SpanView) -> tuple[OfferedTool, ...] | None:
     """An OpenInference LLM span without ``llm.tools.*``: the request it recorded whole in
     ``input.value`` says whether tools were sent — a request without ``tools`` is a stated zero.
     None when the request is not recorded (hidden inputs) or not a chat request."""
-    if view.attribute(semconv.OPENINFERENCE_SPAN_KIND) != semconv.OI_KIND_LLM:
-        return None
     request, readable = _loads(view.attribute(semconv.OI_INPUT_VALUE))
     if not readable or not isinstance(request, dict) or "messages" not in request:
         return None
@@ -569,6 +600,8 @@ def _oi_request_tools(view: SpanView) -> tuple[OfferedTool, ...] | None:
 
 
 def _oi_view(view: SpanView, frames: bool = True) -> CallView | None:
+    if view.attribute(semconv.OPENINFERENCE_SPAN_KIND) != semconv.OI_KIND_LLM:
+        return None  # OpenInference writes llm.* only on its LLM spans
     messages = _oi_messages(view, semconv.OI_INPUT_MESSAGES_PREFIX) if frames else None
     output = _oi_messages(view, semconv.OI_OUTPUT_MESSAGES_PREFIX) if frames else None
     tools, unreadable = _oi_tools(view)

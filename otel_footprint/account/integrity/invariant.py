@@ -29,6 +29,7 @@ def check_compose(
     if park is None:
         return unarmed(NO_MAPS)
     tally = Tally()
+    filed_before: set[tuple[str, tuple[str, ...]]] = set()
     for pass_ in inputs.passes:
         it = pass_.iteration
         state = park.get(it)
@@ -47,10 +48,18 @@ def check_compose(
             continue
         offered_names = {t.name for t in offered}
         filed: list[Finding] = []
+        repeated = False
         for map_id, owned in held.items():
             still = [t for t in owned if t in offered_names]
             if not still:
                 continue
+            key = (map_id, tuple(sorted(still)))
+            if key in filed_before:
+                # The same defect again (a parked map stays parked): the first filing stands;
+                # building its sentence and witnesses again would only be dropped by the dedup.
+                repeated = True
+                continue
+            filed_before.add(key)
             park_witness = Witness(
                 Subject("map", map_id),
                 "availability",
@@ -82,7 +91,10 @@ def check_compose(
                     iteration=it,
                 )
             )
-        tally.judged(filed, it)
+        if repeated and not filed:
+            tally.note("fail", it)
+        else:
+            tally.judged(filed, it)
     return tally
 
 
