@@ -202,3 +202,27 @@ def test_a_client_view_without_a_framework_list_leaves_the_wire_unarmed() -> Non
     row = check_integrity(inputs).row("invariant-violation", "wire")
     assert (row.armed, row.state) == (False, "not-applicable")
     assert pass_.tools()[0] is not None  # the other checks still read the client's list
+
+
+def test_offered_lists_longer_than_the_cache_bound_are_still_read() -> None:
+    from otel_footprint.runs import integrity_inputs as reader
+
+    big = [
+        {"type": "function", "name": "t1", "description": "x" * (reader._TOOLS_CACHE_CHARS + 10)}
+    ]
+
+    def build(tracer: Any, run: Any) -> None:
+        for _ in range(2):
+            with tracer.start_as_current_span(
+                "chat",
+                attributes={
+                    semconv.GEN_AI_OPERATION_NAME: "chat",
+                    semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps(big),
+                },
+            ):
+                pass
+
+    before = reader._tools_of_text.cache_info().currsize
+    passes = _inputs(_spans(build)).passes
+    assert [[t.name for t in p.tools()[0] or ()] for p in passes] == [["t1"], ["t1"]]
+    assert reader._tools_of_text.cache_info().currsize == before  # not kept: over the bound
