@@ -56,7 +56,7 @@ class Pointer:
 
 @dataclass(frozen=True, slots=True)
 class Chip:
-    """A short mark beside a line (``decided = delivered``, ``not recorded``, ...)."""
+    """A short mark beside a line (``decided and delivered``, ``missing from the record``, ...)."""
 
     mark: str
     text: str

@@ -16,6 +16,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from otel_footprint.account.integrity import (
+    IntegrityResult,
+    combined_tone,
+    row_explanation,
+    signal_ids,
+    summary_sentence,
+)
 from otel_footprint.bridges.traceinput import KINDS, InputError, Loaded, read_inputs
 from otel_footprint.commands.explain_words import (
     ROW_TITLES,
@@ -206,6 +213,8 @@ def verdict_to_json(verdict: RunVerdict) -> dict[str, Any]:
             for r in verdict.rode_while_parked
         ],
     }
+    if verdict.integrity is not None:
+        body["integrity"] = integrity_json(verdict.integrity)
     account = verdict.account
     if account is None:
         body["checks"] = {}
@@ -227,11 +236,16 @@ def verdict_to_json(verdict: RunVerdict) -> dict[str, Any]:
         checks[check.check_id] = entry
     body["checks"] = checks
     body["signals"] = [s.signal_id for s in account.signals]
+    if verdict.integrity is not None:  # the same fold the run span carries
+        body["signals"] += [i for i in signal_ids(verdict.integrity) if i not in body["signals"]]
     body["signalDetails"] = [
         {"id": s.signal_id, "check": s.check_id, "tone": s.tone, "sentence": s.sentence}
         for s in account.signals
     ]
-    body["summary"] = {"sentence": account.summary.sentence, "tone": account.summary.tone}
+    body["summary"] = {
+        "sentence": account.summary.sentence,
+        "tone": combined_tone(account.summary.tone, verdict.integrity),
+    }
     body["lines"] = [
         {
             "row": line.row,
@@ -319,6 +333,8 @@ def render_run_text(verdict: RunVerdict) -> str:
         out.append(f"  Checks: {checks}")
         summary = verdict.account.summary
         out.append(f"  Summary ({summary.tone}): {round_numbers(summary.sentence)}")
+    if verdict.integrity is not None:
+        out.extend(integrity_text_lines(verdict.integrity))
     for finding in verdict.findings:
         out.append(f"  Finding: {round_numbers(finding)}")
     for reason in verdict.reasons:
@@ -338,3 +354,81 @@ def render_html(verdicts: Sequence[RunVerdict]) -> str:
     from otel_footprint.commands.explain_html import render_html as page
 
     return page(verdicts)
+
+
+# ── integrity (issue 17): its own section in every format ─────────────────────────────────────
+
+
+def integrity_json(result: IntegrityResult) -> dict[str, Any]:
+    """The integrity rows, findings (with evidence pointers), excusals and verify disagreements."""
+    return {
+        "state": result.state,
+        "summary": summary_sentence(result),
+        "rows": [
+            {
+                "check": row.check,
+                "seam": row.seam,
+                "state": row.state,
+                "armed": row.armed,
+                "checked": row.checked,
+                "findings": row.findings,
+                "notApplicable": row.not_applicable,
+                "unreachable": row.unreachable,
+                "why": list(row.why),
+                "explanation": row_explanation(row, result),
+            }
+            for row in result.rows
+        ],
+        "findings": [
+            {
+                "kind": f.kind,
+                "seam": f.seam,
+                "subjects": [s.render() for s in f.subjects],
+                "predicate": f.predicate,
+                "iteration": f.iteration,
+                "advisory": f.advisory,
+                "message": f.message,
+                "evidence": [ref.render() for ref in f.evidence],
+            }
+            for f in result.findings
+        ],
+        "externalGroundsUsed": [
+            {
+                "tool": x.tool,
+                "callId": x.call_id,
+                "path": x.path,
+                "value": x.value,
+                "source": x.source,
+                "iteration": x.iteration,
+            }
+            for x in result.excusals
+        ],
+        **(
+            {
+                "verified": True,
+                "disagreements": [
+                    {"identity": d.identity, "side": d.side, "iteration": d.iteration}
+                    for d in result.disagreements
+                ],
+            }
+            if result.verified
+            else {}
+        ),
+    }
+
+
+def integrity_text_lines(result: IntegrityResult) -> list[str]:
+    """The integrity section of the text form (nothing when no check is armed)."""
+    if not result.armed:
+        return []
+    out = [f"  Integrity ({result.state}): {summary_sentence(result)}"]
+    for row in result.rows:
+        if row.armed:
+            out.append(f"    {row.check}@{row.seam}: {row.state} — {row_explanation(row, result)}")
+    for finding in result.findings:
+        mark = "advisory" if finding.advisory else "finding"
+        at = f" (pass {finding.iteration})" if finding.iteration is not None else ""
+        out.append(f"    - {mark}{at}: {finding.message}")
+    for d in result.disagreements:
+        out.append(f"    - verify: {d.side}: {d.identity}")
+    return out

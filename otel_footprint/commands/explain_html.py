@@ -20,6 +20,13 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from otel_footprint.account.integrity import (
+    IntegrityResult,
+    combined_tone,
+    row_explanation,
+    summary_sentence,
+)
+from otel_footprint.account.integrity.model import ADVISORY_KINDS
 from otel_footprint.account.model import Chip, Line, Pointer
 from otel_footprint.commands.explain_words import (
     CHECK_TITLES,
@@ -167,7 +174,9 @@ def _by_run(verdicts: Sequence[RunVerdict]) -> list[list[RunVerdict]]:
 
 
 def _tone(verdict: RunVerdict) -> str:
-    return verdict.account.summary.tone if verdict.account is not None else "unknown"
+    if verdict.account is None:
+        return "unknown"
+    return combined_tone(verdict.account.summary.tone, verdict.integrity)
 
 
 def _summary(verdict: RunVerdict) -> str:
@@ -337,6 +346,8 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
     if verdict.account is not None:
         parts.append(_checks(verdict, links))
         parts.append(_rows(verdict.account.lines, links))
+    if verdict.integrity is not None and verdict.integrity.armed:
+        parts.append(_integrity(verdict.integrity))
     if verdict.passes:
         parts.append(_pass_table(verdict, links))
     parts.append(_evidence(verdict, links))
@@ -458,6 +469,40 @@ def _checks(verdict: RunVerdict, links: Links) -> str:
             f"<div>{_pointers(check.pointers, links)}</div></div>"
         )
     parts.append("</div>")
+    return "".join(parts)
+
+
+# An integrity row's state -> the tone its card is drawn in (an advisory's failure only warns).
+_ROW_TONE = {"pass": "ok", "fail": "bad", "unreachable": "unknown", "not-applicable": "plain"}
+
+
+def _integrity(result: IntegrityResult) -> str:
+    """The integrity checks (what each call was offered and what it acted on): one card per armed
+    row, then the findings."""
+    parts = [
+        "<h3>Integrity: what the model was offered and what it acted on</h3>",
+        f"<p>{_e(summary_sentence(result))}</p><div class='checks'>",
+    ]
+    for row in result.rows:
+        if not row.armed:
+            continue
+        tone = _ROW_TONE.get(row.state, "unknown")
+        if row.state == "fail" and row.check in ADVISORY_KINDS:
+            tone = "warn"
+        parts.append(
+            f"<div class='check tone-{tone}' data-integrity='{_e(row.check)}@{_e(row.seam)}' "
+            f"data-outcome='{_e(row.state)}'><div class='title'>{_e(row.check)} "
+            f"<span class='mono'>@{_e(row.seam)}</span></div><div class='out'>{_e(row.state)}</div>"
+            f"<div>{_e(round_numbers(row_explanation(row, result)))}</div></div>"
+        )
+    parts.append("</div>")
+    if result.findings:
+        parts.append("<ul>")
+        for finding in result.findings:
+            mark = "advisory" if finding.advisory else finding.kind
+            at = f" (call {finding.iteration})" if finding.iteration is not None else ""
+            parts.append(f"<li><b>{_e(mark)}</b>{_e(at)}: {_e(finding.message)}</li>")
+        parts.append("</ul>")
     return "".join(parts)
 
 

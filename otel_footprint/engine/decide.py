@@ -22,6 +22,7 @@ from otel_footprint.account.input import (
     leg_input,
 )
 from otel_footprint.account.input import ToolCall as AccountToolCall
+from otel_footprint.account.integrity import ParkState, check_integrity
 from otel_footprint.account.riding import with_riding
 from otel_footprint.account.understood import verdict_to_carry
 from otel_footprint.engine.riding import rode_while_parked
@@ -31,6 +32,7 @@ from otel_footprint.kernel.lease import advance_engagement
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
 from otel_footprint.runs.group import RunSpans
+from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
     UNRECORDED_TOOL_CALLS,
@@ -67,6 +69,8 @@ class EngineOptions:
     """Compute the account (check 1 …) and hand its carried routing verdict to the next leg."""
     findings: bool = True
     """Look for cross-turn findings through the store (needs a store and a session id)."""
+    integrity: bool = True
+    """Run the integrity checks (offered tools, frames and calls against each other)."""
 
 
 def decide_run(
@@ -187,6 +191,8 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
         findings=findings,
     )
     carried = leg.carried_verdict if leg is not None else None
+    if options.integrity:
+        verdict = _with_integrity(verdict, facts, plan)
     if options.account:
         verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
     if mode == "shadow" and plan is not None:
@@ -484,3 +490,48 @@ def _next_carried(
     """The routing verdict (as carried-verdict JSON) the next leg of this run inherits."""
     carried = verdict_to_carry(inp)
     return previous if carried is None else carried.to_dict()
+
+
+def _park_state(
+    facts: RunFacts, plan: EngagementPlan | None, passes: Sequence[PassVerdict]
+) -> dict[int, ParkState] | None:
+    """The kernel's standing per pass as the integrity checks read it (None: no plan mounted)."""
+    if plan is None:
+        return None
+    decided = {p.iteration: p for p in passes}
+    state: dict[int, ParkState] = {}
+    for pass_facts in facts.passes:
+        verdict = decided.get(pass_facts.iteration)
+        if verdict is None:
+            state[pass_facts.iteration] = ParkState(pass_facts.iteration, {}, decided=False)
+            continue
+        parked_tools = set(verdict.parked_tool_names)
+        state[verdict.iteration] = ParkState(
+            verdict.iteration,
+            {
+                m.id: tuple([t for t in m.tool_names if t in parked_tools])
+                for m in plan.maps
+                if m.id in verdict.parked_maps
+            },
+        )
+    return state
+
+
+def _with_integrity(
+    verdict: RunVerdict, facts: RunFacts, plan: EngagementPlan | None
+) -> RunVerdict:
+    """Fill ``verdict.integrity``; a failure here is a reason, never a lost verdict."""
+    try:
+        inputs = read_integrity_inputs(facts)
+        park = _park_state(facts, plan, verdict.passes) if verdict.mode is not None else None
+        result = check_integrity(inputs, park, shadow=verdict.mode == "shadow")
+    except Exception as error:  # an integrity bug must not take the engagement verdict down
+        _log.exception("the integrity checks of run %s failed", verdict.run_id)
+        reason = Reason("integrity-failed", f"the integrity checks could not run: {error}")
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, reason))
+    # Inputs present but unreadable (a cut frame, a declaration that is not a map) are named on
+    # the run, as every other attribute that cannot be read is.
+    unreadable = tuple(Reason("integrity-input", problem) for problem in inputs.problems)
+    return dataclasses.replace(
+        verdict, integrity=result, reasons=(*verdict.reasons, *_dedupe(unreadable))
+    )

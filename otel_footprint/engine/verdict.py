@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from otel_footprint.account.integrity.model import IntegrityResult
 from otel_footprint.account.model import AccountResult
 from otel_footprint.account.riding import RodeWhileParked
 from otel_footprint.codec import quick_init
@@ -70,6 +71,8 @@ class RunVerdict:
     """Readable notes beyond the upstream, e.g. a turn-1 guess carried into turn 2 as continuity."""
     rode_while_parked: tuple[RodeWhileParked, ...] = ()
     """Shadow mode, per map: what kept riding after the kernel would have parked it."""
+    integrity: IntegrityResult | None = None
+    """The integrity checks (what each call was offered and what it acted on); None when not run."""
 
     @property
     def parked_maps(self) -> tuple[str, ...]:

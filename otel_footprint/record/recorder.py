@@ -62,6 +62,26 @@ def _compact(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if value is not None}
 
 
+_COLUMN_TYPES = frozenset({"number", "string", "boolean", "date"})
+
+
+def _check_columns(columns: Mapping[str, Any]) -> None:
+    """Refuse a result-column declaration the column checks could not read (raises ValueError)."""
+    if not isinstance(columns, Mapping) or not columns:
+        raise ValueError("result_columns must be a non-empty map of column -> type")
+    for column, spec in columns.items():
+        if not isinstance(column, str) or not column.strip():
+            raise ValueError("result_columns: a column name must not be blank")
+        kind = spec.get("type") if isinstance(spec, Mapping) else spec
+        if kind not in _COLUMN_TYPES:
+            raise ValueError(
+                f"result_columns[{column!r}]: type must be one of {sorted(_COLUMN_TYPES)}, "
+                f"got {kind!r}"
+            )
+        if isinstance(spec, Mapping) and not isinstance(spec.get("nullable", False), bool):
+            raise ValueError(f"result_columns[{column!r}]: nullable must be a bool")
+
+
 class _Emitter:
     """Writes one footprint event on a span, as a span event or as a log record tied to it."""
 
@@ -135,7 +155,7 @@ class ModelCall:
         self._model = model
         self._open: dict[str, _Composition] = {}
         self._staged: list[_Staged] = []
-        self._staged_attributes: dict[str, int] = {}
+        self._staged_attributes: dict[str, int | str] = {}
         self._started_ns = time.time_ns()
 
     @property
@@ -667,6 +687,192 @@ class Run:
     def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Any other upstream event type on the run span."""
         self.emit(self.span, event_type, payload)
+
+    # ── integrity inputs (issue 17): facts no convention carries, and the conventions' frame ──
+
+    def declare_tool(
+        self,
+        name: str,
+        *,
+        arguments_from: Sequence[str] = (),
+        result_columns: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Declare a tool once per run (``tool.declared``): the tools whose results its arguments
+        come from, and the columns (``{name: type | {type, nullable}}``) of the rows it returns.
+        Arms ``dangling-reference``, ``unsupported-argument`` and the write-seam checks."""
+        if not name or any(not g.strip() or g == name for g in arguments_from):
+            raise ValueError("arguments_from names other tools, never blank or the tool itself")
+        if result_columns is not None:
+            _check_columns(result_columns)
+        payload = {
+            "toolName": name,
+            "argumentsFrom": list(arguments_from),
+            "resultColumns": json.dumps(result_columns, ensure_ascii=False)
+            if result_columns is not None
+            else None,
+        }
+        self.emit(self.span, semconv.T_TOOL_DECLARED, payload)
+
+    def integrity_settings(
+        self,
+        *,
+        notice_empty_lookups: bool = False,
+        check_column_types: Literal["off", "warn", "enforce"] = "off",
+        notice_prior_turn_evidence: bool = False,
+        posture: Literal["observe", "dev"] = "observe",
+    ) -> None:
+        """The integrity dials of this run (``integrity.config``)."""
+        for dial, value in (
+            ("notice_empty_lookups", notice_empty_lookups),
+            ("notice_prior_turn_evidence", notice_prior_turn_evidence),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"{dial} must be a bool: {value!r}")
+        if check_column_types not in ("off", "warn", "enforce"):
+            raise ValueError(
+                f"check_column_types must be off, warn or enforce: {check_column_types!r}"
+            )
+        payload = {
+            "posture": posture,
+            "noticeEmptyLookups": notice_empty_lookups,
+            "checkColumnTypes": check_column_types,
+            "noticePriorTurnEvidence": notice_prior_turn_evidence,
+        }
+        self.emit(self.span, semconv.T_INTEGRITY_CONFIG, payload)
+
+    def external_ground(self, value: str, source: str, *, iteration: int | None = None) -> None:
+        """A value the app vouches for (``integrity.external_ground``), for the latest pass or
+        ``iteration``: an argument equal to it is excused, not flagged."""
+        if not value.strip() or not source.strip():
+            raise ValueError("an external ground needs a value and a source")
+        number = self.iteration if iteration is None else iteration
+        payload = {"value": value, "source": source, "iteration": number}
+        self.emit(self.span, semconv.T_EXTERNAL_GROUND, payload)
+
+    def wire_manifest(self, tool_names: Sequence[str], *, iteration: int | None = None) -> None:
+        """The tool names the provider adapter read back from the request body it sent."""
+        number = self.iteration if iteration is None else iteration
+        payload = {"toolNames": list(tool_names), "iteration": number}
+        self.emit(self.span, semconv.T_WIRE_MANIFEST, payload)
+
+    def window_compacted(
+        self, dropped_observations: Sequence[str], *, iteration: int | None = None
+    ) -> None:
+        """Tool names whose results left the window before the latest (or ``iteration``) call."""
+        number = self.iteration if iteration is None else iteration
+        payload = {"droppedObservations": list(dropped_observations), "iteration": number}
+        self.emit(self.span, semconv.T_WINDOW_COMPACTED, payload)
+
+    def context_error(
+        self,
+        kind: str,
+        seam: str,
+        subjects: Sequence[str],
+        *,
+        predicate: str | None = None,
+        iteration: int | None = None,
+        advisory: bool = False,
+        message: str | None = None,
+    ) -> None:
+        """A finding the agent's own integrity checks filed (``integrity.context_error``;
+        ``subjects`` as ``"tool:name"``): the processor re-derives and compares (verify mode)."""
+        payload = {
+            "kind": kind,
+            "seam": seam,
+            "subjects": list(subjects),
+            "predicate": predicate,
+            "iteration": iteration,
+            "advisory": advisory,
+            "message": message,
+        }
+        self.emit(self.span, semconv.T_CONTEXT_ERROR, payload)
+
+    def evidence_grounding(
+        self,
+        *,
+        from_this_turn: int,
+        from_prior_turns: int,
+        current_turn: int,
+        latest_prior_turn: int | None = None,
+        tool_results_this_turn: int = 0,
+        index_truncated: bool = False,
+    ) -> None:
+        """The evidence gate's reading of the final answer (``evidence.grounding``): how many
+        grounded values the answer states from this turn and from earlier turns, the newest
+        earlier turn, the current turn (0: no user turn), the tool results this turn served."""
+        payload = {
+            "fromThisTurn": from_this_turn,
+            "fromPriorTurns": from_prior_turns,
+            "latestPriorTurn": latest_prior_turn,
+            "currentTurn": current_turn,
+            "toolResultsThisTurn": tool_results_this_turn,
+            "indexTruncated": index_truncated,
+        }
+        self.emit(self.span, semconv.T_EVIDENCE_GROUNDING, payload)
+
+    def declare_claim(self, answer_field: str, entity: str, field: str) -> None:
+        """The typed answer's ``answer_field`` (a dot path) claims ``field`` of ``entity``
+        (``claims.declared``): the unsupported-claim check compares it with the facts the tools
+        settled (:meth:`tool_semantics`)."""
+        if not answer_field.strip() or not entity.strip() or not field.strip():
+            raise ValueError("a claim needs a non-blank answer field, entity and field")
+        payload = {"answerField": answer_field, "entity": entity, "field": field}
+        self.emit(self.span, semconv.T_CLAIMS_DECLARED, payload)
+
+    def tool_semantics(
+        self,
+        call: ToolCall,
+        *,
+        facts: Sequence[Mapping[str, Any]] = (),
+        series: Sequence[Mapping[str, Any]] = (),
+        measured_at: str | None = None,
+    ) -> None:
+        """The facts a tool call settled (``tools.semantics_declared`` on its span): ``facts`` rows
+        ``{entity, <field>: value, ...}``, ``series`` points ``{entity, metric, value, t?}`` —
+        the full envelope, whatever the model was served."""
+        semantics: dict[str, Any] = {"facts": [dict(r) for r in facts]}
+        if series:
+            semantics["series"] = [dict(p) for p in series]
+        if measured_at is not None:
+            semantics["provenance"] = {"measured_at": measured_at}
+        payload = {
+            "toolName": call.name,
+            "toolCallId": call.call_id,
+            "iteration": call.iteration,
+            "semantics": json.dumps(semantics, ensure_ascii=False),
+        }
+        self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
+
+    def frame(
+        self,
+        call: ModelCall,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system: Sequence[str] | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        output: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """What a model call was offered and shown, in the GenAI conventions' own attributes
+        (``gen_ai.tool.definitions``, ``gen_ai.system_instructions``, ``gen_ai.input.messages``,
+        ``gen_ai.output.messages``), for agents with no instrumentation that records them.
+        Messages are the conventions' ``{role, parts}``; ``None`` leaves an attribute out."""
+        values = {
+            semconv.GEN_AI_TOOL_DEFINITIONS: tools,
+            semconv.GEN_AI_SYSTEM_INSTRUCTIONS: [{"type": "text", "content": t} for t in system]
+            if system is not None
+            else None,
+            semconv.GEN_AI_INPUT_MESSAGES: messages,
+            semconv.GEN_AI_OUTPUT_MESSAGES: output,
+        }
+        for key, value in values.items():
+            if value is None:
+                continue
+            text = json.dumps(list(value), ensure_ascii=False)
+            if call.span is None:
+                call._staged_attributes[key] = text  # lands with the pass's span
+            elif call.span.is_recording() and not call.claimed:
+                # A claimed span's frame is its instrumentation's to record.
+                call.span.set_attribute(key, text)
 
 
 @contextmanager

@@ -99,6 +99,10 @@ class RunSpans:
     )
     """Events that arrived as log records, by the span id (hex) they name."""
     reason: Reason | None = None
+    unmarked_calls: tuple[SpanView, ...] = ()
+    """Model-call spans of the run that are no pass (the client span under a framework's pass
+    span, guards, summarisers), by start time: read only as a second view of a pass (the
+    integrity checks' wire seam), never as passes."""
 
     @property
     def run_id(self) -> str:
@@ -335,6 +339,9 @@ def _leg(
     if any(n.marked for n in calls):
         calls = [n for n in calls if n.marked]
     passes = sorted((n.view for n in calls), key=_pass_sort_key)
+    unmarked = sorted(
+        (n.view for n in nodes if n.role is SpanRole.PASS and n not in calls), key=_start_key
+    )
     tools = sorted((n.view for n in nodes if n.role is SpanRole.TOOL), key=_start_key)
     others = sorted((n.view for n in nodes if n.role is SpanRole.OTHER), key=_start_key)
     wanted = [run_span.span_id] if run_span is not None else []
@@ -350,4 +357,5 @@ def _leg(
         others=tuple(others),
         log_events=MappingProxyType(joined),
         reason=reason,
+        unmarked_calls=tuple(unmarked),
     )
