@@ -57,16 +57,20 @@ class DerivedPlan:
 def member_ids_of(events: Sequence[UpstreamEvent]) -> tuple[str, ...]:
     """Node ids of every ``skill.graph_declared``, first-seen order."""
     members: dict[str, None] = {}
+    for node in _declared(events, "nodes"):
+        if isinstance(node.get("id"), str) and node["id"]:
+            members.setdefault(node["id"], None)
+    return tuple(members)
+
+
+def _declared(events: Sequence[UpstreamEvent], key: str) -> Iterator[Mapping[str, Any]]:
+    """The objects in the ``key`` list (``nodes``, ``edges``) of every ``skill.graph_declared``."""
     for event in events:
         if event.type != semconv.T_GRAPH_DECLARED:
             continue
-        nodes = event.payload.get("nodes")
-        if not isinstance(nodes, list):
-            continue
-        for node in nodes:
-            if isinstance(node, Mapping) and isinstance(node.get("id"), str) and node["id"]:
-                members.setdefault(node["id"], None)
-    return tuple(members)
+        items = event.payload.get(key)
+        if isinstance(items, list):
+            yield from (item for item in items if isinstance(item, Mapping))
 
 
 def _unlocked_tool_name(payload: Mapping[str, Any]) -> str | None:
@@ -184,17 +188,10 @@ def _chains(legs: Sequence[Leg]) -> Iterator[list[UpstreamEvent]]:
 
 def _hops(events: Sequence[UpstreamEvent]) -> dict[str, set[str]]:
     hops: dict[str, set[str]] = {}
-    for event in events:
-        if event.type != semconv.T_GRAPH_DECLARED:
-            continue
-        edges = event.payload.get("edges")
-        if not isinstance(edges, list):
-            continue
-        for edge in edges:
-            if isinstance(edge, Mapping) and isinstance(edge.get("from"), str):
-                target = edge.get("to")
-                if isinstance(target, str):
-                    hops.setdefault(edge["from"], set()).add(target)
+    for edge in _declared(events, "edges"):
+        target = edge.get("to")
+        if isinstance(edge.get("from"), str) and isinstance(target, str):
+            hops.setdefault(edge["from"], set()).add(target)
     return hops
 
 
