@@ -405,45 +405,32 @@ def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Underst
         return _with_verdict(context, verdict, facts, unread, app)
     if inp.resumed and configured != "none":
         # A resumed leg of a routed agent: the routing happened before the pause.
-        return _without_verdict(
-            facts,
-            unread,
-            app,
-            writer.say(
-                "understood",
-                "understood.resumed",
-                status="not-recorded",
-                missing="before-pause",
-                chips=[chip("chip.beforePause")],
-            ),
-            _why(writer, "unreachable.decided", "before-pause"),
-            "lost",
-        )
-    if configured == "none" and configured_event is not None:
-        return _without_verdict(
-            facts,
-            unread,
-            app,
-            writer.say(
-                "understood",
-                "understood.notConfigured",
-                status="not-applicable",
-                pointers=[at_event(configured_event)],
-            ),
-            None,
-        )
-    return _without_verdict(
-        facts,
-        unread,
-        app,
-        writer.say(
+        line = writer.say(
             "understood",
-            "understood.notRecorded",
+            "understood.resumed",
             status="not-recorded",
-            missing="no-event",
-            chips=[chip("chip.notRecorded")],
-        ),
-        _why(writer, "unreachable.decided", "no-event"),
+            missing="before-pause",
+            chips=[chip("chip.beforePause")],
+        )
+        why = _why(writer, "unreachable.decided", "before-pause")
+        return _without_verdict(facts, unread, app, line, why, "lost")
+    if configured == "none" and configured_event is not None:
+        line = writer.say(
+            "understood",
+            "understood.notConfigured",
+            status="not-applicable",
+            pointers=[at_event(configured_event)],
+        )
+        return _without_verdict(facts, unread, app, line, None)
+    line = writer.say(
+        "understood",
+        "understood.notRecorded",
+        status="not-recorded",
+        missing="no-event",
+        chips=[chip("chip.notRecorded")],
+    )
+    return _without_verdict(
+        facts, unread, app, line, _why(writer, "unreachable.decided", "no-event")
     )
 
 
