@@ -211,6 +211,11 @@ class _Reader:
         self.reasons.append(reason)
         return reason
 
+    def first(self, problem: Reason | None, code: str, message: str, span_id: str | None) -> Reason:
+        """A pass's first problem stops its build: ``problem`` when it has one (and nothing more
+        is said), else this new reason."""
+        return problem or self.add(code, message, span_id)
+
 
 def _status_failed(view: SpanView) -> bool:
     # SpanView has no status (kept minimal); read it from the two concrete views we know.
@@ -679,20 +684,15 @@ def _pass_facts(
             evaluations[0].pointer.span_id if evaluations else None,
         )
     reported, problem = _reported_changes(reported_events, iteration, problem, rd)
-    card = any(row.source_id == PARK_CARD_ID for row in rows)
-    if not evaluations:
-        return PassFacts(
-            iteration,
-            span_id,
-            None,
-            injected=tuple(rows),
-            card_rode=card,
-            reported=reported,
-            problem=_unevaluated_problem(span_ids, needs_evaluation, problem, rd),
-        )
-    evaluation = evaluations[0]
-    (current_node, move_by, witness), problem = _cursor_move(evaluation, iteration, problem, rd)
-    active_ids, problem = _active_ids(evaluation, iteration, problem, rd)
+    evaluation = evaluations[0] if evaluations else None
+    if evaluation is None:
+        problem = _unevaluated_problem(span_ids, needs_evaluation, problem, rd)
+        move: tuple[str | None, str | None, str | None] = (None, None, None)
+        active_ids: tuple[str, ...] = ()
+    else:
+        move, problem = _cursor_move(evaluation, iteration, problem, rd)
+        active_ids, problem = _active_ids(evaluation, iteration, problem, rd)
+    current_node, move_by, witness = move
     return PassFacts(
         iteration=iteration,
         span_id=span_id,
@@ -702,7 +702,7 @@ def _pass_facts(
         witness=witness,
         active_ids=active_ids,
         injected=tuple(rows),
-        card_rode=card,
+        card_rode=any(row.source_id == PARK_CARD_ID for row in rows),
         reported=reported,
         problem=problem,
     )
@@ -743,7 +743,7 @@ def _reported_changes(
         try:
             reported.append(_reported_change(event, iteration))
         except JsonShapeError as error:
-            problem = problem or rd.add("bad-attribute", str(error), event.pointer.span_id)
+            problem = rd.first(problem, "bad-attribute", str(error), event.pointer.span_id)
     return tuple(reported), problem
 
 
@@ -776,7 +776,8 @@ def _cursor_move(
         to, by = _as_str(move.get("to")), _as_str(move.get("by"))
         return (to, by, _witness_text(move.get("witness"))), problem
     if move is not None:
-        problem = problem or rd.add(
+        problem = rd.first(
+            problem,
             "bad-attribute",
             f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_CURSOR_MOVE} is not "
             "a JSON object",
@@ -792,7 +793,8 @@ def _active_ids(
     active_ids = _str_tuple(evaluation.payload.get("activeIds", ()))
     if active_ids is not None:
         return active_ids, problem
-    problem = problem or rd.add(
+    problem = rd.first(
+        problem,
         "bad-attribute",
         f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_ACTIVE_IDS} is not a "
         "list of strings",
