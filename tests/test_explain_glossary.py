@@ -91,7 +91,10 @@ def test_rode_agrees_with_the_account_when_another_skill_was_given() -> None:
     rows = [line.split() for line in text.splitlines() if re.match(r"\s+\d+\s+[0-9a-f]{16}", line)]
     assert [row[2] for row in rows] == ["shipping", "shipping"]
     assert "it got the shipping skill in its place" in text
-    assert "  Checks: 1 decided-delivered: FAILED · 2 existence: does not apply · 3 empty-results: passed" in text
+    assert (
+        "  Checks: 1 decided-delivered: FAILED · 2 existence: does not apply · 3 empty-results: passed"
+        in text
+    )
 
 
 def test_the_example_prints_its_verdict() -> None:
