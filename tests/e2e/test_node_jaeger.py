@@ -43,7 +43,6 @@ from .otel_stack import (
     JaegerSpan,
     jaeger_hop,
     poll,
-    running,
     search,
     text,
 )
@@ -124,12 +123,13 @@ def server() -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 def hop(backend_collector: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hop]:
     """One ``otel-footprint serve`` for the module, forwarding to the backend Collector."""
-    process = jaeger_hop(
-        tmp_path_factory.mktemp("hop-node-jaeger") / "data", backend_collector, TOKEN
-    )
-    with running(process):
-        process.start()
+    data_dir = tmp_path_factory.mktemp("hop-node-jaeger") / "data"
+    process = jaeger_hop(data_dir, backend_collector, TOKEN).start()
+    try:
         yield process
+    finally:
+        code = process.stop(timeout=30)
+        assert code == 0, f"serve exited {code} on SIGTERM:\n{process.tail()}"
 
 
 @pytest.fixture(scope="module")
