@@ -151,6 +151,10 @@ class ExporterConfig:
     compression: Literal["none", "gzip"]
     retry: RetryConfig
     queue: QueueConfig
+    max_request_bytes: int = 4 << 20
+    """Requests to the next hop are split to at most this size (the Collector's default limit)."""
+    dead_letter_max_bytes: int = 256 << 20
+    """Bound of ``<data_dir>/dead-letter.otlp``, where requests that can never be delivered go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,6 +414,8 @@ SCHEMA: Schema = {
             "timeout": parse_duration,
             "compression": _enum("none", "gzip"),
             "forward_logs": _bool,
+            "max_request_size": parse_size,
+            "dead_letter": {"max_size": parse_size},
             "tls": dict(_TLS_CLIENT),
             "retry": {
                 "initial_interval": parse_duration,
@@ -484,6 +490,8 @@ DEFAULTS: dict[str, Any] = {
             "timeout": "10s",
             "compression": "none",
             "forward_logs": True,
+            "max_request_size": "4MiB",
+            "dead_letter": {"max_size": "256MiB"},
             "retry": {"initial_interval": "200ms", "max_interval": "5s", "max_elapsed_time": "0s"},
             "queue": {
                 "max_size": "1GiB",
@@ -792,6 +800,8 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
             batch_max_bytes=queue["batch_max_size"],
             fsync=queue["fsync"],
         ),
+        max_request_bytes=exp["max_request_size"],
+        dead_letter_max_bytes=exp["dead_letter"]["max_size"],
     )
 
 

@@ -23,6 +23,8 @@ from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
 from otel_footprint.service.config import HopConfig, HostPort
+from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
+from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.forward import Forwarder
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
@@ -152,11 +154,17 @@ class Hop:
             phoenix=self.phoenix,
         )
         self.pipeline.recover(replay)
+        self.dead_letter = DeadLetterFile(
+            data_dir / DEAD_LETTER_FILE,
+            cfg.exporter.dead_letter_max_bytes,
+            fsync=cfg.exporter.queue.fsync,
+        )
         self.forwarder = Forwarder(
             cfg.exporter,
             self.journal,
             self.metrics,
             on_settled=self.phoenix.settled if self.phoenix is not None else None,
+            dead_letter=self.dead_letter,
         )
         if self.phoenix is not None:
             self.phoenix.start()

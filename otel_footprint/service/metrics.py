@@ -290,6 +290,19 @@ class HopMetrics:
         self.forward_failed = r.counter(
             "forward_failed", "Batches the next hop refused permanently (not retried).", ("signal",)
         )
+        self.forward_splits = r.counter(
+            "forward_splits", "Requests split because they exceeded the forward request size."
+        )
+        self.dead_lettered = r.counter(
+            "dead_lettered",
+            "Spans or log records the next hop can never take, set aside in the dead-letter file.",
+            ("signal",),
+        )
+        self.dead_letter_dropped = r.counter(
+            "dead_letter_dropped",
+            "Spans or log records that could not be delivered and found the dead-letter file full.",
+            ("signal",),
+        )
         self.spans_rejected_downstream = r.counter(
             "spans_rejected_downstream",
             "Spans the next hop reported as rejected (partial success).",
@@ -325,6 +338,11 @@ class HopMetrics:
         )
         self.queue_bytes = r.gauge(
             "queue_bytes", "Bytes of pending records in the disk journal (held input and outbound)."
+        )
+        self.queue_disk_bytes = r.gauge(
+            "queue_disk_bytes",
+            "Bytes the disk journal's segment files take (pending records plus finished ones not "
+            "yet reclaimed; compaction keeps it near queue_bytes).",
         )
         self.queue_batches = r.gauge(
             "queue_batches", "Batches waiting in the disk queue to be forwarded."

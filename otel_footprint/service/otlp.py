@@ -406,3 +406,81 @@ def footprint_log_subset(request: ExportLogsServiceRequest) -> ExportLogsService
                 target_sl.log_records.append(record)
                 kept = True
     return out if kept else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Splitting a request that is too large for the next hop
+# ---------------------------------------------------------------------------------------------
+
+_FRAME_SLACK: Final = 64
+"""Bytes of framing (tags and lengths of resource, scope and item blocks) allowed per piece."""
+
+
+def split_request(
+    traces: bool, payload: bytes, limit: int
+) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int]]]:
+    """Split a serialized export request into requests of at most ``limit`` bytes.
+
+    Spans (and log records) are independent, so any partition that keeps each item under its own
+    resource and scope is the same data. Returns ``(pieces, oversized)`` as ``(payload, items)``
+    pairs: ``oversized`` are single items that are too large even alone (with their resource and
+    scope). Raises :class:`DecodeError` when ``payload`` is not a request.
+    """
+    request: Any  # the two request types share their shape (resource, scope, item blocks)
+    if traces:
+        request = ExportTraceServiceRequest.FromString(payload)
+    else:
+        request = ExportLogsServiceRequest.FromString(payload)
+    pieces: list[tuple[bytes, int]] = []
+    oversized: list[tuple[bytes, int]] = []
+    current: Any = type(request)()
+    size = 0
+    items = 0
+
+    def close() -> None:
+        nonlocal current, size, items
+        if items:
+            pieces.append((current.SerializeToString(), items))
+        current, size, items = type(request)(), 0, 0
+
+    outer = request.resource_spans if traces else request.resource_logs
+    for block in outer:
+        head = block.resource.ByteSize() + len(block.schema_url) + _FRAME_SLACK
+        scopes = block.scope_spans if traces else block.scope_logs
+        for scope_block in scopes:
+            scope_head = scope_block.scope.ByteSize() + len(scope_block.schema_url) + _FRAME_SLACK
+            records = scope_block.spans if traces else scope_block.log_records
+            target: Any = None
+            for record in records:
+                cost = record.ByteSize() + 16
+                if head + scope_head + cost > limit:
+                    alone = type(request)()
+                    _add_item(alone, block, scope_block, record, traces)
+                    oversized.append((alone.SerializeToString(), 1))
+                    continue
+                if target is not None and size + cost <= limit:
+                    (target.spans if traces else target.log_records).add().CopyFrom(record)
+                    size += cost
+                else:
+                    if size + head + scope_head + cost > limit:
+                        close()
+                    target = _add_item(current, block, scope_block, record, traces)
+                    size += head + scope_head + cost
+                items += 1
+            target = None
+    close()
+    return pieces, oversized
+
+
+def _add_item(out: Any, block: Any, scope_block: Any, record: Any, traces: bool) -> Any:
+    """Append ``record`` under a fresh copy of its resource and scope; returns the scope block."""
+    new_block = (out.resource_spans if traces else out.resource_logs).add()
+    if block.HasField("resource"):
+        new_block.resource.CopyFrom(block.resource)
+    new_block.schema_url = block.schema_url
+    new_scope = (new_block.scope_spans if traces else new_block.scope_logs).add()
+    if scope_block.HasField("scope"):
+        new_scope.scope.CopyFrom(scope_block.scope)
+    new_scope.schema_url = scope_block.schema_url
+    (new_scope.spans if traces else new_scope.log_records).add().CopyFrom(record)
+    return new_scope
