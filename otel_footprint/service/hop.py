@@ -271,7 +271,11 @@ class Hop:
             "runs_held": self.pipeline.buffer.runs_held,
             "spans_held": self.pipeline.buffer.spans_held,
             "queue_batches": self.journal.outbound_count,
-            "queue_bytes": self.journal.disk_bytes,
+            # The same numbers as the queue_bytes / queue_disk_bytes metrics: pending payload
+            # bytes, and what the segment files take on disk (compaction keeps it near pending).
+            "queue_bytes": self.journal.pending_bytes,
+            "queue_disk_bytes": self.journal.disk_bytes,
+            "dead_letter_bytes": self.dead_letter.size,
             "forward_last_error": self.forwarder.last_error,
         }
         if self._stopping:

@@ -147,6 +147,7 @@ class Pipeline:
         m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self._pending_release_bytes)
         m.decision_cache_traces.set_reader(self.buffer.cached_traces)
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
+        m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
 
     # -- startup -------------------------------------------------------------------------------
@@ -324,7 +325,11 @@ class Pipeline:
                     wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
                     self._wake.wait(wait)
                     continue
-            self._settle(releases, orphans)
+            try:
+                self._settle(releases, orphans)
+            except Exception:  # never let the worker die; the held input stays in the journal
+                _log.exception("settling released runs failed; their input stays journaled")
+                time.sleep(0.5)
 
     def _take_due(self) -> tuple[list[Release], list[int]]:
         # Called with the lock held.
