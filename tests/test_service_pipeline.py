@@ -290,3 +290,28 @@ def test_plain_spans_between_a_run_and_its_calls_change_nothing_in_the_decision(
     assert _attrs(out[bytes(run.span_id)])[semconv.RUN_PASSES] == 3
     for span_id, expected in reference.items():
         assert out[span_id] == expected
+
+
+def test_the_same_request_twice_within_the_grace_leaves_nothing_held(tmp_path: Path) -> None:
+    """Issue 13, defect 3: a sender's retry must not leak a held journal record."""
+    clock = Clock()
+    pipeline, journal, _metrics = _pipeline(tmp_path, clock)
+    run = _span(1, "invoke_agent", footprint__run__id="r1")
+    chat = _span(1, "chat", parent=run.span_id)
+    request = _request(run, chat)
+    pipeline.ingest_traces(request, None, "test")
+    clock.now += 0.3
+    pipeline.ingest_traces(request, None, "test")  # the retry, 0.3 s later
+    assert len(journal.pending_seqs()) == 1
+    clock.now += 1.5
+    assert pipeline.process_due() == 1
+    out = _forwarded(journal)
+    assert set(out) == {bytes(run.span_id), bytes(chat.span_id)}
+    pipeline.flush()
+    assert journal.pending_seqs() == []
+    journal.close()
+    # After a restart nothing comes back to be sent again.
+    again = Journal(tmp_path / "queue", fsync=False)
+    replay = again.open()
+    assert replay.held == [] and replay.outbound == 0
+    again.close()

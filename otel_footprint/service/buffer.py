@@ -191,6 +191,10 @@ class RunBuffer:
     def runs_held(self) -> int:
         return len(self._active)
 
+    def holds_record(self, seq: int) -> bool:
+        """Whether a held span or event still refers to journal record ``seq``."""
+        return seq in self._refs
+
     def cached_traces(self) -> int:
         """Decided traces kept in the decision cache (for late spans)."""
         return len(self._idle)

@@ -162,7 +162,11 @@ class Pipeline:
                     request = ExportTraceServiceRequest.FromString(payload)
                     infos = classify(request)
                     size = len(payload) // max(len(infos), 1)
-                    self._forced.extend(self.buffer.hold(infos, record.seq, size, now))
+                    forced = self.buffer.hold(infos, record.seq, size, now)
+                    self._forced.extend(forced)
+                    if self._unreferenced(record.seq, forced):
+                        # Every span a duplicate of one held from an earlier record.
+                        self.journal.mark_done([record.seq])
                     spans += len(infos)
                 elif record.kind == KIND_HELD_LOGS:
                     logs = ExportLogsServiceRequest.FromString(payload)
@@ -213,6 +217,7 @@ class Pipeline:
         infos = classify(request)
         size_each = max(len(wire) // total, 1)
         late_annotated = 0
+        duplicate: int | None = None
         with self._lock:
             self._admit()
             hold, late, passed = self.buffer.route(infos)
@@ -234,9 +239,15 @@ class Pipeline:
                 records.append((KIND_OUT_TRACES, payload, len(outbound)))
             last = self._append(records)
             if hold:
-                releases = self.buffer.hold(hold, last - len(records) + 1, size_each, self.clock())
+                held_seq = last - len(records) + 1
+                releases = self.buffer.hold(hold, held_seq, size_each, self.clock())
                 self._queue_releases(releases)
+                if self._unreferenced(held_seq, releases):
+                    duplicate = held_seq
         self.journal.sync(last)
+        if duplicate is not None:
+            # A sender's retry of spans still held: the first copy stands, this record is done.
+            self.journal.mark_done([duplicate])
         self.metrics.spans_received.inc(total, transport)
         if passed:
             self.metrics.spans_passed_through.inc(len(passed))
@@ -246,6 +257,12 @@ class Pipeline:
         if passed or late:
             self.metrics.spans_queued.inc(len(passed) + len(late))
         return total
+
+    def _unreferenced(self, seq: int, releases: Sequence[Release]) -> bool:
+        """Whether no held span refers to record ``seq`` and no pending release will retire it."""
+        if self.buffer.holds_record(seq):
+            return False
+        return not any(seq in r.seqs_done for r in releases)
 
     def _annotate_late(self, item: LateSpan) -> bool:
         try:
