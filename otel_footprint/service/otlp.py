@@ -47,10 +47,18 @@ class BadRequestError(Exception):
     """A request the receiver must refuse; ``http_status`` and the gRPC-equivalent reason."""
 
     def __init__(self, http_status: int, reason: str, message: str) -> None:
+        message = safe_text(message)
         super().__init__(message)
         self.http_status = http_status
         self.reason = reason
         self.message = message
+
+
+def safe_text(text: str, limit: int = 1000) -> str:
+    """``text`` made encodable (a lone surrogate from a hostile body becomes U+FFFD), bounded."""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,6 +186,27 @@ def _hex_ids_to_base64(node: Any, path: str = "") -> Any:
     return node
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(node: Any) -> bool:
+    """Whether a decoded JSON value holds a string with an unpaired surrogate (keys included)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def media_type(content_type: str) -> str:
     """The media type of a ``Content-Type`` value, without parameters (``; charset=...``)."""
     return content_type.split(";", 1)[0].strip().lower()
@@ -204,12 +233,34 @@ def decode_body(
             raw = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise BadRequestError(400, "malformed", f"body is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise BadRequestError(400, "malformed", "body is JSON nested too deeply") from None
+        if not isinstance(raw, dict):
+            raise BadRequestError(
+                400, "malformed", f"an OTLP/JSON body is an object, not {type(raw).__name__}"
+            )
+        if _SURROGATE_ESCAPE.search(body) and _has_lone_surrogate(raw):
+            # Valid JSON, but not Unicode: OTLP strings are UTF-8 (and protobuf fails on them).
+            raise BadRequestError(
+                400, "malformed", "body holds a lone UTF-16 surrogate escape (not valid Unicode)"
+            )
         try:
             json_format.ParseDict(_hex_ids_to_base64(raw), message, ignore_unknown_fields=True)
-        except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
+        except (
+            json_format.ParseError,
+            binascii.Error,
+            TypeError,
+            ValueError,
+            AttributeError,
+            KeyError,
+            IndexError,
+            SystemError,  # upb's JSON reader on input it does not expect
+        ) as exc:
             raise BadRequestError(
                 400, "malformed", f"body is not a valid OTLP/JSON message: {exc}"
             ) from exc
+        except RecursionError:
+            raise BadRequestError(400, "malformed", "body is JSON nested too deeply") from None
         return message
     raise BadRequestError(
         415,
@@ -220,7 +271,7 @@ def decode_body(
 
 def status_body(code: int, message: str, content_type: str) -> tuple[bytes, str]:
     """A ``google.rpc.Status`` error body in the request's encoding (OTLP/HTTP failure response)."""
-    status = status_pb2.Status(code=code, message=message)
+    status = status_pb2.Status(code=code, message=safe_text(message))
     if media_type(content_type) == CONTENT_JSON:
         return json_format.MessageToJson(status).encode(), CONTENT_JSON
     return status.SerializeToString(), CONTENT_PROTOBUF

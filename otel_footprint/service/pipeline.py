@@ -9,6 +9,7 @@ only then retires the held input records.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,7 @@ from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.verdicts import VerdictLog
 
 _log = jsonlog.get("pipeline")
+_early = jsonlog.Throttled(_log, interval=10.0)
 
 GROUP_COMMIT_RELEASES = 64
 """At most this many decided traces share one journal append and fsync (when that many are due)."""
@@ -464,9 +466,13 @@ class Pipeline:
             if unit.run_arrived is not None:
                 m.release_delay.observe(max(0.0, now - unit.run_arrived))
         if release.cause in ("overflow", "timeout"):
-            _log.warning(
+            # One line per cause and limit per interval (runs_released_* count every trace):
+            # under overload a line per trace would flood the log.
+            _early.log(
+                logging.WARNING,
+                f"{release.cause}:{release.limit}",
                 "released a trace early",
-                extra={
+                {
                     "trace_id": release.trace_id.hex(),
                     "cause": release.cause,
                     "limit": release.limit,

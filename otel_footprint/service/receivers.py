@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import logging
 import socket
 import ssl
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 from google.protobuf import duration_pb2
@@ -45,6 +46,7 @@ from otel_footprint.service.otlp import (
     gunzip_bounded,
     media_type,
     read_chunked,
+    safe_text,
     status_body,
     success_body,
 )
@@ -77,6 +79,19 @@ def _retry_trailers(
         ("grpc-status-details-bin", status.SerializeToString()),
         ("google.rpc.retryinfo-bin", info.SerializeToString()),
     ]
+
+
+_refusals = jsonlog.Throttled(_log, interval=10.0)
+
+
+def log_refusal(transport: str, reason: str, message: str, status: str) -> None:
+    """One JSON line per (transport, reason) per 10 s; requests_rejected counts every one."""
+    _refusals.log(
+        logging.INFO,
+        f"{transport}:{reason}",
+        "refused a request",
+        {"transport": transport, "reason": reason, "status": status, "error": safe_text(message)},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,29 +170,51 @@ class GrpcReceiver:
         ingest: Callable[[Any, bytes, str], int],
     ) -> bytes:
         self.check_auth(context)
+        refusal = self._ingest(data, parse, ingest)
+        if refusal is None:
+            return b""  # an empty Export*ServiceResponse: full success
+        code, reason, message, retry_after = refusal
+        self.metrics.requests_rejected.inc(1, "grpc", reason)
+        log_refusal("grpc", reason, message, code.name)
+        if retry_after is not None:
+            context.set_trailing_metadata(tuple(_retry_trailers(code, message, retry_after)))
+        context.abort(code, message)
+        return b""  # not reached: abort raises
+
+    def _ingest(
+        self, data: bytes, parse: Callable[[bytes], Any], ingest: Callable[[Any, bytes, str], int]
+    ) -> tuple[grpc.StatusCode, str, str, float | None] | None:
+        """Parse and ingest; None on success, else (status, reason, message, retry after s).
+
+        Never raises: whatever the request holds, the sender gets an OTLP status (OTLP: bad data
+        is INVALID_ARGUMENT, not retried; overload is RESOURCE_EXHAUSTED with RetryInfo; a disk
+        failure UNAVAILABLE with RetryInfo; a fault of ours INTERNAL), never UNKNOWN.
+        """
         try:
             request = parse(data)
         except DecodeError as exc:
-            self.metrics.requests_rejected.inc(1, "grpc", "malformed")
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a valid OTLP request: {exc}")
+            return (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "malformed",
+                f"not a valid OTLP request: {exc}",
+                None,
+            )
         try:
             ingest(request, data, "grpc")
         except OverloadedError as exc:
-            self.metrics.requests_rejected.inc(1, "grpc", "overloaded")
-            self._abort_retryable(
-                context, grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc), exc.retry_after
-            )
+            return grpc.StatusCode.RESOURCE_EXHAUSTED, "overloaded", str(exc), exc.retry_after
         except OSError as exc:
-            self.metrics.requests_rejected.inc(1, "grpc", "io_error")
             _log.error("cannot journal a request", extra={"error": str(exc)})
-            self._abort_retryable(context, grpc.StatusCode.UNAVAILABLE, "journal write failed", 2.0)
-        return b""  # an empty Export*ServiceResponse: full success
-
-    def _abort_retryable(
-        self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str, seconds: float
-    ) -> NoReturn:
-        context.set_trailing_metadata(tuple(_retry_trailers(code, message, seconds)))
-        context.abort(code, message)
+            return grpc.StatusCode.UNAVAILABLE, "io_error", "journal write failed", 2.0
+        except Exception:
+            _log.exception("unexpected error handling an OTLP/gRPC request")
+            return (
+                grpc.StatusCode.INTERNAL,
+                "internal",
+                "the hop failed to handle this request",
+                None,
+            )
+        return None
 
     def _export_traces(self, data: bytes, context: grpc.ServicerContext) -> bytes:
         return self._export(
@@ -287,6 +324,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
         close: bool = False,
     ) -> None:
         self.server.receiver.metrics.requests_rejected.inc(1, "http", reason)
+        log_refusal("http", reason, message, str(status))
         codes = {
             400: code_pb2.INVALID_ARGUMENT,
             401: code_pb2.UNAUTHENTICATED,
@@ -296,6 +334,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
             413: code_pb2.INVALID_ARGUMENT,
             415: code_pb2.INVALID_ARGUMENT,
             429: code_pb2.RESOURCE_EXHAUSTED,
+            500: code_pb2.INTERNAL,
             501: code_pb2.UNIMPLEMENTED,
             503: code_pb2.UNAVAILABLE,
         }
@@ -310,6 +349,17 @@ class _OtlpHandler(BaseHTTPRequestHandler):
         self._reply(status, body, ctype, headers)
 
     def do_POST(self) -> None:
+        try:
+            self._post()
+        except (OSError, TimeoutError):
+            self.close_connection = True  # the client went away, or stalled past the deadline
+        except Exception:
+            _log.exception("unexpected error handling an OTLP/HTTP request")
+            self.close_connection = True
+            with contextlib.suppress(Exception):
+                self._fail(500, "internal", "the hop failed to handle this request", close=True)
+
+    def _post(self) -> None:
         receiver = self.server.receiver
         path = self.path.split("?", 1)[0]
         signal = _PATHS.get(path)
