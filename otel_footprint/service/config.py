@@ -443,6 +443,7 @@ SCHEMA: Schema = {
         "shutdown_timeout": parse_duration,
         "telemetry": {
             "endpoint": parse_hostport,
+            "allow_non_loopback": _bool,
             "logs": {"level": _enum("debug", "info", "warning", "error")},
             "metrics": {
                 "otlp": {
@@ -506,6 +507,7 @@ DEFAULTS: dict[str, Any] = {
         "shutdown_timeout": "15s",
         "telemetry": {
             "endpoint": "127.0.0.1:13133",
+            "allow_non_loopback": False,
             "logs": {"level": "info"},
             "metrics": {"otlp": {"interval": "10s"}},
         },
@@ -828,6 +830,41 @@ def _phoenix_annotations(tree: Mapping[str, Any]) -> PhoenixAnnotationsConfig | 
     )
 
 
+def _check_binds(receivers: ReceiversConfig) -> None:
+    """The bind rule: a receiver off loopback needs TLS and a bearer token (or the explicit opt-in).
+
+    A token alone would cross the network in the clear, and TLS alone lets any TLS client send
+    spans and read accounts (the query service shares the gRPC port).
+    """
+    if receivers.allow_insecure_non_loopback:
+        return
+    for rec, name in ((receivers.grpc, "grpc"), (receivers.http, "http")):
+        if rec.endpoint.is_loopback:
+            continue
+        where = f"receivers.otlp.protocols.{name}.endpoint {rec.endpoint} is not a loopback address"
+        if rec.tls is None and receivers.bearer_token is not None:
+            raise ConfigError(
+                f"{where}: a bearer token over plaintext would cross the network in the clear; "
+                f"configure TLS (receivers.otlp.protocols.{name}.tls.cert_file/key_file), or set "
+                "receivers.otlp.allow_insecure_non_loopback: true"
+            )
+        if rec.tls is None or receivers.bearer_token is None:
+            raise ConfigError(
+                f"{where} and needs both TLS (tls.cert_file/key_file) and a bearer token "
+                "(receivers.otlp.auth.bearer_token); configure both, or set "
+                "receivers.otlp.allow_insecure_non_loopback: true"
+            )
+
+
+def serves_accounts(receivers: ReceiversConfig) -> bool:
+    """Whether the query service (GetRun, StreamVerdicts: accounts with prompt words) may be served.
+
+    On loopback always; off loopback only behind a bearer token, whatever else is configured
+    (TLS alone authenticates the server, not the reader).
+    """
+    return receivers.grpc.endpoint.is_loopback or receivers.bearer_token is not None
+
+
 def _default_data_dir(environ: Mapping[str, str]) -> Path:
     state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state) / "otel-footprint"
@@ -875,17 +912,16 @@ def build(
         allow_insecure_non_loopback=otlp["allow_insecure_non_loopback"],
         grpc_workers=otlp["grpc_workers"],
     )
-    for rec, name in ((receivers.grpc, "grpc"), (receivers.http, "http")):
-        if rec.endpoint.is_loopback or receivers.allow_insecure_non_loopback:
-            continue
-        if rec.tls is None and receivers.bearer_token is None:
-            raise ConfigError(
-                f"receivers.otlp.protocols.{name}.endpoint {rec.endpoint} is not a loopback address "
-                "and neither TLS (tls.cert_file/key_file) nor a bearer token (auth.bearer_token) is "
-                "configured; configure one, or set receivers.otlp.allow_insecure_non_loopback: true"
-            )
+    _check_binds(receivers)
 
     svc = tree["service"]
+    telemetry = svc["telemetry"]["endpoint"]
+    if not telemetry.is_loopback and not svc["telemetry"]["allow_non_loopback"]:
+        raise ConfigError(
+            f"service.telemetry.endpoint {telemetry} is not a loopback address and health/metrics "
+            "have neither TLS nor a token; bind it to loopback (scrape through a sidecar), or set "
+            "service.telemetry.allow_non_loopback: true"
+        )
     data_dir = Path(svc.get("data_dir") or _default_data_dir(env))
     proc = tree["processing"]
     store = proc["run_store"]

@@ -22,7 +22,7 @@ from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
-from otel_footprint.service.config import HopConfig, HostPort
+from otel_footprint.service.config import HopConfig, HostPort, serves_accounts
 from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
 from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.forward import Forwarder
@@ -68,7 +68,9 @@ class Hop:
     # -- start ---------------------------------------------------------------------------------
 
     def _lock_data_dir(self, data_dir: Path) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        # 0700: the journal, run state and accounts hold span content and prompt words.
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        data_dir.chmod(0o700)
         fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -175,6 +177,7 @@ class Hop:
         self.http = HttpReceiver(cfg.receivers.http, self.pipeline, self.metrics, token=token)
         extra: list[grpc.GenericRpcHandler[Any, Any]] = []
         self.query = None
+        accounts_served = serves_accounts(cfg.receivers)
         self.grpc = GrpcReceiver(
             cfg.receivers.grpc,
             self.pipeline,
@@ -186,8 +189,15 @@ class Hop:
         try:
             from otel_footprint.service.query import QueryService
 
-            self.query = QueryService(self.verdicts, self.grpc.check_auth)
-            self.grpc.server.add_generic_rpc_handlers((self.query.handler(),))
+            if accounts_served:
+                self.query = QueryService(self.verdicts, self.grpc.check_auth)
+                self.grpc.server.add_generic_rpc_handlers((self.query.handler(),))
+            else:
+                _log.warning(
+                    "query service not served: the gRPC receiver is off loopback without a "
+                    "bearer token, and accounts quote the user's prompt",
+                    extra={"grpc": str(cfg.receivers.grpc.endpoint)},
+                )
         except (ImportError, RuntimeError) as exc:
             # The generated code needs the protobuf/grpcio it was generated with; OTLP works without it.
             _log.warning(

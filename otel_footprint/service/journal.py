@@ -122,7 +122,8 @@ class Journal:
 
     def open(self) -> Replay:
         """Scan existing segments, keep the pending records, start a new active segment."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.chmod(0o700)
         replay = Replay()
         max_seq = 0
         for path in sorted(self.directory.glob("seg-*.log")):

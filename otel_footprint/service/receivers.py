@@ -55,6 +55,15 @@ from otel_footprint.service.pipeline import OverloadedError, Pipeline
 _log = jsonlog.get("receiver")
 
 
+def bearer_all_ok(values: Sequence[object], token: str | None) -> bool:
+    """True when no token is configured, or there is an ``authorization`` entry and every one of
+    them carries the token (a second entry is not a way around the first).
+    """
+    if token is None:
+        return True
+    return bool(values) and all(bearer_ok(v if isinstance(v, str) else None, token) for v in values)
+
+
 def bearer_ok(header: str | None, token: str | None) -> bool:
     """True when no token is configured, or ``header`` is ``Bearer <token>`` (constant-time compare)."""
     if token is None:
@@ -156,9 +165,8 @@ class GrpcReceiver:
     def check_auth(self, context: grpc.ServicerContext) -> None:
         if self.token is None:
             return
-        metadata = dict(context.invocation_metadata())
-        value = metadata.get("authorization")
-        if not bearer_ok(value if isinstance(value, str) else None, self.token):
+        values = [v for k, v in context.invocation_metadata() if k.lower() == "authorization"]
+        if not bearer_all_ok(values, self.token):
             self.metrics.requests_rejected.inc(1, "grpc", "unauthenticated")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
@@ -373,7 +381,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
                 content_type,
             )
             return
-        if not bearer_ok(self.headers.get("Authorization"), receiver.token):
+        if not bearer_all_ok(self.headers.get_all("Authorization") or [], receiver.token):
             self._drain_or_close()
             self._fail(401, "unauthenticated", "missing or wrong bearer token", content_type)
             return

@@ -8,6 +8,7 @@ uses SQLite in its data directory; instances behind the ``loadbalancing`` export
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import sqlite3
 import ssl
@@ -25,6 +26,12 @@ _log = jsonlog.get("runstore")
 def open_sqlite(path: Path) -> sqlite3.Connection:
     """A SQLite file for the hop's state (run state, accounts): WAL, shared across threads."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # 0600: run state and accounts quote the user's prompt. SQLite gives its -wal and -shm files
+    # the database file's mode, so creating the file private first covers them too.
+    for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if existing.exists():
+            existing.chmod(0o600)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the tail).
