@@ -75,7 +75,11 @@ def run(
 
         def sample() -> None:
             while not stop.wait(0.25):
-                h = _health(hop)
+                try:
+                    h = _health(hop)
+                except OSError:  # counted as a failed sample: the run is reported as failing
+                    samples.append((0, 1 << 62))
+                    continue
                 samples.append((int(h["queue_bytes"]), int(h["queue_disk_bytes"])))
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -106,9 +110,11 @@ def run(
             stop.set()
             sampler.join()
             channel.close()
-            final = _health(hop)
-            hop.stop()
-            sink.server.stop(0)
+            try:
+                final = _health(hop)
+            finally:
+                hop.stop()
+                sink.server.stop(0)
     slack = SLACK_SEGMENTS * segment_bytes
     worst_excess = max((d - 2 * p - slack for p, d in samples), default=0)
     return {

@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -78,67 +78,6 @@ def gunzip_bounded(data: bytes, limit: int) -> bytes:
     if not inflater.eof:
         raise BadRequestError(400, "malformed", "gzip body is truncated")
     return out
-
-
-MAX_CHUNK_LINE: Final = 4096
-"""Longest chunk-size line (hex size plus chunk extensions) or trailer line accepted."""
-MAX_TRAILER_LINES: Final = 32
-_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
-
-
-class ByteStream(Protocol):
-    """What the chunked reader needs of a connection's buffered input (or a BytesIO in tests)."""
-
-    def read(self, size: int, /) -> bytes: ...
-
-    def readline(self, size: int, /) -> bytes: ...
-
-
-def _framing(message: str) -> BadRequestError:
-    return BadRequestError(400, "malformed", f"bad chunked framing: {message}")
-
-
-def _line(stream: ByteStream, what: str) -> bytes:
-    line = stream.readline(MAX_CHUNK_LINE + 1)
-    if not line.endswith(b"\n"):
-        if len(line) > MAX_CHUNK_LINE:
-            raise _framing(f"{what} longer than {MAX_CHUNK_LINE} bytes")
-        raise _framing(f"the body ended inside a {what}")
-    return line
-
-
-def read_chunked(stream: ByteStream, limit: int) -> bytes:
-    """The data of a ``Transfer-Encoding: chunked`` body (RFC 9112 §7.1), read off ``stream``.
-
-    Stops reading as soon as the declared chunk sizes pass ``limit`` (413), so an oversized body is
-    never buffered; bad framing (a size that is not hex, a missing CRLF, a body that ends early) is a
-    400. Chunk extensions are ignored and trailer fields are read and discarded. Either error leaves
-    the stream mid-body: the caller must close the connection after answering.
-    """
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        line = _line(stream, "chunk-size line")
-        size_text = line.split(b";", 1)[0].strip()
-        if not _CHUNK_SIZE.fullmatch(size_text):
-            raise _framing(f"chunk size {size_text[:40]!r} is not a hexadecimal number")
-        size = int(size_text, 16)
-        if size == 0:
-            break
-        total += size
-        if total > limit:
-            raise BadRequestError(413, "too_large", f"chunked body exceeds {limit} bytes")
-        data = stream.read(size)
-        if len(data) != size:
-            raise _framing(f"the body ended inside a chunk ({len(data)} of {size} bytes)")
-        parts.append(data)
-        if stream.readline(3) not in (b"\r\n", b"\n"):
-            raise _framing("a chunk is not followed by CRLF")
-    # The trailer section: header-like lines up to an empty line (nothing in OTLP uses them).
-    for _ in range(MAX_TRAILER_LINES + 1):
-        if _line(stream, "trailer line") in (b"\r\n", b"\n"):
-            return b"".join(parts)
-    raise _framing(f"more than {MAX_TRAILER_LINES} trailer lines")
 
 
 _ID_FIELDS: Final = {
