@@ -299,9 +299,26 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
 
     _header_deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
+    max_connections = 1024
+    """Open connections beyond this are answered 503 with Retry-After and closed (per receiver)."""
+    metrics: HopMetrics | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
+        if len(self.connections) > self.max_connections:
+            # OTLP/HTTP back-pressure: 503 with Retry-After, so the client retries later.
+            if self.metrics is not None:
+                self.metrics.requests_rejected.inc(1, "http", "too_many_connections")
+            body, ctype = status_body(
+                code_pb2.UNAVAILABLE, "too many open connections", CONTENT_PROTOBUF
+            )
+            self.transport.write(
+                b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: %s\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                % (ctype.encode(), len(body), body)
+            )
+            self.transport.close()
+            return
         self._arm()
 
     def _arm(self) -> None:
@@ -417,7 +434,11 @@ class HttpReceiver:
             self._app,
             interface="asgi3",
             proxy_headers=False,
-            http=_OtlpHttpProtocol,
+            http=type(
+                "_ReceiverProtocol",
+                (_OtlpHttpProtocol,),
+                {"max_connections": self.max_connections, "metrics": self.metrics},
+            ),
             loop="asyncio",
             lifespan="off",
             log_config=None,
@@ -425,7 +446,6 @@ class HttpReceiver:
             server_header=False,
             date_header=False,
             timeout_keep_alive=int(IDLE_TIMEOUT),
-            limit_concurrency=self.max_connections,
             backlog=1024,
             timeout_graceful_shutdown=2,
             ssl_certfile=str(tls.cert_file) if tls else None,
