@@ -142,3 +142,51 @@ def test_health_reports_pending_and_disk_bytes_like_the_metrics(hop: HopProcess)
         urllib.request.urlopen(f"http://{hop.telemetry}/nope", timeout=5)
     except urllib.error.HTTPError as err:
         assert err.code == 404
+
+
+def test_a_failed_start_releases_what_it_acquired(sink: Sink, tmp_path: Path) -> None:
+    """Hop.start unwinds its own ExitStack: the data directory lock, journal and ports are free."""
+    import socket
+    import threading
+
+    from otel_footprint.service import config as c
+    from otel_footprint.service.hop import Hop, StartupError
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    threads_before = set(threading.enumerate())
+
+    def cfg(http: str) -> c.HopConfig:
+        flags = c.flag_layer(
+            grpc="127.0.0.1:0",
+            http=http,
+            telemetry="127.0.0.1:0",
+            forward=sink.endpoint,
+            data_dir=str(tmp_path / "data"),
+        )
+        return c.load(None, flags, {"XDG_STATE_HOME": str(tmp_path)})
+
+    try:
+        with pytest.raises(StartupError, match="OTLP/HTTP"):
+            Hop(cfg(f"127.0.0.1:{port}")).start()
+    finally:
+        taken.close()
+    hop = Hop(cfg("127.0.0.1:0"))
+    hop.start()  # the same data directory: its lock was released
+    assert hop.stop() is True
+    assert hop.stop() is True  # stopping twice is harmless
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = {t for t in threading.enumerate() if t.name.startswith("otel-footprint")}
+        if not left - threads_before:
+            break
+        time.sleep(0.1)
+    assert not {
+        t.name
+        for t in set(threading.enumerate()) - threads_before
+        if t.name.startswith("otel-footprint")
+    }
