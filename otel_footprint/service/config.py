@@ -7,6 +7,7 @@ checked against one schema: an unknown key is an error naming it and the valid k
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -936,6 +937,11 @@ def build(
     if store["kind"] == "redis" and not store.get("url"):
         raise ConfigError(
             "processing.run_store.url is required for kind: redis (redis://host:6379/0)"
+        )
+    if store["kind"] == "redis" and importlib.util.find_spec("redis") is None:
+        raise ConfigError(
+            "processing.run_store.kind: redis needs redis-py, the optional redis extra: "
+            "pip install 'otel-footprint[redis]'"
         )
     if store.get("url") and not str(store["url"]).startswith(("redis://", "rediss://")):
         raise ConfigError(
