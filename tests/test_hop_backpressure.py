@@ -60,3 +60,55 @@ def test_connections_over_the_bound_get_503_with_retry_after(tmp_path: Path) -> 
             sock.close()
         receiver.stop()
         journal.close()
+
+
+def test_grpc_requests_over_the_concurrency_bound_get_retry_info(tmp_path: Path) -> None:
+    """gRPC's own concurrency limit answers without RetryInfo (non-retryable for OTLP senders
+    such as the Collector); the receiver's admission answers RESOURCE_EXHAUSTED with RetryInfo."""
+    import threading
+
+    import grpc
+    from google.rpc import error_details_pb2  # type: ignore[import-untyped]
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from otel_footprint.service.receivers import GrpcReceiver
+
+    journal = Journal(tmp_path / "queue", fsync=False)
+    journal.open()
+    metrics = HopMetrics()
+    pipeline = Pipeline(PipelineOptions(), journal, NoAnnotation(), metrics)
+    cfg = ReceiverConfig(HostPort("127.0.0.1", 0), 1 << 20, 1, None)
+    receiver = GrpcReceiver(cfg, pipeline, metrics, token=None, workers=4)
+    bound = receiver.start()
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x01" * 8, "GET /"
+    body = request.SerializeToString()
+    channel = grpc.insecure_channel(str(bound))
+    export = channel.unary_unary(
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export", request_serializer=None
+    )
+    results: list[object] = []
+    try:
+        with pipeline._lock:  # the one admitted request waits inside ingest
+            first = threading.Thread(target=lambda: results.append(export(body, timeout=10)))
+            first.start()
+            time.sleep(0.5)
+            try:
+                export(body, timeout=10)
+                raise AssertionError("the second request was admitted")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                trailers = dict(err.trailing_metadata() or ())
+                info = error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"])
+                assert info.retry_delay.seconds >= 1
+        first.join(timeout=10)
+        assert results == [b""]
+        assert export(body, timeout=10) == b""  # the slot was given back
+        assert metrics.requests_rejected.value("grpc", "overloaded") == 1
+    finally:
+        channel.close()
+        receiver.stop(0)
+        journal.close()

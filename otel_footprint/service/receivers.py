@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import itertools
 import logging
 import math
 import socket
@@ -129,23 +130,28 @@ class GrpcReceiver:
         self.token = token
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otel-footprint-grpc"),
-            maximum_concurrent_rpcs=cfg.max_concurrent_requests,
+            # A backstop only (it answers without RetryInfo): _Admission refuses first.
+            maximum_concurrent_rpcs=cfg.max_concurrent_requests * 2 + 8,
             options=[
                 ("grpc.max_receive_message_length", cfg.max_request_bytes),
                 ("grpc.so_reuseport", 0),
             ],
         )
-        handlers: list[grpc.GenericRpcHandler[Any, Any]] = [
-            grpc.method_handlers_generic_handler(
-                TRACE_SERVICE,
-                {"Export": grpc.unary_unary_rpc_method_handler(self._export_traces)},
+        otlp = _Admission(
+            (
+                grpc.method_handlers_generic_handler(
+                    TRACE_SERVICE,
+                    {"Export": grpc.unary_unary_rpc_method_handler(self._export_traces)},
+                ),
+                grpc.method_handlers_generic_handler(
+                    LOGS_SERVICE,
+                    {"Export": grpc.unary_unary_rpc_method_handler(self._export_logs)},
+                ),
             ),
-            grpc.method_handlers_generic_handler(
-                LOGS_SERVICE,
-                {"Export": grpc.unary_unary_rpc_method_handler(self._export_logs)},
-            ),
-            *extra_handlers,
-        ]
+            cfg.max_concurrent_requests,
+            metrics,
+        )
+        handlers: list[grpc.GenericRpcHandler[Any, Any]] = [otlp, *extra_handlers]
         self.server.add_generic_rpc_handlers(tuple(handlers))
         self.bound: HostPort | None = None
 
@@ -235,6 +241,72 @@ class GrpcReceiver:
         return self._export(
             data, context, ExportLogsServiceRequest.FromString, self.pipeline.ingest_logs
         )
+
+
+class _Admission(grpc.GenericRpcHandler):  # type: ignore[type-arg]
+    """At most ``limit`` OTLP exports in progress; beyond, RESOURCE_EXHAUSTED with RetryInfo.
+
+    gRPC's own ``maximum_concurrent_rpcs`` answers RESOURCE_EXHAUSTED without RetryInfo, which
+    OTLP makes non-retryable (the Collector would drop the data). ``service`` runs on the server's
+    polling thread before the call is queued for a worker, so the decision is made here; an
+    admitted call whose handler never runs (its client left while it was queued) frees its slot
+    after ``expiry`` seconds.
+    """
+
+    def __init__(
+        self,
+        inner: Sequence[grpc.GenericRpcHandler[Any, Any]],
+        limit: int,
+        metrics: HopMetrics,
+        expiry: float = 60.0,
+    ) -> None:
+        self.inner = tuple(inner)
+        self.limit = limit
+        self.metrics = metrics
+        self.expiry = expiry
+        self._lock = threading.Lock()
+        self._admitted: dict[int, float] = {}
+        self._tokens = itertools.count()
+
+    def service(
+        self, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        for inner in self.inner:
+            handler = inner.service(handler_call_details)
+            if handler is not None:
+                break
+        else:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            if len(self._admitted) >= self.limit:
+                for token, since in list(self._admitted.items()):
+                    if now - since > self.expiry:
+                        del self._admitted[token]
+            if len(self._admitted) >= self.limit:
+                return grpc.unary_unary_rpc_method_handler(self._refuse)
+            token = next(self._tokens)
+            self._admitted[token] = now
+        behavior = handler.unary_unary
+        assert behavior is not None
+
+        def admitted(request: Any, context: grpc.ServicerContext) -> Any:
+            try:
+                return behavior(request, context)
+            finally:
+                with self._lock:
+                    self._admitted.pop(token, None)
+
+        return grpc.unary_unary_rpc_method_handler(admitted)
+
+    def _refuse(self, request: bytes, context: grpc.ServicerContext) -> bytes:
+        message = "too many requests in progress"
+        code = grpc.StatusCode.RESOURCE_EXHAUSTED
+        self.metrics.requests_rejected.inc(1, "grpc", "overloaded")
+        log_refusal("grpc", "overloaded", message, code.name)
+        context.set_trailing_metadata(tuple(_retry_trailers(code, message, 1.0)))
+        context.abort(code, message)
+        return b""  # not reached: abort raises
 
 
 def _grpc_credentials(tls: ServerTls) -> grpc.ServerCredentials:
