@@ -39,7 +39,7 @@ def configure(level: str = "info", stream: TextIO | None = None) -> logging.Logg
 
     Everything else that could write to stderr goes the same way, so no plain-text traceback
     breaks the JSON log: other libraries' loggers (gRPC logs a handler's exception on its own
-    logger) at warning and above, and exceptions escaping a thread.
+    logger) at warning and above, Python warnings, and exceptions escaping a thread.
     """
     logger = logging.getLogger(LOGGER_NAME)
     for handler in list(logger.handlers):
@@ -54,6 +54,7 @@ def configure(level: str = "info", stream: TextIO | None = None) -> logging.Logg
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # Python warnings too, as JSON lines (logger "py.warnings")
     threading.excepthook = _thread_excepthook
     return logger
 
