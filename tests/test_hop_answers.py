@@ -133,15 +133,21 @@ def test_refusals_and_early_releases_log_one_line_per_interval() -> None:
     from otel_footprint.service import jsonlog
 
     out = io.StringIO()
-    logger = jsonlog.configure("info", out)
-    throttled = jsonlog.Throttled(logger, interval=60.0)
-    for i in range(1000):
-        throttled.log(logging.WARNING, "overflow:runs", "released a trace early", {"n": i})
-    throttled.log(logging.WARNING, "timeout:None", "released a trace early", {"n": -1})
-    lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [line["n"] for line in lines] == [0, -1]
-    throttled.interval = 0.0
-    throttled.log(logging.WARNING, "overflow:runs", "released a trace early", {"n": 1000})
-    last = json.loads(out.getvalue().splitlines()[-1])
-    assert last["suppressed_since_last"] == 999
-    jsonlog.configure("info")
+    logger = logging.getLogger("otel_footprint.test.throttled")
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(jsonlog.JsonFormatter())
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        throttled = jsonlog.Throttled(logger, interval=60.0)
+        for i in range(1000):
+            throttled.log(logging.WARNING, "overflow:runs", "released a trace early", {"n": i})
+        throttled.log(logging.WARNING, "timeout:None", "released a trace early", {"n": -1})
+        lines = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [line["n"] for line in lines] == [0, -1]
+        throttled.interval = 0.0
+        throttled.log(logging.WARNING, "overflow:runs", "released a trace early", {"n": 1000})
+        last = json.loads(out.getvalue().splitlines()[-1])
+        assert last["suppressed_since_last"] == 999
+    finally:
+        logger.removeHandler(handler)
