@@ -17,7 +17,6 @@ import gzip
 import http.client
 import random
 import ssl
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from otel_footprint.service.otlp import (
     TRACE_SERVICE,
     split_request,
 )
+from otel_footprint.service.worker import Worker
 
 _log = jsonlog.get("forward")
 
@@ -284,28 +284,26 @@ class Forwarder:
         self.on_settled = on_settled
         """Told which journal records left the queue, and whether the next hop took them."""
         self.sender = sender or make_sender(cfg)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name="otel-footprint-forward", daemon=True
-        )
+        self._worker = Worker("otel-footprint-forward", self._step)
+        self._stop = self._worker.stopping
         self._sleep = sleep or self._stop.wait
         self.last_error: str | None = None
         self.last_success: float | None = None
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            batch = self.journal.take_outbound(self.cfg.queue.batch_max_bytes, timeout=0.2)
-            if not batch:
-                continue
-            try:
-                self._deliver(batch)
-            except Exception:  # never let the forwarder die: the batch stays pending on disk
-                _log.exception("forwarding failed unexpectedly; will retry")
-                self.journal.give_back(batch)
-                self._sleep(self.cfg.retry.max_interval)
+    def _step(self) -> bool:
+        batch = self.journal.take_outbound(self.cfg.queue.batch_max_bytes, timeout=0.2)
+        if not batch:
+            return True
+        try:
+            self._deliver(batch)
+        except Exception:  # the batch stays pending on disk; the worker logs and goes on
+            self.journal.give_back(batch)
+            self._sleep(self.cfg.retry.max_interval)
+            raise
+        return True
 
     def _deliver(self, batch: list[Record]) -> None:
         kind = batch[0].kind
@@ -449,7 +447,5 @@ class Forwarder:
         return self.journal.outbound_count == 0
 
     def stop(self) -> None:
-        self._stop.set()
-        self.journal.wake()
-        self._thread.join(timeout=max(5.0, self.cfg.timeout + 1))
+        self._worker.stop(max(5.0, self.cfg.timeout + 1), wake=self.journal.wake)
         self.sender.close()

@@ -49,6 +49,7 @@ from otel_footprint.service.otlp import (
 )
 from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.verdicts import VerdictLog
+from otel_footprint.service.worker import Worker
 
 _log = jsonlog.get("pipeline")
 _early = jsonlog.Throttled(_log, interval=10.0)
@@ -140,9 +141,7 @@ class Pipeline:
         self._forced: list[Release] = []
         self._pending_release_bytes = 0
         self._stop = False
-        self._worker = threading.Thread(
-            target=self._run, name="otel-footprint-release", daemon=True
-        )
+        self._worker = Worker("otel-footprint-release", self._step)
         m = metrics
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
@@ -333,22 +332,20 @@ class Pipeline:
 
     # -- the release worker --------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if self._stop:
-                    return
-                releases, orphans = self._take_due()
-                if not releases and not orphans:
-                    due = self.buffer.next_due()
-                    wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
-                    self._wake.wait(wait)
-                    continue
-            try:
-                self._settle(releases, orphans)
-            except Exception:  # never let the worker die; the held input stays in the journal
-                _log.exception("settling released runs failed; their input stays journaled")
-                time.sleep(0.5)
+    def _step(self) -> bool:
+        # One turn of the release worker (a failing settle is logged by the Worker; its held
+        # input stays in the journal).
+        with self._lock:
+            if self._stop:
+                return False
+            releases, orphans = self._take_due()
+            if not releases and not orphans:
+                due = self.buffer.next_due()
+                wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
+                self._wake.wait(wait)
+                return True
+        self._settle(releases, orphans)
+        return True
 
     def _take_due(self) -> tuple[list[Release], list[int]]:
         # Called with the lock held.
@@ -487,8 +484,7 @@ class Pipeline:
         with self._lock:
             self._stop = True
             self._wake.notify_all()
-        if self._worker.is_alive():
-            self._worker.join()
+        self._worker.join()
         with self._lock:
             releases, orphans = self._take_due()
             releases += self.buffer.release_everything(self.clock())
@@ -497,4 +493,4 @@ class Pipeline:
 
     @property
     def is_running(self) -> bool:
-        return self._worker.is_alive()
+        return self._worker.is_alive
