@@ -490,6 +490,7 @@ class HttpReceiver:
         )
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._noise = _UvicornNoise(metrics)
         self.bound: HostPort | None = None
 
     def start(self) -> HostPort:
@@ -525,8 +526,7 @@ class HttpReceiver:
             ssl_ca_certs=str(tls.client_ca_file) if tls and tls.client_ca_file else None,
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls and tls.client_ca_file else ssl.CERT_NONE,
         )
-        uvicorn_log = logging.getLogger("uvicorn.error")
-        uvicorn_log.addFilter(_UvicornNoise(self.metrics))
+        logging.getLogger("uvicorn.error").addFilter(self._noise)
         server = uvicorn.Server(config)
         self._server = server
         self._thread = threading.Thread(
@@ -547,6 +547,7 @@ class HttpReceiver:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._pool.shutdown(wait=True)
+        logging.getLogger("uvicorn.error").removeFilter(self._noise)
 
     # -- the ASGI application ------------------------------------------------------------------
 
