@@ -35,11 +35,14 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+import otel_footprint
 from otel_footprint import semconv
 from otel_footprint.annotate.otlp import to_any_value
 from otel_footprint.codec import encode_payload
 
-REPO = Path(__file__).resolve().parents[1]
+# The hop runs the otel_footprint this interpreter imports (``-m`` puts the cwd first on the path):
+# one copy of this script can then measure two checkouts side by side, each with its own venv.
+REPO = Path(otel_footprint.__file__).resolve().parents[1]
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 SPANS_PER_TRACE = 10
 TRACES_PER_REQUEST = 10
@@ -552,7 +555,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spans", type=int, default=60_000, help="spans per throughput run")
     parser.add_argument(
-        "--held-spans", type=int, default=50_000, help="spans held for the memory run"
+        "--held-spans",
+        type=int,
+        default=50_000,
+        help="spans held for the memory run (0: skip it)",
     )
     parser.add_argument("--threads", type=int, default=4, help="client threads")
     parser.add_argument(
@@ -588,7 +594,16 @@ def main() -> int:
                     throughput(tmp / str(i), annotate, spans, args.threads, warmup, requests)
                 )
         annotated, baseline = _median(runs[True]), _median(runs[False])
-        memory = memory_per_held_span(tmp, args.held_spans, args.threads)
+        memory = (
+            memory_per_held_span(tmp, args.held_spans, args.threads)
+            if args.held_spans > 0
+            else {
+                "held_spans": 0,
+                "rss_delta_bytes": 0,
+                "bytes_per_held_span": 0.0,
+                "wire_bytes_per_span": 0.0,
+            }
+        )
     result: dict[str, Any] = {
         "workload": f"{SPANS_PER_TRACE} spans/trace (run, 4 model calls with 2 footprint events, 2 tools, "
         f"3 plain), {TRACES_PER_REQUEST} traces/request, {args.threads} client threads, fsync on",
@@ -603,6 +618,11 @@ def main() -> int:
         result["runs_spans_per_second"] = {
             "annotating": [r["spans_per_second"] for r in runs[True]],
             "annotation_off": [r["spans_per_second"] for r in runs[False]],
+        }
+        # The figure to compare on a shared machine: work per CPU-second of the hop process.
+        result["runs_spans_per_hop_cpu_second"] = {
+            "annotating": [r["spans_per_hop_cpu_second"] for r in runs[True]],
+            "annotation_off": [r["spans_per_hop_cpu_second"] for r in runs[False]],
         }
     if args.json:
         print(json.dumps(result, indent=2))

@@ -1,9 +1,11 @@
 """A hand-written ReAct loop instrumented with the footprint recorder (scripted model, no network).
 
 Run it: ``python examples/react_loop.py``. The lines under ``# footprint`` comments are all the
-instrumentation there is; everything else is the agent as it would be written anyway.
+instrumentation there is; everything else is the agent as it would be written anyway. ``setup``
+puts the footprint processor in front of the exporter, so the spans leave with their verdict; the
+example prints the answer, the verdict written on the run span, and the spans.
 To send the spans somewhere real, replace the in-memory exporter with
-``BatchSpanProcessor(OTLPSpanExporter(endpoint="http://127.0.0.1:4317", insecure=True))``.
+``OTLPSpanExporter(endpoint="http://127.0.0.1:4317", insecure=True)``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
 from otel_footprint import record as footprint
+from otel_footprint.sdk import setup
 
 # ── the agent's own world: skills (prompt bodies + the tools they bring) and tools ──────────
 
@@ -90,13 +92,40 @@ def _spans_and_events(exporter: InMemorySpanExporter) -> Iterator[str]:
             yield f"    {event.name}"
 
 
+def verdict_lines(exporter: InMemorySpanExporter) -> list[str]:
+    """What the footprint processor wrote on the run span, as a person reads it."""
+    lines = []
+    for span in exporter.get_finished_spans():
+        attrs = span.attributes or {}
+        if "footprint.summary" not in attrs:
+            continue
+        lines.append(
+            f"verdict ({attrs.get('footprint.summary.tone')}): {attrs['footprint.summary']}"
+        )
+        lines.append(
+            f"  mode {attrs.get('footprint.run.mode')}, {attrs.get('footprint.run.passes')} passes, "
+            f"parked maps: {list(attrs.get('footprint.run.parked_maps', ())) or 'none'}"
+        )
+        lines.append(
+            "  check 1 (the decided skill reached the model): "
+            f"{attrs.get('footprint.check.decided_delivered')}"
+            + (
+                f", {attrs['footprint.check.decided_delivered.outcome']}"
+                if "footprint.check.decided_delivered.outcome" in attrs
+                else ""
+            )
+        )
+    return lines
+
+
 def main() -> None:
     provider = TracerProvider()
     exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    setup(provider, exporter)  # footprint: decide and annotate each run before it is exported
     answer = react_loop(provider.get_tracer("react-loop"), "please refund my order")
     provider.shutdown()
     print(answer)
+    print("\n".join(verdict_lines(exporter)))
     print("\n".join(_spans_and_events(exporter)))
 
 

@@ -7,13 +7,14 @@ camelCase payload, so every rule downstream reads the fields the reference names
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from otel_footprint import semconv
 
@@ -41,10 +42,51 @@ _CACHED_NAME_CHARS = 64
 _NAME_CACHE_SIZE = 2048
 
 
+_Frozen = TypeVar("_Frozen", bound=type)
+
+
+def quick_init(cls: _Frozen) -> _Frozen:
+    """Give a frozen, slotted dataclass an ``__init__`` that stores each field through its slot
+    descriptor, where the generated one calls ``object.__setattr__`` per field to get past the
+    frozen ``__setattr__``: about half the cost to build (the decision path builds thousands of
+    these per run). The class is otherwise unchanged: still frozen (assignment raises), compared,
+    hashed, printed and ``dataclasses.replace``-d as before. Only for plain fields (positional or
+    with a plain default; no ``default_factory``, ``kw_only``, ``init=False`` or
+    ``__post_init__``): anything else is refused when the class is defined. Apply it above
+    ``@dataclass(frozen=True, slots=True)``.
+    """
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__slots__" not in cls.__dict__:
+        raise TypeError(f"quick_init needs a frozen, slotted dataclass, not {cls.__name__}")
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"quick_init: {cls.__name__} has a __post_init__")
+    names: dict[str, Any] = {}
+    signature: list[str] = []
+    body: list[str] = []
+    for index, f in enumerate(dataclasses.fields(cls)):
+        if f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only:
+            raise TypeError(f"quick_init: field {cls.__name__}.{f.name} is not a plain field")
+        names[f"_set{index}"] = cls.__dict__[f.name].__set__
+        if f.default is dataclasses.MISSING:
+            signature.append(f.name)
+        else:
+            names[f"_default{index}"] = f.default
+            signature.append(f"{f.name}=_default{index}")
+        body.append(f"    _set{index}(self, {f.name})\n")
+    source = f"def __init__(self, {', '.join(signature)}):\n" + ("".join(body) or "    pass\n")
+    namespace: dict[str, Any] = {}
+    exec(source, names, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses a direct __init__ assignment
+    return cls
+
+
 class EventDecodeError(ValueError):
     """A footprint attribute could not be read; the message names the event and the attribute."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EventPointer:
     """Where an event lives in OpenTelemetry terms: the exact span (or log record) and index."""
@@ -68,6 +110,7 @@ class EventPointer:
         return text
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FootprintEvent:
     """One agent event, decoded: the upstream type, its camelCase payload, and where it was read."""
@@ -170,10 +213,26 @@ def _payload_field(key: str) -> tuple[str, str, bool] | None:
     return field, _camel_case(field), field in semconv.JSON_FIELDS
 
 
-_payload_field_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_payload_field)
+_NOT_PAYLOAD: tuple[str, str, bool] = ("", "", False)
+_payload_fields: dict[str, tuple[str, str, bool]] = {}
+""":func:`_payload_field` by attribute key (``_NOT_PAYLOAD`` for keys that are not payload): a
+plain dict read per attribute; short keys only, at most ``_NAME_CACHE_SIZE`` (then not added)."""
+
+
+_scan_json: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009 - set in __init__, not in the stubs
+"""The C scanner under ``json.loads``: one call instead of three Python frames per value."""
 
 
 def _json_value(event_type: str, field: str, value: str) -> Any:
+    # The value starts with { or [ (the caller checked). Scanned whole without trailing text, it
+    # is what json.loads would give; anything else (trailing space, an error) goes to json.loads,
+    # which gives the same value or the same error as before.
+    try:
+        decoded, end = _scan_json(value, 0)
+        if end == len(value):
+            return decoded
+    except (StopIteration, ValueError):
+        pass
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
@@ -202,29 +261,38 @@ def decode_event(
     event_type = semconv.event_type_of(name)
     if event_type is None:
         return None
+    return decode_typed_event(event_type, attributes, pointer, time_unix_nano)
+
+
+def decode_typed_event(
+    event_type: str,
+    attributes: Iterable[tuple[str, Any]],
+    pointer: EventPointer,
+    time_unix_nano: int = 0,
+) -> FootprintEvent:
+    """:func:`decode_event` for a caller that has already read the type off the event's name."""
     text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
     payload: dict[str, Any] = {}
     composition_id: str | None = None
+    fields = _payload_fields
     # This loop runs for every attribute of every footprint event: what a key means is memoized.
     for key, value in attributes:
-        if len(key) <= _CACHED_NAME_CHARS:
-            known = _payload_field_cached(key)
-        else:
-            known = _payload_field(key)
+        known = fields.get(key)
         if known is None:
+            known = _payload_field(key) or _NOT_PAYLOAD
+            if len(key) <= _CACHED_NAME_CHARS and len(fields) < _NAME_CACHE_SIZE:
+                fields[key] = known
+        if known is _NOT_PAYLOAD:
             if key == semconv.COMPOSITION_ID:
                 composition_id = str(value)
             continue
         field, name, may_be_json = known
-        if isinstance(value, tuple | list):
+        cls = value.__class__
+        if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
+            if may_be_json and value[:1] in ("{", "[") and field not in text_fields:
+                value = _json_value(event_type, field, value)
+        elif cls is tuple or cls is list or isinstance(value, tuple | list):
             value = list(value)
-        elif (
-            may_be_json
-            and isinstance(value, str)
-            and field not in text_fields
-            and value[:1] in ("{", "[")
-        ):
-            value = _json_value(event_type, field, value)
         payload[name] = value
     return FootprintEvent(
         type=event_type,

@@ -214,12 +214,220 @@ LLM_REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPE_MODEL_CALLS: Final = frozenset({"chat", "completion"})
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
 
+# ---------------------------------------------------------------------------------------------
+# Integrations (read): what existing instrumentations put on model-call and tool spans, and the
+# recorder's own problem event. docs/schema.md "Recognition by library" lists them per library.
+# ---------------------------------------------------------------------------------------------
+
+T_RECORD_PROBLEM: Final = "record.problem"
+"""Input event on the run span: the recorder could not place a pass (``footprint.code``,
+``footprint.message``, ``footprint.iteration``: that pass and the ones after stay undecided)."""
+EV_RECORD_PROBLEM: Final = PREFIX + T_RECORD_PROBLEM
+F_CODE: Final = "footprint.code"
+F_MESSAGE: Final = "footprint.message"
+
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""JSON list of output messages, each ``{role, parts: [{type: "tool_call", id, name, arguments}
+...], finish_reason}`` (GenAI >= 1.37; OpenLLMetry >= 0.5; openai-v2 with content capture)."""
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+"""JSON list of the tools offered to the model (``{type, name, description, parameters}``)."""
+GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
+"""On an ``execute_tool`` span that loads a skill (semantic-conventions-genai PR #498): the skill."""
+GEN_AI_SKILL_PREFIX: Final = "gen_ai.skill."
+TOOL_CALL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "function_call"})
+"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``)."""
+OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
+"""OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name`` ..."""
+OI_TOOLS_PREFIX: Final = "llm.tools."
+OI_FINISH_REASON: Final = "llm.finish_reason"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_INPUT_VALUE: Final = "input.value"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TOOL_ARGUMENT_KEYS: Final = ("gen_ai.tool.call.arguments", OI_INPUT_VALUE, TRACELOOP_ENTITY_INPUT)
+"""A tool span's arguments: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+TOOL_RESULT_KEYS: Final = ("gen_ai.tool.call.result", OI_OUTPUT_VALUE, TRACELOOP_ENTITY_OUTPUT)
+"""A tool span's result: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+OI_KIND_CHAIN: Final = "CHAIN"
+LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
+"""Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""
+
 READ_SKILL_TOOL: Final = "read_skill"
 """The upstream's skill-pick tool: its ``id`` argument is a pick when no refusal follows."""
 
 # Log records carrying events (OpenTelemetry is moving span events to logs).
 LOG_EVENT_NAME_ATTR: Final = "event.name"
 """Older log bridges put the event name in this attribute instead of ``LogRecord.event_name``."""
+
+# ---------------------------------------------------------------------------------------------
+# Integrity checks (issue 17): what the model was offered, and what it acted on
+#
+# Read first from the conventions (the frame, the offered tools, the calls chosen); the footprint
+# input events below carry only what no convention does. Output names: the footprint.integrity.*
+# attributes and events the processor writes (docs/schema.md, "Integrity").
+# ---------------------------------------------------------------------------------------------
+
+# Conventions read besides the ones above (GEN_AI_TOOL_DEFINITIONS, GEN_AI_OUTPUT_MESSAGES,
+# OI_TOOLS_PREFIX, OI_OUTPUT_MESSAGES_PREFIX, OI_INPUT_VALUE): the frame each model call was shown.
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+# OI_INPUT_VALUE (above): the request as recorded; read for its ``tools`` when the span has no
+# ``llm.tools.*`` (a request without tools then offered none).
+OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
+"""OpenInference: ``llm.input_messages.{i}.message.role`` / ``.content`` / ``.tool_calls.{j}...``."""
+# OpenLLMetry (legacy indexed attributes; 0.5+ writes the GenAI JSON ones)
+TL_PROMPT_PREFIX: Final = "gen_ai.prompt."
+TL_COMPLETION_PREFIX: Final = "gen_ai.completion."
+TL_FUNCTIONS_PREFIX: Final = "llm.request.functions."
+
+# Input events (agent side) where no convention carries the fact
+T_TOOL_DECLARED: Final = "tool.declared"
+"""Run span, once per tool: ``toolName``, ``argumentsFrom`` (tool names whose results ground its
+arguments), ``resultColumns`` (JSON: column -> type or {type, nullable})."""
+T_INTEGRITY_CONFIG: Final = "integrity.config"
+"""Run span: ``posture``, ``noticeEmptyLookups``, ``checkColumnTypes`` (off / warn / enforce)."""
+T_EXTERNAL_GROUND: Final = "integrity.external_ground"
+"""Pass span (or run span with ``iteration``): a value the app vouches for, ``value`` + ``source``."""
+T_WIRE_MANIFEST: Final = "wire.manifest"
+"""Pass span: ``toolNames`` the provider adapter read back from the serialized request body."""
+T_WINDOW_COMPACTED: Final = "window.compacted"
+"""Pass span: ``droppedObservations`` (tool names whose results left the window before this call)."""
+T_TOOL_RESULT_SHAPE: Final = "tool.result_shape"
+"""Tool span: the tool's raw return as ``shape`` (rowset / absence / bespoke) and ``rows``."""
+T_CONTEXT_ERROR: Final = "integrity.context_error"
+"""The agent's own integrity finding (verify mode): ``kind``, ``seam``, ``subjects`` ("kind:id"),
+``predicate``, ``iteration``, ``advisory``, ``message``."""
+T_EXTERNAL_GROUND_USED: Final = "integrity.external_ground_used"
+T_EVIDENCE_GROUNDING: Final = "evidence.grounding"
+"""Run span, per final answer: the evidence gate's reading of where the answer's values came from
+(``fromThisTurn``, ``fromPriorTurns``, ``latestPriorTurn``, ``currentTurn``,
+``toolResultsThisTurn``, ``indexTruncated``): the prior-turn-evidence check's input."""
+T_CLAIMS_DECLARED: Final = "claims.declared"
+"""Run span, once per claim: ``answerField`` (a dot path into the typed answer) claims
+``field`` of ``entity`` (the unsupported-claim check's contract)."""
+T_SEMANTICS_DECLARED: Final = "tools.semantics_declared"
+"""Tool span (the upstream's event): ``semantics`` (JSON ``{facts: [{entity, <field>: value, ...}],
+series: [{entity, metric, value, t?}], provenance: {measured_at?}}``), the facts the tool settled."""
+
+EV_TOOL_DECLARED: Final = PREFIX + T_TOOL_DECLARED
+EV_INTEGRITY_CONFIG: Final = PREFIX + T_INTEGRITY_CONFIG
+EV_EXTERNAL_GROUND: Final = PREFIX + T_EXTERNAL_GROUND
+EV_WIRE_MANIFEST: Final = PREFIX + T_WIRE_MANIFEST
+EV_WINDOW_COMPACTED: Final = PREFIX + T_WINDOW_COMPACTED
+EV_TOOL_RESULT_SHAPE: Final = PREFIX + T_TOOL_RESULT_SHAPE
+EV_CONTEXT_ERROR: Final = PREFIX + T_CONTEXT_ERROR
+EV_CLAIMS_DECLARED: Final = PREFIX + T_CLAIMS_DECLARED
+EV_EVIDENCE_GROUNDING: Final = PREFIX + T_EVIDENCE_GROUNDING
+EV_SEMANTICS_DECLARED: Final = PREFIX + T_SEMANTICS_DECLARED
+
+F_ARGUMENTS_FROM: Final = "footprint.arguments_from"
+F_RESULT_COLUMNS: Final = "footprint.result_columns"
+F_POSTURE: Final = "footprint.posture"
+F_NOTICE_EMPTY_LOOKUPS: Final = "footprint.notice_empty_lookups"
+F_CHECK_COLUMN_TYPES: Final = "footprint.check_column_types"
+F_NOTICE_PRIOR_TURN_EVIDENCE: Final = "footprint.notice_prior_turn_evidence"
+F_FROM_THIS_TURN: Final = "footprint.from_this_turn"
+F_FROM_PRIOR_TURNS: Final = "footprint.from_prior_turns"
+F_LATEST_PRIOR_TURN: Final = "footprint.latest_prior_turn"
+F_CURRENT_TURN: Final = "footprint.current_turn"
+F_TOOL_RESULTS_THIS_TURN: Final = "footprint.tool_results_this_turn"
+F_INDEX_TRUNCATED: Final = "footprint.index_truncated"
+F_VALUE: Final = "footprint.value"
+F_TOOL_NAMES: Final = "footprint.tool_names"
+F_DROPPED_OBSERVATIONS: Final = "footprint.dropped_observations"
+F_SHAPE: Final = "footprint.shape"
+F_ROWS: Final = "footprint.rows"
+F_KIND: Final = "footprint.kind"
+F_SEAM: Final = "footprint.seam"
+F_SUBJECTS: Final = "footprint.subjects"
+F_PREDICATE: Final = "footprint.predicate"
+F_ADVISORY: Final = "footprint.advisory"
+F_ANSWER_FIELD: Final = "footprint.answer_field"
+F_ENTITY: Final = "footprint.entity"
+F_FIELD: Final = "footprint.field"
+F_SEMANTICS: Final = "footprint.semantics"
+INTEGRITY_JSON_FIELDS: Final = frozenset({"result_columns"})
+"""Payload fields of the integrity events that travel as JSON text (decoded by their reader)."""
+
+# Output (processor side): on the run span
+INTEGRITY_STATE: Final = "footprint.integrity.state"
+"""Worst row state: fail > unreachable > pass > not-applicable."""
+INTEGRITY_FINDINGS: Final = "footprint.integrity.findings"
+"""Findings that are contradictions (advisories are counted apart); on run and pass spans."""
+INTEGRITY_ADVISORIES: Final = "footprint.integrity.advisories"
+INTEGRITY_KINDS: Final = "footprint.integrity.kinds"
+INTEGRITY_UNREACHABLE: Final = "footprint.integrity.unreachable"
+"""Rows that could not be judged for want of evidence (string array of ``check@seam``)."""
+INTEGRITY_SUMMARY: Final = "footprint.integrity.summary"
+INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
+"""Verify mode: the agent's own findings differ from the ones re-derived here."""
+_INTEGRITY_ROW_PREFIX: Final = "footprint.integrity.row."
+"""+ ``<check>.<seam>`` with underscores: the row's state (pass / fail / unreachable /
+not-applicable); every such name is a ``ROW_*`` constant below."""
+# Output events
+EV_INTEGRITY_FINDING: Final = "footprint.integrity.finding"
+EV_INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
+EV_INTEGRITY_GROUND_USED: Final = "footprint.integrity.ground_used"
+IF_KIND: Final = "footprint.integrity.kind"
+IF_SEAM: Final = "footprint.integrity.seam"
+IF_SUBJECTS: Final = "footprint.integrity.subjects"
+IF_PREDICATE: Final = "footprint.integrity.predicate"
+IF_ADVISORY: Final = "footprint.integrity.advisory"
+IF_ITERATION: Final = "footprint.integrity.iteration"
+IF_MESSAGE: Final = "footprint.integrity.message"
+IF_EVIDENCE: Final = "footprint.integrity.evidence"
+"""Rendered pointers: ``<trace>/<span>[#<event>[i]][@<attribute>][/<message index>...]``."""
+IF_REPORTED: Final = "footprint.integrity.reported_only"
+IF_DERIVED: Final = "footprint.integrity.derived_only"
+IF_VALUE: Final = "footprint.integrity.value"
+IF_SOURCE: Final = "footprint.integrity.source"
+IF_PATH: Final = "footprint.integrity.path"
+INTEGRITY_OUTPUT_EVENTS: Final = frozenset(
+    {EV_INTEGRITY_FINDING, EV_INTEGRITY_MISMATCH, EV_INTEGRITY_GROUND_USED}
+)
+
+
+INTEGRITY_ROWS: Final = (
+    ("invariant-violation", "wire"),
+    ("invariant-violation", "compose"),
+    ("dangling-reference", "compose"),
+    ("unsupported-argument", "choice"),
+    ("unsupported-claim", "claim"),
+    ("empty-lookup", "write"),
+    ("column-type-mismatch", "write"),
+    ("missing-column", "write"),
+    ("prior-turn-evidence", "claim"),
+)
+"""Every integrity row (check, seam), in the order they are written."""
+# The run-span attribute of each row's state (integrity_row_attribute of the row).
+ROW_INVARIANT_VIOLATION_WIRE: Final = "footprint.integrity.row.invariant_violation.wire"
+ROW_INVARIANT_VIOLATION_COMPOSE: Final = "footprint.integrity.row.invariant_violation.compose"
+ROW_DANGLING_REFERENCE_COMPOSE: Final = "footprint.integrity.row.dangling_reference.compose"
+ROW_UNSUPPORTED_ARGUMENT_CHOICE: Final = "footprint.integrity.row.unsupported_argument.choice"
+ROW_UNSUPPORTED_CLAIM_CLAIM: Final = "footprint.integrity.row.unsupported_claim.claim"
+ROW_EMPTY_LOOKUP_WRITE: Final = "footprint.integrity.row.empty_lookup.write"
+ROW_COLUMN_TYPE_MISMATCH_WRITE: Final = "footprint.integrity.row.column_type_mismatch.write"
+ROW_MISSING_COLUMN_WRITE: Final = "footprint.integrity.row.missing_column.write"
+ROW_PRIOR_TURN_EVIDENCE_CLAIM: Final = "footprint.integrity.row.prior_turn_evidence.claim"
+
+
+def integrity_evaluation_name(check: str, seam: str) -> str:
+    """``gen_ai.evaluation.name`` of an integrity row: ``footprint.integrity.<check>@<seam>``."""
+    return f"{PREFIX}integrity.{check}@{seam}"
+
+
+def integrity_row_attribute(check: str, seam: str) -> str:
+    """The run-span attribute of a row's state: ``footprint.integrity.row.<check>.<seam>``."""
+    return _INTEGRITY_ROW_PREFIX + f"{check}.{seam}".replace("-", "_")
+
+
+INTEGRITY_EVALUATION_NAMES: Final = frozenset(
+    integrity_evaluation_name(check, seam) for check, seam in INTEGRITY_ROWS
+)
+
 
 # ---------------------------------------------------------------------------------------------
 # Output annotations (processor side) — contract of design/architecture.md
@@ -265,6 +473,17 @@ EV_RUN_FINDING: Final = "footprint.run.finding"
 FINDING_TEXT: Final = "footprint.finding.text"
 RUN_RESUMED: Final = "footprint.run.resumed"
 
+# On the run span, shadow mode: what kept riding after the kernel would have parked it (the roll-up
+# of the pass spans' served_while_parked; the total characters are RUN_SERVED_CHARS_WHILE_PARKED).
+RUN_SERVED_PASSES_WHILE_PARKED: Final = "footprint.run.served_passes_while_parked"
+"""Passes on which some parked injection still rode (int)."""
+RUN_SERVED_WHILE_PARKED: Final = "footprint.run.served_while_parked"
+"""The injection ids that rode while parked, first-rode order (string array)."""
+RUN_SERVED_WHILE_PARKED_MAPS: Final = "footprint.run.served_while_parked_maps"
+"""The maps whose injections rode while parked, plan order (string array)."""
+RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP: Final = "footprint.run.served_chars_while_parked_by_map"
+"""Characters per map, aligned with RUN_SERVED_WHILE_PARKED_MAPS (int array)."""
+
 MODE_VERIFY: Final = "verify"
 MODE_SHADOW: Final = "shadow"
 
@@ -284,6 +503,7 @@ OUTPUT_EVENTS: Final = frozenset(
         EV_ENGAGEMENT_MISMATCH,
         EV_RUN_FINDING,
         EV_ACCOUNT_LINE,
+        *INTEGRITY_OUTPUT_EVENTS,
     }
 )
 """The ``footprint.*`` events the processor writes: never read back as agent input."""

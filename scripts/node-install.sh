@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Node.js client's pinned packages (tests/node, `npm ci` from package-lock.json).
-# Idempotent: skipped when node_modules already matches the lock file. Without node/npm it says so
+# Installs and builds the JavaScript recorder (js/otel-footprint: `npm ci` + `npm run build`), then the
+# Node.js clients' pinned packages (tests/node, `npm ci` from package-lock.json; it links the built
+# recorder). Idempotent: each `npm ci` is skipped when node_modules already matches its lock file. Without node/npm it says so
 # and exits 0 (the Node.js tests then skip); NODE_INSTALL_REQUIRED=1 makes that an error instead.
 set -euo pipefail
 
@@ -24,6 +25,19 @@ if ((major < 20)); then
   say "ERROR: Node.js $(node --version) is too old; the pinned OpenTelemetry JS SDK needs >= 20.6"
   exit 1
 fi
+
+readonly RECORDER="$ROOT/js/otel-footprint"
+recorder_want=$(sha256sum "$RECORDER/package-lock.json" | cut -d' ' -f1)
+recorder_stamp="$RECORDER/node_modules/.otel-footprint-lock.sha256"
+if [[ -f "$recorder_stamp" && "$(cat "$recorder_stamp")" == "$recorder_want" ]]; then
+  say "js/otel-footprint/node_modules matches package-lock.json (skipped)"
+else
+  (cd "$RECORDER" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  echo "$recorder_want" >"$recorder_stamp"
+fi
+# Always rebuilt (a second with tsc): tests/node links this folder and imports its dist/.
+(cd "$RECORDER" && npm run --silent build)
+say "js/otel-footprint built"
 
 want=$(sha256sum "$PROJECT/package-lock.json" | cut -d' ' -f1)
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then

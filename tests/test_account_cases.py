@@ -93,12 +93,12 @@ def test_a_fixture_intent_scores_delivered() -> None:
         "understood.app.notRecorded",
     ]
     assert texts(row)[:3] == [
-        "The library's routing picked the array estate report skill (array-inventory).",
-        "The app's scoring put it first: 1 against 0 for every other skill.",
-        "The skill was given to the model before it answered.",
+        "The array estate report skill (array-inventory) was chosen by the library's router.",
+        "It ranked first in the app's scores: 1, with 0 for each other skill.",
+        "The model had the skill in front of it when it answered.",
     ]
     assert [line.source for line in row] == ["library", "app", "library", "library", "app"]
-    assert [c.text for c in row[2].chips] == ["decided = delivered"]
+    assert [c.text for c in row[2].chips] == ["decided and delivered"]
     assert row[2].chips[0].tone == "ok"
     check = account.check("decided-delivered")
     assert (check.state, check.outcome, check.label) == ("reachable", "delivered", "pass")
@@ -159,9 +159,8 @@ def fixture_d(
 def test_d_real_rule_witness_delivered() -> None:
     account = account_for(fixture_d().build())
     assert texts(account.row("understood"))[:2] == [
-        "The library's routing picked the vip skill because one of the app's rules matched your "
-        "words “VIP”.",
-        "The skill was given to the model before it answered.",
+        "The vip skill was chosen by the library's router after an app rule matched the words “VIP”.",
+        "The model had the skill in front of it when it answered.",
     ]
     witness_line = account.row("understood")[0]
     assert witness_line.source == "library"  # the weaker of library (verdict) and person (words)
@@ -180,15 +179,15 @@ def test_d_synthetic_not_delivered_is_a_bad_signal() -> None:
         "understood.notDelivered.other",
         "understood.confidence.none",
     ]
-    assert row[1].text == "The skill graph refused to open the vip skill."
+    assert row[1].text == "The skill graph blocked the vip skill from opening."
     assert (
         row[2].text
-        == "The vip skill was not given to the model; it was given the billing skill instead."
+        == "The model never received the vip skill; it got the billing skill in its place."
     )
-    assert [c.text for c in row[2].chips] == ["decided ≠ delivered"]
+    assert [c.text for c in row[2].chips] == ["decided, not delivered"]
     assert [(s.signal_id, s.tone) for s in account.signals] == [("decided-not-delivered", "bad")]
     assert account.summary.sentence == (
-        "The vip skill was decided for this question but was not given to the model."
+        "The vip skill was chosen for this question, yet the model never received it."
     )
     assert account.summary.tone == "bad"
     check = account.check("decided-delivered")
@@ -266,7 +265,7 @@ def test_e_unfinished() -> None:
     account = account_for(leg.build())
     assert (account.summary.template_id, account.summary.sentence, account.summary.tone) == (
         "summary.unfinished",
-        "This record does not show the run finishing.",
+        "The record does not show this run reaching its end.",
         "unknown",
     )
 
@@ -293,8 +292,7 @@ def test_f_resumed_without_graph() -> None:
     assert inp.resumed
     account = account_for(inp)
     assert texts(account.row("asked")) == [
-        "This answer continued after a pause. The message, as the run held it: "
-        "“how many volumes last year?”"
+        "This answer picked up after a pause. The message the run kept: “how many volumes last year?”"
     ]
     asked = account.row("asked")[0]
     assert [(p.attribute, p.json_path) for p in asked.pointers] == [
@@ -304,7 +302,7 @@ def test_f_resumed_without_graph() -> None:
     assert "wrong.beforePause" in ids(account.row("anything-wrong"))
     assert account.summary.template_id == "summary.resumed"
     assert account.summary.sentence == (
-        "This answer continued after a pause; what happened before the pause is not in this record."
+        "This answer picked up after a pause; what came before the pause is missing from this record."
     )
 
 
@@ -342,10 +340,8 @@ def held_leg(
 def test_h1_held_intent_verdict() -> None:
     account = account_for(held_leg({"by": "intent", "to": "billing"}).build())
     row = account.row("understood")
-    assert row[0].text == "The library's routing picked the billing skill."
-    assert [c.text for c in row[0].chips] == [
-        "before the pause — read from the state this record holds"
-    ]
+    assert row[0].text == "The billing skill was chosen by the library's router."
+    assert [c.text for c in row[0].chips] == ["before the pause: read from the state the run kept"]
     assert (row[0].pointers[0].attribute, row[0].pointers[0].json_path) == (
         "footprint.state",
         "/turnRoute/by",
@@ -361,7 +357,7 @@ def test_h1_held_intent_verdict() -> None:
         "held",
     )
     assert account.check("decided-delivered").state == "reachable"
-    assert "The skill was given to the model before it answered." in texts(row)
+    assert "The model had the skill in front of it when it answered." in texts(row)
     assert "unreachable.decided" not in ids(account.lines)
     assert account.routing.before_pause == "held"
     assert account.summary.appended == ("summary.resumed.held",)
@@ -371,8 +367,8 @@ def test_h2_held_menu_verdict() -> None:
     route = {"by": "menu", "offered": ["billing", "shipping"]}
     account = account_for(held_leg(route).build())
     row = account.row("understood")
-    assert row[0].text == "No routing rule decided; the model was offered 2 skills to choose from."
-    assert "The model then opened the billing skill." in texts(row)
+    assert row[0].text == "No routing rule settled it; the model was given 2 skills to pick from."
+    assert "The model went on to open the billing skill." in texts(row)
     every = ids(account.lines)
     assert "understood.resumed" not in every
     assert "wrong.beforePause.held" not in every
@@ -384,7 +380,7 @@ def test_h2_held_menu_verdict() -> None:
 def test_h3_stripped_state_is_not_a_verdict() -> None:
     account = account_for(held_leg({"by": "intent", "to": "billing"}, strip=True).build())
     assert texts(account.row("understood"))[0] == (
-        "The routing happened before the pause and is not in this record."
+        "The question was routed before the pause; that part is missing from this record."
     )
     assert account.check("decided-delivered").state == "unreachable"
     every = ids(account.lines)
@@ -419,13 +415,12 @@ def test_h4_never_paused_run_reads_the_event() -> None:
     finish(leg)
     account = account_for(leg.build())
     row = account.row("understood")
-    assert row[0].text == "The library's routing picked the billing skill."
+    assert row[0].text == "The billing skill was chosen by the library's router."
     assert row[0].chips == ()
     assert account.routing is not None and account.routing.verdict is not None
     assert account.routing.verdict.decisive is True
     assert row[1].text == (
-        "The app's scoring put it first: 0.7071067811865475 against 0.2886751345948129 for the "
-        "next one, the shipping skill."
+        "It ranked first in the app's scores: 0.7071067811865475, ahead of 0.2886751345948129 for the runner-up, the shipping skill."
     )
 
 
@@ -454,7 +449,7 @@ def test_h5_take_3_menu_paused_tool_with_coverage() -> None:
     finish(leg)
     account = account_for(leg.build(declarations=Declarations.of(rows_at={"find_volumes": "rows"})))
     assert account.row("understood")[0].text == (
-        "No routing rule decided; the model was offered 2 skills to choose from."
+        "No routing rule settled it; the model was given 2 skills to pick from."
     )
     assert not any(line.template_id.startswith("unreachable.") for line in account.lines)
     assert [c.check_id for c in account.checks if c.state == "reachable"] == [
@@ -464,8 +459,7 @@ def test_h5_take_3_menu_paused_tool_with_coverage() -> None:
     assert account.check("decided-delivered").state == "not-applicable"
     assert account.summary.tone == "ok"
     assert account.summary.sentence == (
-        "Nothing this report looks for turned up in the record. This answer continued after a "
-        "pause; this record holds the state the run kept from before it, not that part's events."
+        "This report found nothing in the record. This answer picked up after a pause; this record has the state the run kept from then, not the events of that part."
     )
 
 
@@ -498,7 +492,7 @@ def test_r1_deny_and_halt_refuse(result: str) -> None:
         line for line in account.row("understood") if line.template_id == "understood.refused"
     ]
     assert texts(refused) == [
-        "A check named skills.r1 refused to open the array estate report skill (array-inventory)."
+        "A check called skills.r1 blocked the array estate report skill (array-inventory) from opening."
     ]
     assert account.routing is not None and len(account.routing.refusals) == 1
     assert refused[0].pointers[0].attribute == "footprint.target"
@@ -526,8 +520,8 @@ def test_r3_three_thousand_rejections_of_the_decided_skill_make_two_lines() -> N
         line for line in row if line.template_id.startswith(("understood.rej", "understood.ref"))
     ]
     assert texts(refusals) == [
-        "The skill graph refused to open the array estate report skill (array-inventory).",
-        "…and 2999 more refusals of the same skill, not listed here.",
+        "The skill graph blocked the array estate report skill (array-inventory) from opening.",
+        "…plus 2999 more refusals for the same skill, not shown.",
     ]
     assert len(row) < 10
     assert all(len(line.pointers) <= 12 for line in account.lines)

@@ -73,7 +73,9 @@ def test_routed_delivered_is_reachable_and_delivered() -> None:
         "understood.delivered",
         "understood.confidence.none",
     ]
-    assert account.row("understood")[0].text == "The library's routing picked the billing skill."
+    assert (
+        account.row("understood")[0].text == "The billing skill was chosen by the library's router."
+    )
     assert account.signals == ()
     assert account.summary.template_id == "summary.none"
     to = next(p for p in check.pointers if p.attribute == "footprint.to")
@@ -110,10 +112,8 @@ def test_pause_resume_leg_2_reads_the_verdict_carried_from_leg_1() -> None:
     check = account.check("decided-delivered")
     assert (check.state, check.outcome) == ("reachable", "delivered")
     intent = account.row("understood")[0]
-    assert intent.text == "The library's routing picked the billing skill."
-    assert [c.text for c in intent.chips] == [
-        "before the pause — read from the earlier leg of this run"
-    ]
+    assert intent.text == "The billing skill was chosen by the library's router."
+    assert [c.text for c in intent.chips] == ["before the pause: read from the run's earlier leg"]
     # Verdict pointers lead into leg 1's trace; the delivered row is leg 2's own.
     assert {p.trace_id for p in intent.pointers} == {first.trace_id}
     assert first.trace_id != second.trace_id
@@ -132,12 +132,11 @@ def test_kernel_only_recordings_have_no_routing(name: str) -> None:
     understood = account.row("understood")
     # No verdict: the row is the one line (the confidence line needs a verdict to qualify).
     assert [line.template_id for line in understood] == ["understood.notRecorded"]
-    assert understood[0].text == "How the question was routed is not recorded."
+    assert understood[0].text == "The record does not say how the question was routed."
     check = account.check("decided-delivered")
     assert check.state == "unreachable"
     assert check.sentence == (
-        "It cannot be told whether the chosen skill was given to the model: the routing is not in "
-        "this record."
+        "Whether the chosen skill reached the model cannot be shown: the routing is missing from this record."
     )
     assert account.summary.template_id == "summary.none.partial"
     assert_pointers_resolve(account, leg)
@@ -158,7 +157,7 @@ def test_routed_delivered_rewritten_is_not_delivered_until_a_composition_goes_mi
     account = account_for(leg.account_input(events=events))
     assert account.check("decided-delivered").outcome == "not-delivered"
     assert account.row("understood")[2].text == (
-        "The billing skill was not given to the model; it was given the shipping skill instead."
+        "The model never received the billing skill; it got the shipping skill in its place."
     )
     assert [s.signal_id for s in account.signals] == ["decided-not-delivered"]
     assert_pointers_resolve(account, leg)

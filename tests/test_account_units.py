@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from _shared import SPEC
+from _shared import SHARED, SPEC
 from account_fixtures import LegBuilder
 
 from otel_footprint.account import (
@@ -24,8 +24,10 @@ from otel_footprint.account import (
     routing_verdict_of,
     verdict_to_carry,
 )
+from otel_footprint.account.integrity.texts import TEXTS as INTEGRITY_TEXTS
 from otel_footprint.account.pointers import json_path
 from otel_footprint.account.templates import (
+    CHIPS,
     TEMPLATES,
     FillError,
     fill,
@@ -72,28 +74,56 @@ def test_every_template_fills_with_its_own_placeholders() -> None:
         fill("understood.intent", {})
 
 
+INTEGRITY_SPEC = SHARED / "spec" / "integrity-reference.md"
+QUOTE_FRAGMENT = 32
+"""A run of this many characters shared with a reference's text counts as copied wording."""
+
+
+def _copied(texts: dict[str, str], reference: str) -> list[tuple[str, str]]:
+    """(id, fragment) of every text that shares a placeholder-free run of QUOTE_FRAGMENT or more
+    characters with ``reference`` (whitespace-normalised)."""
+    reference = re.sub(r"\s+", " ", reference)
+    found = []
+    for text_id, text in texts.items():
+        for fragment in re.split(r"\{[A-Za-z]+\}", text):
+            fragment = re.sub(r"\s+", " ", fragment).strip()
+            for start in range(max(len(fragment) - QUOTE_FRAGMENT + 1, 0)):
+                window = fragment[start : start + QUOTE_FRAGMENT]
+                if window in reference:
+                    found.append((text_id, window))
+                    break
+    return found
+
+
 @pytest.mark.skipif(not SPEC.is_file(), reason="reference not present")
-def test_quoted_templates_match_the_reference_word_for_word() -> None:
-    spec = SPEC.read_text(encoding="utf-8")
-    spec = re.sub(r"\s*\n\s*", " ", spec)  # the reference wraps long quotes across lines
-    for template in TEMPLATES.values():
-        if not template.quoted:
-            continue
-        for fragment in re.split(r"\{[A-Za-z]+\}", template.text):
-            fragment = fragment.strip()
-            if len(fragment) > 3:
-                assert fragment in spec, (template.id, fragment)
+def test_no_template_reproduces_a_reference_sentence() -> None:
+    reference = SPEC.read_text(encoding="utf-8")
+    texts = {t.id: t.text for t in TEMPLATES.values()}
+    texts.update({c.id: c.text for c in CHIPS.values()})
+    assert _copied(texts, reference) == []
+    assert not any(t.quoted for t in TEMPLATES.values())
+
+
+@pytest.mark.skipif(not INTEGRITY_SPEC.is_file(), reason="reference not present")
+def test_no_integrity_text_reproduces_a_reference_sentence() -> None:
+    reference = INTEGRITY_SPEC.read_text(encoding="utf-8")
+    assert _copied(dict(INTEGRITY_TEXTS), reference) == []
+
+
+def test_the_copy_detector_can_fail() -> None:
+    reference = "The library's routing picked the billing skill because a rule matched."
+    assert _copied({"x": "The library's routing picked the {skill}."}, reference) != []
 
 
 def test_fill_is_not_recursive() -> None:
     text = fill("understood.rule.witness", {"skill": "{witness} skill", "witness": "VIP"})
-    assert text.startswith("The library's routing picked the {witness} skill because")
+    assert text.startswith("The {witness} skill was chosen by the library's router")
 
 
 def test_a_skill_id_that_looks_like_a_placeholder_stays_literal() -> None:
     leg = routed_leg({"by": "intent", "to": "{witness}"}, delivered=("{witness}",))
     line = account_for(leg.build()).row("understood")[0]
-    assert line.text == "The library's routing picked the {witness} skill."
+    assert line.text == "The {witness} skill was chosen by the library's router."
 
 
 def test_vouchers_order_and_numbers() -> None:
@@ -143,7 +173,7 @@ def test_verdict_line_per_by(route: dict[str, Any], first: str) -> None:
 def test_decider_line_names_the_model_and_is_model_vouched() -> None:
     route = {"by": "decider", "to": "billing", "decider": {"provider": "p", "model": "m-1"}}
     line = account_for(routed_leg(route).build()).row("understood")[0]
-    assert line.text == "A separate routing model (m-1) picked the billing skill."
+    assert line.text == "A dedicated routing model (m-1) chose the billing skill."
     assert line.source == "model"
 
 
@@ -156,7 +186,7 @@ def test_graph_title_wins_over_the_declared_label() -> None:
     leg.event("agent.turn_end", {})
     labels = Declarations.of(skill_labels={"billing": "refunds"})
     line = account_for(leg.build(declarations=labels)).row("understood")[0]
-    assert line.text == "The library's routing picked the Billing desk skill (billing)."
+    assert line.text == "The Billing desk skill (billing) was chosen by the library's router."
 
 
 def test_scores_line_needs_the_pick_on_top() -> None:
@@ -342,7 +372,7 @@ def test_existence_item_is_a_warn_signal_vouched_by_the_tool() -> None:
     assert (check.state, check.label) == ("reachable", "fail")
     assert [(s.signal_id, s.tone) for s in account.signals] == [("existence-not-checked", "warn")]
     line = next(x for x in account.row("anything-wrong") if x.template_id.startswith("signal."))
-    assert line.text == "find says it did not check that the volume exists."
+    assert line.text == "find reports not having checked that the volume exists."
     assert line.source == "tool:find"
     assert line.pointers[0].json_path == "/0"
     assert account.summary.tone == "warn"
@@ -351,7 +381,9 @@ def test_existence_item_is_a_warn_signal_vouched_by_the_tool() -> None:
 def test_cannot_cover_and_full_variants() -> None:
     items = [{"what": "archived volumes", "kind": "existence"}]
     account = account_for(tools_leg(("find", "[1]", [coverage("c1", cannotCover=items)])).build())
-    assert account.signals[0].sentence == "find says it can never check archived volumes."
+    assert (
+        account.signals[0].sentence == "find reports being unable ever to check archived volumes."
+    )
 
 
 def test_existence_unreachable_without_kinds_and_it_sticks() -> None:
@@ -365,8 +397,7 @@ def test_existence_unreachable_without_kinds_and_it_sticks() -> None:
     check = account.check("existence")
     assert check.state == "unreachable"
     assert check.sentence == (
-        "It cannot be told whether find checked that the thing asked about exists: its "
-        "not-checked items do not say what kind they are."
+        "Whether find checked that the requested thing exists cannot be shown: the items it left unchecked carry no kind."
     )
 
 
@@ -409,7 +440,7 @@ def test_empty_results(result: str | None, rows_at: str | None, state: str, sign
     assert [s.signal_id for s in account.signals] == (["undeclared-empty-used"] if signal else [])
     if signal:
         assert account.signals[0].sentence == (
-            "This answer's find call returned an empty result that did not declare what it searched."
+            "In this answer, find came back empty without saying what it had searched."
         )
         assert account.signals[0].pointers[0].attribute == "gen_ai.tool.call.result"
         assert account.signals[0].pointers[0].event_name is None
@@ -456,8 +487,7 @@ def test_failed_and_refused_calls_are_counted_and_not_judged() -> None:
     account = account_for(leg.build())
     wrong = next(x for x in account.row("anything-wrong") if x.template_id == "wrong.errors")
     assert wrong.text == (
-        "2 tool calls did not run cleanly: 1 failed, 1 refused by a rule, 0 declined by a person, "
-        "0 not run."
+        "2 tool calls had trouble: 1 failed, 1 blocked by a rule, 0 turned down by a person, 0 never ran."
     )
     assert account.signals == ()  # the refused call's "[]" is not judged
     assert [line.template_id for line in account.row("checked")] == [
@@ -488,7 +518,7 @@ def test_signals_are_bounded_and_the_rest_counted() -> None:
     assert len(account.signals) == 12
     wrong = account.row("anything-wrong")
     assert sum(1 for line in wrong if line.template_id.startswith("signal.")) == 3
-    assert wrong[-1].text == "…and 2997 more, not listed here."
+    assert wrong[-1].text == "…plus 2997 more, not shown."
     assert len(json.dumps(account_to_dict(account))) <= 128 * 1024
     bullets = [line for line in account.row("not-checked") if line.item]
     assert len(bullets) <= 12

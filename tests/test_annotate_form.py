@@ -59,7 +59,7 @@ def _pass(i: int, mode: str) -> PassVerdict:
 
 
 def _account(
-    summary: str = "Nothing this report looks for turned up in the record.",
+    summary: str = "This report found nothing in the record.",
 ) -> AccountResult:
     routed = Pointer(TRACE, RUN_SPAN, sc.EV_TURN_ROUTED, 0, sc.F_TO)
     composed = Pointer(TRACE, pass_span(1), sc.EV_SLOT_COMPOSED, 0, sc.F_SOURCE_BREAKDOWN, "/skill")
@@ -69,8 +69,7 @@ def _account(
             Line(
                 "understood",
                 "understood.rule.witness",
-                "The library's routing picked the zone-audit skill because one of the app's "
-                "rules matched your words “zone”.",
+                "The zone-audit skill was chosen by the library's router after an app rule matched the words “zone”.",
                 "recorded",
                 "person",
                 pointers=(routed,),
@@ -78,11 +77,11 @@ def _account(
             Line(
                 "understood",
                 "understood.notDelivered",
-                "The zone-audit skill was not given to the model.",
+                "The model never received the zone-audit skill.",
                 "recorded",
                 "library",
                 pointers=(composed, tool),
-                chips=(Chip("decided-not-delivered", "decided ≠ delivered", "bad"),),
+                chips=(Chip("decided-not-delivered", "decided, not delivered", "bad"),),
             ),
         ),
         checks=(
@@ -90,7 +89,7 @@ def _account(
                 "decided-delivered",
                 "reachable",
                 "not-delivered",
-                "The zone-audit skill was decided for this question but was not given to the model.",
+                "The zone-audit skill was chosen for this question, yet the model never received it.",
                 (routed, composed),
                 "fail",
             ),
@@ -197,7 +196,7 @@ def test_run_span_rollups_checks_and_evaluation_events() -> None:
         "footprint.empty-results",
     ]
     assert [e[sc.EVAL_SCORE_LABEL] for e in evaluations] == ["fail", "unknown", "pass"]
-    assert evaluations[0][sc.EVAL_EXPLANATION].startswith("The zone-audit skill was decided")
+    assert evaluations[0][sc.EVAL_EXPLANATION].startswith("The zone-audit skill was chosen")
     assert sc.EVAL_EXPLANATION not in evaluations[1]
 
 
@@ -213,7 +212,7 @@ def test_account_lines_become_events_with_template_pointers_and_chips() -> None:
         f"{TRACE}/{pass_span(1)}#{sc.EV_SLOT_COMPOSED}[0]@{sc.F_SOURCE_BREAKDOWN}/skill",
         f"{TRACE}/{TOOL_SPAN}",
     )
-    assert lines[1][sc.LINE_CHIPS] == ("decided-not-delivered: decided ≠ delivered",)
+    assert lines[1][sc.LINE_CHIPS] == ("decided-not-delivered: decided, not delivered",)
     assert annotations_for(verdict(), AnnotateOptions(include_lines=False))[RUN_SPAN].events[
         -1
     ].name == (sc.EV_EVALUATION_RESULT)

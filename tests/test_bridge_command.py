@@ -191,23 +191,28 @@ def test_a_refusing_endpoint_is_a_clear_error(
     code, _ = _import(str(RECORDING), "--endpoint", url, "--protocol", protocol, "--timeout", "3")
     assert code == 1
     error = capsys.readouterr().err
-    assert error.startswith("error: could not send to") and expected in error
+    assert (
+        error.startswith("otel-footprint import agentfootprint: error: could not send to")
+        and expected in error
+    )
     assert "refused" in error.lower()
 
 
-def test_protocol_defaults_follow_the_environment_then_the_port(
+def test_protocol_defaults_follow_the_environment_then_the_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from otel_footprint.commands.import_recording import _default_protocol
+    from otel_footprint.sdk.endpoint import pick_protocol
 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
-    assert _default_protocol("http://127.0.0.1:4317") == "grpc"
-    assert _default_protocol("127.0.0.1:4318") == "http/protobuf"
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-    assert _default_protocol("http://127.0.0.1:4318") == "grpc"
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
-    assert _default_protocol("http://127.0.0.1:4317") == "http/protobuf"
+    # One rule (sdk/endpoint.py): no port guessing; the OTLP/HTTP path says HTTP, else grpc.
+    assert pick_protocol("http://127.0.0.1:4317") == "grpc"
+    assert pick_protocol("127.0.0.1:4318") == "grpc"
+    assert pick_protocol("http://127.0.0.1:4318/v1/traces") == "http/protobuf"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    assert pick_protocol("http://127.0.0.1:4318") == "http/protobuf"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+    assert pick_protocol("http://127.0.0.1:4318/v1/traces") == "grpc"
 
 
 def test_resource_attributes_and_id_salt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,7 +46,7 @@ def test_demo_writes_the_done_criteria_as_otlp_json(tmp_path: Path) -> None:
     text = out.getvalue()
     for name in ("stuck-verify", "stuck-shadow", "recovery", "routed-delivered"):
         assert f"== {name}:" in text
-    assert "Summary (bad): The billing skill was decided" in text
+    assert "Summary (bad): The billing skill was chosen" in text
 
     lines = target.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 5  # one export request per scripted run

@@ -18,6 +18,7 @@ from otel_footprint.commands.conformance import (
     replay_engagement,
     run_conformance_engagement,
 )
+from otel_footprint.commands.errors import CommandError
 from otel_footprint.kernel import advance_engagement, parked_member_ids
 from otel_footprint.kernel.jsoncodec import (
     advance_to_json,
@@ -254,15 +255,15 @@ def test_stdin_is_read_for_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     assert out.getvalue() == "1 passed, 0 failed\n"
 
 
-def test_missing_and_empty_files(tmp_path: Path) -> None:
-    code, lines = _run(tmp_path / "absent.jsonl")
-    assert code == 2
-    assert lines[0].startswith(f"cannot read {tmp_path / 'absent.jsonl'}")
+def test_missing_and_empty_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(CommandError, match=f"cannot read {tmp_path / 'absent.jsonl'}"):
+        _run(tmp_path / "absent.jsonl")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
     code, lines = _run(empty)
     assert code == 1
-    assert lines == [f"no scenarios in {empty}", "0 passed, 0 failed"]
+    assert lines == ["0 passed, 0 failed"]
+    assert f"error: no scenarios in {empty}" in capsys.readouterr().err
 
 
 def test_json_diff_key_presence_order_and_types() -> None:

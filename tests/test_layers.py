@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("engine",),
     ("annotate",),
     ("record",),
+    ("integrations",),
     ("sdk",),
     ("service",),
     ("bridges",),

@@ -28,7 +28,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "queries.md"
 # ── what semconv.py says ─────────────────────────────────────────────────────────────────────
 
 NAMES = sc.all_names()
-EVALUATION_NAMES = frozenset(sc.evaluation_name(c) for c in sc.CHECK_IDS)
+EVALUATION_NAMES = (
+    frozenset(sc.evaluation_name(c) for c in sc.CHECK_IDS) | sc.INTEGRITY_EVALUATION_NAMES
+)
 VALID_NAMES = frozenset(NAMES.values()) | EVALUATION_NAMES
 
 OUTPUT_PREFIXES = (
@@ -57,7 +59,7 @@ EVENT_NAMES = frozenset(v for k, v in NAMES.items() if k.startswith("EV_"))
 EVENT_ATTRIBUTES = frozenset(
     v
     for k, v in NAMES.items()
-    if k.startswith(("CH_", "MISMATCH_", "LINE_", "FINDING_"))
+    if k.startswith(("CH_", "MISMATCH_", "LINE_", "FINDING_", "IF_"))
     or k in ("EVAL_NAME", "EVAL_SCORE_LABEL", "EVAL_SCORE_VALUE", "EVAL_EXPLANATION")
 )
 LINK_ATTRIBUTES = frozenset({sc.LINK_EVIDENCE})
@@ -76,6 +78,9 @@ ARRAYS = frozenset(
         sc.ENG_PARKED_INJECTION_IDS,
         sc.ENG_PARKED_TOOL_NAMES,
         sc.ENG_SERVED_WHILE_PARKED,
+        sc.RUN_SERVED_WHILE_PARKED,
+        sc.RUN_SERVED_WHILE_PARKED_MAPS,
+        sc.RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP,
         sc.RUN_PARKED_MAPS,
         sc.RUN_REASONS,
         sc.SIGNALS,
@@ -90,6 +95,7 @@ INTS = frozenset(
     {
         sc.PASS_ITERATION,
         sc.RUN_PASSES,
+        sc.RUN_SERVED_PASSES_WHILE_PARKED,
         sc.RUN_FINDINGS,
         sc.RUN_SERVED_CHARS_WHILE_PARKED,
         sc.ENG_SERVED_CHARS_WHILE_PARKED,
@@ -141,7 +147,7 @@ VOCABULARY: dict[str, frozenset[str]] = {
     sc.EVAL_NAME: EVALUATION_NAMES,
     sc.RUN_MODE: frozenset({sc.MODE_VERIFY, sc.MODE_SHADOW}),
     sc.SUMMARY_TONE: _literals(account_model.Tone),
-    sc.SIGNALS: SIGNAL_IDS,
+    sc.SIGNALS: SIGNAL_IDS | frozenset(f"integrity.{check}" for check, _ in sc.INTEGRITY_ROWS),
     sc.LINE_ROW: _literals(account_model.RowId),
     sc.LINE_STATUS: _literals(account_model.FactStatus),
     sc.LINE_TEMPLATE: TEMPLATE_IDS,
@@ -159,7 +165,7 @@ REASON_CODE = re.compile(r"[a-z][a-z0-9-]*")
 
 _FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 _INLINE = re.compile(r"`([^`\n]+)`")
-_NAME = r"(?:footprint|gen_ai)\.[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*"
+_NAME = r"(?:footprint|gen_ai)\.[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*(?:@[a-z]+)?"
 _TOKEN = re.compile(rf"(?<![\w-])({_NAME})(\.\*)?")
 _BRACKETS = re.compile(r"attributes((?:\[\s*(['\"])[^'\"\]]*\2\s*\])+)")
 _KEY = re.compile(r"\[\s*(['\"])([^'\"\]]*)\1\s*\]")

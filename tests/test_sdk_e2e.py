@@ -96,7 +96,10 @@ def assert_stuck_turn(receiver: Receiver, run_id: str, shadow: bool) -> None:
         "footprint.decided-delivered",
         "footprint.existence",
         "footprint.empty-results",
+        # a map is mounted: the integrity compose row is armed (its tools were not recorded)
+        "footprint.integrity.invariant-violation@compose",
     }
+    assert run_attrs[sc.INTEGRITY_STATE] == "unreachable"
 
 
 def test_processor_through_the_real_otlp_grpc_exporter(receiver: tuple[Receiver, int]) -> None:

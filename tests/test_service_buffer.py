@@ -28,6 +28,9 @@ def _span(
     )
     if op is not None:
         span.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.string_value = op
+    if run_id is None and op == "invoke_agent":
+        # An agent span is a run span when it names a run (runs/recognize.py).
+        run_id = f"run-{span.span_id.hex()}"
     if run_id is not None:
         span.attributes.add(key=semconv.RUN_ID).value.string_value = run_id
     return span

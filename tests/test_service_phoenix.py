@@ -134,7 +134,8 @@ def test_check_results_are_posted_as_annotations_after_forwarding(
         client = sdk_client(proc.grpc, "grpc")
         runs = [emit_run(client.tracer, f"run-{i}", passes=2) for i in range(3)]
         client.flush()
-        expected = 3 * 3  # three checks on each of three run spans
+        # Three account checks and the armed integrity row (a map is mounted: compose) per run.
+        expected = 4 * 3
         posted = phoenix.wait_for(expected)
         by_span = {(a["span_id"], a["name"]) for a in posted}
         assert {span for span, _ in by_span} == {run_span for _, run_span in runs}

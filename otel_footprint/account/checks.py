@@ -18,7 +18,7 @@ from otel_footprint.account.pointers import at_event, at_span, bounded
 from otel_footprint.account.templates import tool_phrase
 from otel_footprint.account.view import LegView, as_list, as_obj, as_str
 from otel_footprint.account.writer import Var, Writer
-from otel_footprint.codec import FootprintEvent
+from otel_footprint.codec import FootprintEvent, quick_init
 
 Outcome: TypeAlias = Literal["ran", "failed", "refused", "paused", "unknown"]
 """refused > failed > ran for a tool span; ``paused``: this leg's ``pause.request`` names the call
@@ -50,6 +50,7 @@ class CoverageItem:
         return at_event(self.event, self.list_name, self.index)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Call:
     """One tool call as the checks judge it."""

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
-from otel_footprint.codec import EventPointer, FootprintEvent
+from otel_footprint.codec import EventPointer, FootprintEvent, quick_init
 
 Origin: TypeAlias = Literal["event", "held", "carried"]
 """Where a routing verdict was read: this leg's ``skill.turn_routed``, the state a resumed leg
@@ -29,6 +29,7 @@ CARRIED_TEXT_CHARS = 2_000
 """A carried string longer than this is not carried (the run store keeps small values)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool call of the leg, read from its ``execute_tool`` span."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from otel_footprint.codec import quick_init
+
 CheckId: TypeAlias = Literal["decided-delivered", "existence", "empty-results"]
 CheckState: TypeAlias = Literal["reachable", "unreachable", "not-applicable"]
 Tone: TypeAlias = Literal["plain", "ok", "warn", "bad", "unknown"]
@@ -21,9 +23,11 @@ SignalId: TypeAlias = Literal[
     "existence-not-checked",
     "undeclared-empty-used",
     "undeclared-empty-in-view",
+    "rode-while-parked",
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Pointer:
     """Evidence in OpenTelemetry terms: a span, an event on it, and the attribute (+ JSON path).
@@ -52,13 +56,14 @@ class Pointer:
 
 @dataclass(frozen=True, slots=True)
 class Chip:
-    """A short mark beside a line (``decided = delivered``, ``not recorded``, ...)."""
+    """A short mark beside a line (``decided and delivered``, ``missing from the record``, ...)."""
 
     mark: str
     text: str
     tone: Tone = "plain"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Line:
     """One sentence of a row, with the template it came from and the evidence behind it."""
@@ -95,7 +100,9 @@ class Signal:
     """Something the account found wrong, in priority order."""
 
     signal_id: SignalId
-    check_id: CheckId
+    check_id: CheckId | None
+    """The check that raised it; None for the engagement replay's own signal (rode while
+    parked)."""
     tone: Tone
     sentence: str
     pointers: tuple[Pointer, ...] = ()

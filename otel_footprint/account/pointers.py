@@ -54,6 +54,8 @@ def at_span(trace_id: str, span_id: str, attribute: str) -> Pointer:
 
 def bounded(pointers: tuple[Pointer, ...] | list[Pointer]) -> tuple[Pointer, ...]:
     """Distinct pointers in first-seen order, at most :data:`MAX_POINTERS`."""
+    if len(pointers) < 2:
+        return tuple(pointers)  # most lines have one: nothing to deduplicate (or to hash)
     seen: dict[Pointer, None] = {}
     for pointer in pointers:
         seen.setdefault(pointer, None)

@@ -1,8 +1,9 @@
 """Every sentence the account can write: template ids, their exact words, vouchers and chips.
 
-Texts marked ``quoted=True`` are the upstream's own words (reference §4.4–4.8) and must stay
-byte-identical; ``quoted=False`` texts are ours, written where the reference names a template but
-not its words, or where this processor says something the upstream cannot (a carried verdict).
+Every text is this project's own wording. The reference (agentfootprint-reference §4.4–4.8) names
+the templates and what each one says; its quoted sentences were read for their meaning only, and
+a test keeps any of them from reappearing here word for word. Template ids are the reference's,
+so a line can still be matched to the upstream's by id.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Final
 
 from otel_footprint.account.model import Chip, Tone
 
-TEMPLATE_SET_VERSION: Final = 1
+TEMPLATE_SET_VERSION: Final = 2
 """Bumped whenever a template's words change (reference §4.9)."""
 
 SOURCE_RANK: Final[Mapping[str, int]] = {"person": 0, "library": 1, "model": 3, "app": 4}
@@ -34,292 +35,274 @@ class Template:
     id: str
     text: str
     voucher: str = "library"
-    quoted: bool = True
-    """True when the words are the upstream's own (a conformance test pins them byte for byte)."""
+    quoted: bool = False
+    """Kept for readers of template set 1 (where True marked the upstream's own words); every
+    text of set 2 is ours, so it is always False."""
 
 
-def _t(template_id: str, text: str, voucher: str = "library", quoted: bool = True) -> Template:
+def _t(template_id: str, text: str, voucher: str = "library", quoted: bool = False) -> Template:
     return Template(template_id, text, voucher, quoted)
 
 
 _ALL: Final[tuple[Template, ...]] = (
     # ── You asked ───────────────────────────────────────────────────────────────────────────
-    _t("asked.question", "“{question}”", "person", quoted=False),
+    _t("asked.question", "“{question}”", "person"),
     _t(
         "asked.resumed",
-        "This answer continued after a pause. The message, as the run held it: “{message}”",
+        "This answer picked up after a pause. The message the run kept: “{message}”",
         "person",
     ),
     _t(
         "asked.carried",
-        "This answer continued after a pause. The message, as the run's earlier leg recorded it: "
-        "“{message}”",
+        "This answer picked up after a pause. The message as the run's earlier leg recorded it: “{message}”",
         "person",
-        quoted=False,
     ),
-    _t("asked.none", "The question is not in this record.", quoted=False),
+    _t("asked.none", "The question is not in this record."),
     # ── It understood (check 1) ─────────────────────────────────────────────────────────────
     _t(
         "understood.rule",
-        "The library's routing picked the {skill} because one of the app's rules matched.",
+        "The {skill} was chosen by the library's router after an app rule matched.",
     ),
     _t(
         "understood.rule.witness",
-        "The library's routing picked the {skill} because one of the app's rules matched your "
-        "words “{witness}”.",
+        "The {skill} was chosen by the library's router after an app rule matched the words “{witness}”.",
     ),
-    _t("understood.intent", "The library's routing picked the {skill}."),
+    _t("understood.intent", "The {skill} was chosen by the library's router."),
     _t(
         "understood.scores.allOthers",
-        "The app's scoring put it first: {top} against {next} for every other skill.",
+        "It ranked first in the app's scores: {top}, with {next} for each other skill.",
         "app",
     ),
     _t(
         "understood.scores",
-        "The app's scoring put it first: {top} against {next} for the next one, the {nextSkill}.",
+        "It ranked first in the app's scores: {top}, ahead of {next} for the runner-up, the {nextSkill}.",
         "app",
     ),
-    _t("understood.continuity", "It stayed with the {skill} from the previous question."),
-    _t("understood.decider", "A separate routing model ({model}) picked the {skill}.", "model"),
-    _t("understood.decider.noModel", "A separate routing model picked the {skill}.", "model"),
+    _t("understood.continuity", "The {skill} carried over from the previous question."),
+    _t("understood.decider", "A dedicated routing model ({model}) chose the {skill}.", "model"),
+    _t("understood.decider.noModel", "A dedicated routing model chose the {skill}.", "model"),
     _t(
         "understood.menu",
-        "No routing rule decided; the model was offered {offered} to choose from.",
+        "No routing rule settled it; the model was given {offered} to pick from.",
     ),
     _t(
         "understood.menu.bare",
-        "No routing rule decided; the model was offered skills to choose from.",
+        "No routing rule settled it; the model was given a list of skills to pick from.",
     ),
-    _t("understood.menu.picked", "The model then opened the {skill}.", "model"),
-    _t("understood.none", "No skill was chosen; the answer ran on the general instructions."),
-    _t("understood.notConfigured", "This app does not route questions to skills."),
-    _t("understood.notRecorded", "How the question was routed is not recorded."),
-    _t("understood.resumed", "The routing happened before the pause and is not in this record."),
-    _t("understood.delivered", "The skill was given to the model before it answered."),
-    _t("understood.notDelivered", "The {skill} was not given to the model."),
+    _t("understood.menu.picked", "The model went on to open the {skill}.", "model"),
+    _t(
+        "understood.none",
+        "No skill was chosen; the model answered with its general instructions only.",
+    ),
+    _t("understood.notConfigured", "This app does not send questions to skills."),
+    _t("understood.notRecorded", "The record does not say how the question was routed."),
+    _t(
+        "understood.resumed",
+        "The question was routed before the pause; that part is missing from this record.",
+    ),
+    _t("understood.delivered", "The model had the skill in front of it when it answered."),
+    _t("understood.notDelivered", "The model never received the {skill}."),
     _t(
         "understood.notDelivered.other",
-        "The {skill} was not given to the model; it was given the {other} instead.",
+        "The model never received the {skill}; it got the {other} in its place.",
     ),
     _t(
         "understood.delivery.unknown",
-        "Whether the skill was given to the model cannot be told from this record.",
+        "This record cannot show whether the model received the skill.",
     ),
-    _t("understood.refused", "A check named {by} refused to open the {skill}."),
-    _t("understood.refused.unnamed", "A check refused to open the {skill}."),
+    _t("understood.refused", "A check called {by} blocked the {skill} from opening."),
+    _t("understood.refused.unnamed", "A check blocked the {skill} from opening."),
     _t(
         "understood.refused.more",
-        "…and {more} of the same skill, not listed here.",
+        "…plus {more} for the same skill, not shown.",
     ),
-    _t("understood.rejected", "The skill graph refused to open the {skill}."),
-    _t("understood.confidence.none", "How sure the routing was is not recorded."),
+    _t("understood.rejected", "The skill graph blocked the {skill} from opening."),
+    _t("understood.confidence.none", "The record does not say how confident the routing was."),
     _t(
         "understood.app.notRecorded",
-        "Whether the app itself decided a skill for this question is not recorded.",
+        "The record does not say whether the app chose a skill for this question itself.",
         "app",
     ),
     # ── It checked / It did not check / It found (ours: the reference names, not words) ─────
-    _t("checked.noCalls", "No tool was called for this answer.", quoted=False),
-    _t("checked.declared", "{tool} says it checked:", quoted=False),
-    _t("checked.item", "{what}", quoted=False),
-    _t("checked.undeclared", "{tool} did not say what it checked.", quoted=False),
-    _t("checked.failed", "{tool} failed.", quoted=False),
-    _t("checked.refused", "{tool} was refused by a rule and did not run.", quoted=False),
+    _t("checked.noCalls", "No tool was called for this answer."),
+    _t("checked.declared", "{tool} says it checked:"),
+    _t("checked.item", "{what}"),
+    _t("checked.undeclared", "{tool} did not say what it checked."),
+    _t("checked.failed", "{tool} failed."),
+    _t("checked.refused", "{tool} was refused by a rule and did not run."),
     _t(
         "checked.paused",
         "{tool} was waiting for a person's answer when this part of the run paused.",
-        quoted=False,
     ),
-    _t("checked.unnamed", "A tool call is in this record without its tool's name.", quoted=False),
-    _t("checked.more", "…and {more}.", quoted=False),
-    _t("notChecked.noCalls", "No tool was called for this answer.", quoted=False),
-    _t("notChecked.declared", "{tool} says it did not check:", quoted=False),
-    _t("notChecked.cannotCover", "{tool} says it can never check:", quoted=False),
-    _t("notChecked.item", "{what}", quoted=False),
-    _t("notChecked.none", "{tool} says there is nothing it left unchecked.", quoted=False),
-    _t("notChecked.undeclared", "{tool} did not say what it did not check.", quoted=False),
+    _t("checked.unnamed", "A tool call is in this record without its tool's name."),
+    _t("checked.more", "…and {more}."),
+    _t("notChecked.noCalls", "No tool was called for this answer."),
+    _t("notChecked.declared", "{tool} says it did not check:"),
+    _t("notChecked.cannotCover", "{tool} says it can never check:"),
+    _t("notChecked.item", "{what}"),
+    _t("notChecked.none", "{tool} says there is nothing it left unchecked."),
+    _t("notChecked.undeclared", "{tool} did not say what it did not check."),
     _t(
         "notChecked.notRun",
         "No tool call of this answer ran, so none could say what it did not check.",
-        quoted=False,
     ),
-    _t("notChecked.more", "…and {more}.", quoted=False),
-    _t("found.noCalls", "No tool was called for this answer.", quoted=False),
-    _t("found.absent", "{tool} found nothing and said what it searched.", quoted=False),
+    _t("notChecked.more", "…and {more}."),
+    _t("found.noCalls", "No tool was called for this answer."),
+    _t("found.absent", "{tool} found nothing and said what it searched."),
     _t(
         "found.undeclaredEmpty",
         "{tool} returned an empty result without saying what it searched.",
-        quoted=False,
     ),
-    _t("found.rows", "{tool} returned {rows}.", quoted=False),
-    _t("found.result", "{tool} returned: “{result}”", quoted=False),
-    _t("found.shapeUnknown", "{tool} returned a result whose shape is not declared.", quoted=False),
-    _t("found.notRecorded", "What {tool} returned is not in this record.", quoted=False),
-    _t("found.paused", "{tool} had not returned when this part of the run paused.", quoted=False),
-    _t("found.failed", "{tool} failed; it returned no result.", quoted=False),
-    _t("found.refused", "{tool} was refused and returned no result.", quoted=False),
-    _t("found.more", "…and {more}.", quoted=False),
+    _t("found.rows", "{tool} returned {rows}."),
+    _t("found.result", "{tool} returned: “{result}”"),
+    _t("found.shapeUnknown", "{tool} returned a result whose shape is not declared."),
+    _t("found.notRecorded", "What {tool} returned is not in this record."),
+    _t("found.paused", "{tool} had not returned when this part of the run paused."),
+    _t("found.failed", "{tool} failed; it returned no result."),
+    _t("found.refused", "{tool} was refused and returned no result."),
+    _t("found.more", "…and {more}."),
     # ── How sure ────────────────────────────────────────────────────────────────────────────
-    _t("howSure.standing.none", "The record does not rate how sure this answer is."),
-    _t("howSure.evidence.off", "No evidence check was set up for this answer.", quoted=False),
+    _t("howSure.standing.none", "The record gives no rating of how sure this answer is."),
+    _t("howSure.evidence.off", "No evidence check was set up for this answer."),
     _t(
         "howSure.evidence.notRecorded",
         "What the evidence check decided is not in this record.",
-        quoted=False,
     ),
     # ── Signals ─────────────────────────────────────────────────────────────────────────────
     _t(
         "signal.decidedNotDelivered",
-        "The {skill} was decided for this question but was not given to the model.",
+        "The {skill} was chosen for this question, yet the model never received it.",
     ),
-    _t("signal.existenceNotChecked", "{tool} says it did not check {short}."),
-    _t("signal.existenceNotChecked.full", "{tool} says it did not check {what}.", quoted=False),
+    _t("signal.existenceNotChecked", "{tool} reports not having checked {short}."),
+    _t(
+        "signal.existenceNotChecked.full",
+        "{tool} reports not having checked {what}.",
+    ),
     # The reference elides this one ("… can never check …"): completed like its sibling.
-    _t("signal.existenceCannotCheck", "{tool} says it can never check {short}.", quoted=False),
-    _t("signal.existenceCannotCheck.full", "{tool} says it can never check {what}.", quoted=False),
+    _t(
+        "signal.existenceCannotCheck",
+        "{tool} reports being unable ever to check {short}.",
+    ),
+    _t(
+        "signal.existenceCannotCheck.full",
+        "{tool} reports being unable ever to check {what}.",
+    ),
     _t(
         "signal.undeclaredEmptyUsed",
-        "This answer's {tool} call returned an empty result that did not declare what it searched.",
+        "In this answer, {tool} came back empty without saying what it had searched.",
     ),
     _t(
         "signal.undeclaredEmptyInView",
-        "An empty result that did not declare what it searched, from {tool} in an earlier answer "
-        "{distance}, was in front of the model when it answered.",
+        "The model answered with an empty result in view from {tool}, in an earlier answer {distance}, that never said what it had searched.",
     ),
     # ── Unreachable (why a check could not run) ─────────────────────────────────────────────
     _t(
         "unreachable.decided",
-        "It cannot be told whether the chosen skill was given to the model: the routing is not "
-        "in this record.",
+        "Whether the chosen skill reached the model cannot be shown: the routing is missing from this record.",
     ),
     _t(
         "unreachable.delivery",
-        "It cannot be told whether the chosen skill was given to the model: what the model was "
-        "given is not fully in this record.",
+        "Whether the chosen skill reached the model cannot be shown: this record does not hold everything the model was given.",
     ),
     _t(
         "unreachable.unnamed",
-        "It cannot be told whether a tool checked that the thing asked about exists: the record "
-        "does not name the tool.",
-        quoted=False,
+        "Whether a tool checked that the requested thing exists cannot be shown: the record does not name the tool.",
     ),
     _t(
         "unreachable.existence",
-        "It cannot be told whether {tool} checked that the thing asked about exists: its "
-        "not-checked items do not say what kind they are.",
+        "Whether {tool} checked that the requested thing exists cannot be shown: the items it left unchecked carry no kind.",
     ),
     _t(
         "unreachable.shape",
-        "It cannot be told whether the result of {tool} was empty: its shape is not declared.",
+        "Whether {tool} came back empty cannot be shown: the shape of its result is not declared.",
     ),
     _t(
         "unreachable.result",
-        "It cannot be told whether the result of {tool} was empty: what the model read is not in "
-        "this record.",
-        quoted=False,
+        "Whether {tool} came back empty cannot be shown: this record does not hold what the model read.",
     ),
     # ── Check explanations (gen_ai.evaluation.explanation; ours) ────────────────────────────
     _t(
         "check.decided.delivered",
         "The {skill} was decided for this question and was given to the model.",
-        quoted=False,
     ),
     _t(
         "check.decided.notApplicable",
-        "No routing rule decided a skill for this question, so there is no decided skill to check.",
-        quoted=False,
+        "No routing rule settled on a skill here, so there is no chosen skill to check.",
     ),
     _t(
         "check.existence.passed",
         "No tool said it left unchecked whether the thing asked about exists.",
-        quoted=False,
     ),
     _t(
         "check.existence.notApplicable",
         "No tool call of this answer said what it did not check.",
-        quoted=False,
     ),
     _t(
         "check.empty.passed",
-        "No tool result of this answer was an empty result that did not declare what it searched.",
-        quoted=False,
+        "Every empty tool result of this answer said what it had searched, or none came back empty.",
     ),
     _t(
         "check.empty.notApplicable",
         "No tool call of this answer returned a result to judge.",
-        quoted=False,
     ),
     # ── Anything wrong ──────────────────────────────────────────────────────────────────────
     _t(
         "wrong.errors",
-        "{calls} did not run cleanly: {failed} failed, {refused} refused by a rule, {declined} "
-        "declined by a person, {notRun} not run.",
+        "{calls} had trouble: {failed} failed, {refused} blocked by a rule, {declined} turned down by a person, {notRun} never ran.",
     ),
-    _t("wrong.noErrors", "No tool call failed or was refused."),
-    _t("wrong.none", "The {checks} this report could run found nothing."),
-    _t("wrong.unreachable", "{u} of the {a} checks could not be run on this record."),
+    _t("wrong.noErrors", "Every tool call ran without failing or being blocked."),
+    _t("wrong.none", "The {checks} that could run on this record found nothing."),
+    _t("wrong.unreachable", "{u} of the {a} checks had too little in this record to run."),
     _t(
         "wrong.unreachable.all",
-        "None of the checks this report looks for could be run on this record.",
+        "None of this report's checks had enough in this record to run.",
     ),
-    _t("wrong.more", "…and {more}, not listed here.", quoted=False),
-    _t("wrong.notApplicable", "None of the checks this report looks for applies to this answer."),
+    _t("wrong.more", "…plus {more}, not shown."),
+    _t("wrong.notApplicable", "None of this report's checks concerns this answer."),
     _t(
         "wrong.beforePause",
         "Part of this answer happened before a pause; what happened then is not in this record.",
-        quoted=False,
     ),
     _t(
         "wrong.beforePause.held",
-        "Part of this answer happened before a pause; this record holds the state the run kept "
-        "from before it, and that state holds no routing verdict.",
-        quoted=False,
+        "Part of this answer came before a pause; this record has only the state the run kept from then, and no routing verdict is in it.",
     ),
     _t(
         "wrong.beforePause.held.events",
-        "Part of this answer happened before a pause; this record holds the state the run kept "
-        "from before it, not that part's events.",
-        quoted=False,
+        "Part of this answer came before a pause; this record has the state the run kept from then, not the events of that part.",
     ),
     _t(
         "wrong.beforePause.carried",
         "Part of this answer happened before a pause; its routing was read from the earlier leg "
         "of this run, which is a separate trace.",
-        quoted=False,
     ),
-    _t("unreadable.line", "This line could not be written from the record."),
+    _t("unreadable.line", "This line could not be built from the record."),
     # ── Summary ─────────────────────────────────────────────────────────────────────────────
-    _t("summary.unfinished", "This record does not show the run finishing."),
-    _t("summary.signals", "{signals}", quoted=False),
-    _t("summary.signals.beforePause", "What happened before the pause is not in this record."),
+    _t("summary.unfinished", "The record does not show this run reaching its end."),
+    _t("summary.signals", "{signals}"),
+    _t("summary.signals.beforePause", "What came before the pause is missing from this record."),
     _t(
         "summary.resumed",
-        "This answer continued after a pause; what happened before the pause is not in this "
-        "record.",
+        "This answer picked up after a pause; what came before the pause is missing from this record.",
     ),
     _t(
         "summary.resumed.held",
-        "This answer continued after a pause; this record holds the state the run kept from "
-        "before it, not that part's events.",
+        "This answer picked up after a pause; this record has the state the run kept from then, not the events of that part.",
     ),
     _t(
         "summary.resumed.carried",
-        "This answer continued after a pause; its routing was read from the earlier leg of this "
-        "run.",
-        quoted=False,
+        "This answer picked up after a pause; its routing comes from the earlier leg of this run.",
     ),
-    _t("summary.none.nothingRun", "This report could not run any of its checks on this record."),
+    _t("summary.none.nothingRun", "None of this report's checks could run on this record."),
     _t(
         "summary.none.partial",
-        "Nothing this report looks for turned up, but {u} of the {a} checks could not be run on "
-        "this record.",
+        "This report found nothing, but {u} of the {a} checks had too little in this record to run.",
     ),
     _t(
         "summary.none.notApplicable",
-        "None of the checks this report looks for applies to this answer.",
-        quoted=False,
+        "None of this report's checks concerns this answer.",
     ),
-    _t("summary.none", "Nothing this report looks for turned up in the record."),
+    _t("summary.none", "This report found nothing in the record."),
 )
 
 TEMPLATES: Final[Mapping[str, Template]] = {t.id: t for t in _ALL}
@@ -337,7 +320,7 @@ class ChipTemplate:
     mark: str
     text: str
     tone: Tone = "plain"
-    quoted: bool = True
+    quoted: bool = False
 
     def chip(self) -> Chip:
         """The chip as the account's data."""
@@ -347,29 +330,32 @@ class ChipTemplate:
 CHIPS: Final[Mapping[str, ChipTemplate]] = {
     c.id: c
     for c in (
-        ChipTemplate("chip.decidedDelivered", "decided-delivered", "decided = delivered", "ok"),
+        ChipTemplate("chip.decidedDelivered", "decided-delivered", "decided and delivered", "ok"),
         ChipTemplate(
-            "chip.decidedNotDelivered", "decided-not-delivered", "decided ≠ delivered", "bad"
+            "chip.decidedNotDelivered", "decided-not-delivered", "decided, not delivered", "bad"
         ),
-        ChipTemplate("chip.notRecorded", "not-recorded", "not recorded"),
-        ChipTemplate("chip.notDeclared", "not-declared", "no coverage declared"),
+        ChipTemplate("chip.notRecorded", "not-recorded", "missing from the record"),
+        ChipTemplate("chip.notDeclared", "not-declared", "coverage not declared"),
         ChipTemplate("chip.declared", "declared", "declared"),
-        ChipTemplate("chip.undeclaredEmpty", "undeclared-empty", "undeclared empty", "bad"),
-        ChipTemplate("chip.noneFound", "none-found", "none found", "ok"),
-        ChipTemplate("chip.beforePause", "before-pause", "before a pause — not in this record"),
+        ChipTemplate(
+            "chip.undeclaredEmpty", "undeclared-empty", "empty, search not declared", "bad"
+        ),
+        ChipTemplate("chip.noneFound", "none-found", "nothing found", "ok"),
+        ChipTemplate(
+            "chip.beforePause", "before-pause", "before a pause: missing from this record"
+        ),
         ChipTemplate(
             "chip.beforePause.held",
             "before-pause",
-            "before the pause — read from the state this record holds",
+            "before the pause: read from the state the run kept",
         ),
         ChipTemplate(
             "chip.beforePause.carried",
             "before-pause",
-            "before the pause — read from the earlier leg of this run",
-            quoted=False,
+            "before the pause: read from the run's earlier leg",
         ),
-        ChipTemplate("chip.kind.existence", "kind", "whether it exists"),
-        ChipTemplate("chip.kind.scope", "kind", "outside what it covers"),
+        ChipTemplate("chip.kind.existence", "kind", "existence of the thing"),
+        ChipTemplate("chip.kind.scope", "kind", "beyond its coverage"),
     )
 }
 
@@ -395,20 +381,27 @@ class FillError(ValueError):
 def fill(template_id: str, values: Mapping[str, str]) -> str:
     """The template's text with each ``{name}`` replaced once by ``values[name]``.
 
-    One regex pass over the template only: a value that itself contains ``{x}`` stays as written,
-    so a model-chosen id can never inject a placeholder.
+    The template is split once at its placeholders (literal, name, literal, ...) and the values are
+    joined in: a value that itself contains ``{x}`` stays as written, so a model-chosen id can never
+    inject a placeholder.
     """
-    template = TEMPLATES[template_id]
-    if "{" not in template.text:
-        return template.text  # most templates have no placeholder: no regex pass
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
+    parts = _parts.get(template_id)
+    if parts is None:
+        parts = _parts[template_id] = tuple(_PLACEHOLDER.split(TEMPLATES[template_id].text))
+    if len(parts) == 1:
+        return parts[0]  # most templates have no placeholder
+    out = [parts[0]]
+    for index in range(1, len(parts), 2):
+        name = parts[index]
         if name not in values:
             raise FillError(f"template {template_id}: no value for {{{name}}}")
-        return values[name]
+        out.append(values[name])
+        out.append(parts[index + 1])
+    return "".join(out)
 
-    return _PLACEHOLDER.sub(one, template.text)
+
+_parts: dict[str, tuple[str, ...]] = {}
+"""Each template's text split at its placeholders (one entry per template: a fixed set)."""
 
 
 def placeholders(template_id: str) -> frozenset[str]:
@@ -419,17 +412,13 @@ def placeholders(template_id: str) -> frozenset[str]:
 def weakest(sources: Iterable[str]) -> str:
     """The weakest voucher among ``sources`` (person > library > tool:<name> > model > app)."""
     result, result_rank = "person", SOURCE_RANK["person"]
+    ranks = SOURCE_RANK
     for source in sources:
-        rank = _rank(source)
+        # A tool sits between library and model; an unknown voucher is trusted least.
+        rank = 2 if source.startswith("tool:") else ranks.get(source, 4)
         if rank > result_rank:
             result, result_rank = source, rank
     return result
-
-
-def _rank(source: str) -> int:
-    if source.startswith("tool:"):
-        return 2
-    return SOURCE_RANK.get(source, 4)  # an unknown voucher is trusted least
 
 
 # ── phrases used as variables ────────────────────────────────────────────────────────────────

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from otel_footprint.account.model import Chip, FactStatus, Line, Pointer, RowId
 from otel_footprint.account.pointers import bounded
 from otel_footprint.account.templates import TEMPLATES, VAR_CHARS, FillError, fill, weakest
+from otel_footprint.codec import quick_init
 
 ITEM_LIMIT = 12
 ITEM_CHARS = 3_000
@@ -20,6 +21,7 @@ LONG_TEXT_FREE = 300
 LONG_TEXT_BUDGET = 3_000
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Var:
     """A filled placeholder: its text, who vouches for it, and where it was read."""

@@ -7,13 +7,22 @@ in-process processor write byte-for-byte the same names and values. Pure functio
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from otel_footprint import semconv
+from otel_footprint.account.integrity import (
+    Finding,
+    IntegrityResult,
+    combined_tone,
+    row_explanation,
+    signal_ids,
+    summary_sentence,
+)
+from otel_footprint.account.integrity.report import pass_states, row_label, unreachable_rows
 from otel_footprint.account.model import AccountResult, Chip, Pointer
-from otel_footprint.codec import AttributeValue
+from otel_footprint.codec import AttributeValue, quick_init
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
@@ -68,6 +77,7 @@ class AnnotateOptions:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NoteEvent:
     """One span event to add. Its time is the span's start (decided before the call) or end."""
@@ -77,6 +87,7 @@ class NoteEvent:
     anchor: Anchor = "end"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NoteLink:
     """A span link to add (lowercase hex ids)."""
@@ -86,6 +97,7 @@ class NoteLink:
     attributes: Pairs = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SpanNote:
     """What to add to one span. A key already on the span is replaced, never duplicated."""
@@ -381,6 +393,25 @@ def _account_note(
         builder.event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
 
 
+def _riding_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
+    """Shadow mode's finding on the run span: passes, ids and per-map characters that rode."""
+    rode = verdict.rode_while_parked
+    builder.put(
+        semconv.RUN_SERVED_PASSES_WHILE_PARKED,
+        sum(1 for p in verdict.passes if p.served_while_parked),
+    )
+    if not rode:
+        return
+    ids = dict.fromkeys(i for r in rode for i in r.ids)
+    builder.put(semconv.RUN_SERVED_WHILE_PARKED, shaper.strings(ids))
+    maps = shaper.strings(r.map_id for r in rode)
+    builder.put(semconv.RUN_SERVED_WHILE_PARKED_MAPS, maps)
+    # Aligned with the (possibly capped) map list.
+    builder.put(
+        semconv.RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP, tuple(r.chars for r in rode[: len(maps)])
+    )
+
+
 def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
     builder.put(semconv.RUN_ID, shaper.value(verdict.run_id))
     builder.put(semconv.RUN_PASSES, len(verdict.passes))
@@ -393,6 +424,7 @@ def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
             semconv.RUN_SERVED_CHARS_WHILE_PARKED,
             sum(p.served_chars_while_parked for p in verdict.passes),
         )
+        _riding_note(verdict, shaper, builder)
     builder.put(semconv.RUN_RESUMED, verdict.resumed)
     codes = _reason_codes(verdict.reasons)
     if codes:
@@ -416,6 +448,118 @@ def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
         builder.links.append(
             NoteLink(trace_id, span_id, ((semconv.LINK_EVIDENCE, shaper.strings(claims)),))
         )
+
+
+# ── integrity (issue 17): rows on the run span, findings on the pass spans ──────────────────
+
+
+def _finding_event(finding: Finding, shaper: _Shaper) -> NoteEvent:
+    options = shaper.options
+    attrs: list[tuple[str, AttributeValue]] = [
+        (semconv.IF_KIND, finding.kind),
+        (semconv.IF_SEAM, finding.seam),
+        (semconv.IF_SUBJECTS, shaper.strings(s.render() for s in finding.subjects)),
+        (semconv.IF_ADVISORY, finding.advisory),
+        (semconv.IF_MESSAGE, shaper.text(finding.message)),
+    ]
+    if finding.predicate is not None:
+        attrs.append((semconv.IF_PREDICATE, shaper.value(finding.predicate)))
+    if finding.iteration is not None:
+        attrs.append((semconv.IF_ITERATION, finding.iteration))
+    evidence = [ref.render() for ref in finding.evidence[: options.max_pointers_per_line]]
+    if evidence:
+        attrs.append((semconv.IF_EVIDENCE, shaper.strings(evidence)))
+    return NoteEvent(semconv.EV_INTEGRITY_FINDING, tuple(attrs))
+
+
+def _integrity_notes(
+    result: IntegrityResult,
+    verdict: RunVerdict,
+    shaper: _Shaper,
+    builder_for: Callable[[str], _Builder],
+) -> None:
+    """The integrity rows on the run span (an attribute each, and a ``gen_ai.evaluation.result``
+    for each armed row),
+    each finding as a ``footprint.integrity.finding`` event on its pass span (the run span when
+    the pass has none), and the run's signals and summary tone with the findings folded in."""
+    run_span_id = verdict.run_span_id
+    if run_span_id is None:
+        return
+    run = builder_for(run_span_id)
+    run.put(semconv.INTEGRITY_STATE, result.state)
+    if not result.armed:
+        return  # nothing armed: one attribute says so; no rows of nothing are written
+    run.put(semconv.INTEGRITY_FINDINGS, len(result.contradictions))
+    run.put(semconv.INTEGRITY_ADVISORIES, len(result.advisories))
+    run.put(semconv.INTEGRITY_KINDS, shaper.strings(dict.fromkeys(f.kind for f in result.findings)))
+    run.put(semconv.INTEGRITY_UNREACHABLE, shaper.strings(unreachable_rows(result)))
+    run.put(semconv.INTEGRITY_SUMMARY, shaper.value(summary_sentence(result)))
+    for row in result.rows:
+        run.put(semconv.integrity_row_attribute(row.check, row.seam), row.state)
+    if result.verified:
+        run.put(semconv.INTEGRITY_MISMATCH, bool(result.disagreements))
+    for row in result.rows:
+        if not row.armed:
+            continue  # its attribute says not-applicable; an event per unarmed row is only noise
+        run.event(
+            NoteEvent(
+                semconv.EV_EVALUATION_RESULT,
+                (
+                    (semconv.EVAL_NAME, semconv.integrity_evaluation_name(row.check, row.seam)),
+                    (semconv.EVAL_SCORE_LABEL, row_label(row)),
+                    (semconv.EVAL_EXPLANATION, shaper.text(row_explanation(row, result))),
+                ),
+            )
+        )
+    if verdict.account is not None:
+        account = verdict.account
+        signals = (*(s.signal_id for s in account.signals), *signal_ids(result))
+        run.put(semconv.SIGNALS, shaper.strings(dict.fromkeys(signals)))
+        run.put(semconv.SUMMARY_TONE, combined_tone(account.summary.tone, result))
+    for iteration, state in pass_states(result).items():
+        span_id = result.pass_spans.get(iteration)
+        if span_id is not None and span_id != run_span_id:
+            builder_for(span_id).put(semconv.INTEGRITY_STATE, state)
+    per_pass: dict[str, list[Finding]] = {}
+    for finding in result.findings:
+        span_id = result.pass_spans.get(finding.iteration or 0) or run_span_id
+        per_pass.setdefault(span_id, []).append(finding)
+    for span_id, found in per_pass.items():
+        target = builder_for(span_id)
+        if span_id != run_span_id:
+            target.put(semconv.INTEGRITY_FINDINGS, sum(1 for f in found if not f.advisory))
+            target.put(semconv.INTEGRITY_ADVISORIES, sum(1 for f in found if f.advisory))
+            target.put(
+                semconv.INTEGRITY_KINDS, shaper.strings(dict.fromkeys(f.kind for f in found))
+            )
+        for finding in found:
+            target.event(_finding_event(finding, shaper))
+    for excusal in result.excusals:
+        span_id = result.pass_spans.get(excusal.iteration) or run_span_id
+        builder_for(span_id).event(
+            NoteEvent(
+                semconv.EV_INTEGRITY_GROUND_USED,
+                (
+                    (semconv.IF_SUBJECTS, (f"tool:{shaper.value(excusal.tool)}",)),
+                    (semconv.IF_PATH, shaper.value(excusal.path)),
+                    (semconv.IF_VALUE, shaper.value(excusal.value)),
+                    (semconv.IF_SOURCE, shaper.value(excusal.source)),
+                    (semconv.IF_ITERATION, excusal.iteration),
+                ),
+            )
+        )
+    for disagreement in result.disagreements:
+        attrs: list[tuple[str, AttributeValue]] = [
+            (
+                semconv.IF_REPORTED if disagreement.side == "reported-only" else semconv.IF_DERIVED,
+                (shaper.value(disagreement.identity),),
+            )
+        ]
+        if disagreement.iteration is not None:
+            attrs.append((semconv.IF_ITERATION, disagreement.iteration))
+        if disagreement.ref is not None:
+            attrs.append((semconv.IF_EVIDENCE, (disagreement.ref.render(),)))
+        run.event(NoteEvent(semconv.EV_INTEGRITY_MISMATCH, tuple(attrs)))
 
 
 def _reason_codes(reasons: Iterable[Reason]) -> tuple[str, ...]:
@@ -446,6 +590,8 @@ def annotations_for(
             _pass_note(pass_, verdict, shaper, builder_for(pass_.span_id))
     if verdict.run_span_id:
         _run_note(verdict, shaper, builder_for(verdict.run_span_id))
+    if verdict.integrity is not None:
+        _integrity_notes(verdict.integrity, verdict, shaper, builder_for)
     for reason in verdict.reasons:
         if reason.span_id and reason.span_id != verdict.run_span_id:
             target = builder_for(reason.span_id)

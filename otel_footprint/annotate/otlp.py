@@ -192,6 +192,20 @@ def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
     return dict(pairs).items()
 
 
+def _changed(
+    target: RepeatedCompositeFieldContainer[KeyValue], restated: dict[str, AttributeValue]
+) -> dict[str, AttributeValue]:
+    """The restated keys some occurrence of which holds another value (compared as encoded)."""
+    changed: dict[str, AttributeValue] = {}
+    for kv in target:
+        key = kv.key
+        if key in restated and key not in changed:
+            value = restated[key]
+            if kv.value.SerializeToString() != _any_value_bytes(value):
+                changed[key] = value
+    return changed
+
+
 def _replace_in_place(
     target: RepeatedCompositeFieldContainer[KeyValue],
     replacements: dict[str, AttributeValue],
@@ -214,10 +228,14 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
         pairs = _unique(note.attributes)
         existing = {kv.key for kv in pb_span.attributes}
         if existing and not existing.isdisjoint(key for key, _ in pairs):
-            # Rare (a note restating e.g. footprint.run.id): those keys change where they stand.
-            replace = {key: value for key, value in pairs if key in existing}
-            _replace_in_place(pb_span.attributes, replace)
-            pairs = [(key, value) for key, value in pairs if key not in replace]
+            # A note restating a key (every pass note restates footprint.pass.iteration): a key
+            # whose value is already there, byte for byte, needs no rewrite; the others change
+            # where they stand.
+            restated = {key: value for key, value in pairs if key in existing}
+            replace = _changed(pb_span.attributes, restated)
+            if replace:
+                _replace_in_place(pb_span.attributes, replace)
+            pairs = [(key, value) for key, value in pairs if key not in restated]
         parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs))
     if note.events:
         start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)

@@ -71,7 +71,15 @@ def _score(value: object, label: str | None) -> float | None:
 def _check_attribute(evaluation_name: str) -> str | None:
     """The run-span attribute holding a check's state, from its evaluation name."""
     check_id = evaluation_name.removeprefix(semconv.PREFIX)
-    return semconv.CHECK_ATTRIBUTE.get(check_id)
+    return semconv.CHECK_ATTRIBUTE.get(check_id) or _integrity_row_attribute(check_id)
+
+
+def _integrity_row_attribute(check_id: str) -> str | None:
+    """``integrity.<check>@<seam>`` -> the run-span attribute holding that row's state."""
+    if not check_id.startswith("integrity."):
+        return None
+    check, _, seam = check_id.removeprefix("integrity.").partition("@")
+    return semconv.integrity_row_attribute(check, seam) if seam else None
 
 
 def phoenix_annotations_for(

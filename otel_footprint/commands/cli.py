@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol, TextIO, cast
 
 from otel_footprint import __version__
+from otel_footprint.commands.errors import EXIT_FAILED, CommandError, error_line
 
 
 class _Command(Protocol):
@@ -51,8 +52,13 @@ def _load(module: str) -> _Command:
     return cast(_Command, importlib.import_module(module))
 
 
-def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    """The full parser; only the command named in ``argv`` has its module imported."""
+def build_parser(
+    argv: Sequence[str], subparsers: dict[str, argparse.ArgumentParser] | None = None
+) -> argparse.ArgumentParser:
+    """The full parser; only the command named in ``argv`` has its module imported.
+
+    ``subparsers`` (when given) receives each command's parser by module, so an error in a
+    command's arguments is reported with that command's usage."""
     parser = argparse.ArgumentParser(
         prog="otel-footprint",
         description="Explain AI-agent runs in the OpenTelemetry tracing stack you already run.",
@@ -71,17 +77,28 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
                     dest=f"{path[0]}_command", metavar="KIND", required=True
                 )
             sub = groups[path[0]].add_parser(path[1], help=help_text, description=help_text)
-        sub.set_defaults(_module=module)
+        sub.set_defaults(_module=module, _prog=sub.prog)
+        if subparsers is not None:
+            subparsers[module] = sub
         if list(path) == wanted[: len(path)]:
             _load(module).add_arguments(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Entry point of the console script; returns the process exit status."""
+    """Entry point of the console script; returns the process exit status.
+
+    Every failure ends in one line on stderr in one style (``commands/errors.py``), never a
+    traceback; argument errors show the usage of the command they belong to."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(args_list)
-    args = parser.parse_args(args_list)
+    subparsers: dict[str, argparse.ArgumentParser] = {}
+    parser = build_parser(args_list, subparsers)
+    args, extra = parser.parse_known_args(args_list)
+    if extra:
+        # An unknown flag of a command: that command's usage, not the top-level one.
+        sub = subparsers.get(getattr(args, "_module", ""), parser)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}")
+    prog = getattr(args, "_prog", parser.prog)
     try:
         return _load(args._module).run(args, out or sys.stdout)
     except BrokenPipeError:
@@ -90,6 +107,24 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except CommandError as error:
+        print(error_line(prog, str(error)), file=sys.stderr)
+        return error.status
+    except KeyboardInterrupt:
+        print(error_line(prog, "interrupted"), file=sys.stderr)
+        return 130
+    except Exception as error:  # the last guard: one line, never a traceback
+        if os.environ.get("OTEL_FOOTPRINT_TRACEBACK"):
+            raise
+        print(
+            error_line(
+                prog,
+                f"unexpected {type(error).__name__}: {error} "
+                "(set OTEL_FOOTPRINT_TRACEBACK=1 to see where)",
+            ),
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

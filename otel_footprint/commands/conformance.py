@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, TextIO, cast
 
+from otel_footprint.commands.errors import CommandError, error_line
 from otel_footprint.kernel.jsoncodec import (
     JsonShapeError,
     advance_to_json,
@@ -253,11 +254,14 @@ def _text_lines(stream: BinaryIO) -> Iterator[str]:
         yield raw.decode("utf-8", "surrogateescape")
 
 
+PROG = "otel-footprint conformance engagement"
+
+
 def run_conformance_engagement(path: str, out: TextIO) -> int:
     """Replay the vectors in ``path`` (``-`` = stdin), print each finding and the summary line.
 
     Returns the exit code: 0 when every pass matched, 1 on any failure or when the file holds no
-    scenario, 2 when the file cannot be opened.
+    scenario; a file that cannot be opened raises :class:`CommandError` (exit 2).
     """
 
     def show(finding: Finding) -> None:
@@ -270,12 +274,12 @@ def run_conformance_engagement(path: str, out: TextIO) -> int:
             with Path(path).open("rb") as stream:
                 report = replay_engagement(_text_lines(stream), show)
         except OSError as error:
-            print(f"cannot read {path}: {error.strerror or error}", file=out)
-            return 2
+            raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
     if report.omitted_findings:
         print(f"({report.omitted_findings} findings not kept in the report)", file=out)
     if report.passed == 0 and report.failed == 0:
-        print(f"no scenarios in {path}", file=out)
+        # An error, on stderr; the summary line still ends the report on stdout.
+        print(error_line(PROG, f"no scenarios in {path}"), file=sys.stderr)
     print(report.summary(), file=out)
     return 0 if report.ok else 1
 

@@ -8,6 +8,7 @@ OTLP JSON (``-o``, one export request per run) or sent over OTLP (``--endpoint``
 from __future__ import annotations
 
 import argparse
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,10 +21,18 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
+from otel_footprint.commands.errors import EXIT_FAILED, CommandError
 from otel_footprint.commands.explain import render_run_text
 from otel_footprint.commands.scenarios import SCENARIOS, run_scenarios
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.sdk.decide import make_decider
+from otel_footprint.sdk.endpoint import (
+    PROTOCOLS,
+    Endpoint,
+    EndpointError,
+    resolve,
+    wrong_protocol_hint,
+)
 from otel_footprint.sdk.exporter import otlp_span_exporter
 from otel_footprint.sdk.processor import FootprintSpanProcessor
 
@@ -51,9 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--protocol",
-        choices=("grpc", "http/protobuf"),
-        help="OTLP protocol for --endpoint (default: http/protobuf when the URL ends in "
-        "/v1/traces, else grpc)",
+        choices=PROTOCOLS,
+        help="OTLP protocol for --endpoint (default: OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, else "
+        "http/protobuf for a URL ending in /v1/traces, else grpc)",
     )
     parser.add_argument(
         "--witness",
@@ -90,34 +99,94 @@ class _Collector(SpanExporter):
         return self._forward.force_flush(timeout_millis) if self._forward is not None else True
 
 
-def _forwarder(endpoint: str | None, protocol: str | None) -> SpanExporter | None:
+def _forwarder(endpoint: Endpoint | None) -> SpanExporter | None:
     if endpoint is None:
         return None
-    chosen = protocol or (
-        "http/protobuf" if endpoint.rstrip("/").endswith("/v1/traces") else "grpc"
-    )
-    if chosen == "grpc":
-        insecure = not endpoint.startswith("https://")
-        return otlp_span_exporter("grpc", endpoint=endpoint, insecure=insecure, timeout=10)
-    return otlp_span_exporter("http/protobuf", endpoint=endpoint, timeout=10)
+    if endpoint.protocol == "grpc":
+        return otlp_span_exporter(
+            "grpc", endpoint=endpoint.target, insecure=not endpoint.secure, timeout=10
+        )
+    return otlp_span_exporter("http/protobuf", endpoint=endpoint.target, timeout=10)
 
 
-def write_otlp_json(spans: Sequence[ReadableSpan], path: Path) -> int:
+def write_otlp_json(spans: Sequence[ReadableSpan], path: Path | TextIO) -> int:
     """Write ``spans`` as OTLP JSON, one ExportTraceServiceRequest per trace; returns the lines."""
     by_trace: dict[int, list[ReadableSpan]] = {}
     for span in spans:
         trace_id = span.context.trace_id if span.context is not None else 0
         by_trace.setdefault(trace_id, []).append(span)
     requests = [encode_spans(group) for group in by_trace.values()]
-    with path.open("w", encoding="utf-8") as handle:
-        handle.writelines(requests_to_jsonl(requests))
+    if isinstance(path, Path):
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines(requests_to_jsonl(requests))
+    else:
+        path.writelines(requests_to_jsonl(requests))
     return len(requests)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run the scenarios, print each run's timeline and account, write or send the spans."""
+    # Everything that can be refused is checked before the scenarios run, not after.
+    try:
+        endpoint = resolve(args.endpoint, args.protocol) if args.endpoint else None
+    except EndpointError as error:
+        raise CommandError(str(error)) from None
+    output: TextIO | None = None
+    if args.output is not None:
+        try:
+            output = args.output.open("w", encoding="utf-8")
+        except OSError as error:
+            raise CommandError(f"cannot write {args.output}: {error.strerror or error}") from None
+    exporter_log = _ExporterLog()
+    try:
+        with exporter_log:
+            return _run(args, out, endpoint, output, exporter_log)
+    finally:
+        if output is not None:
+            output.close()
+
+
+class _ExporterLog(logging.Handler):
+    """Keeps the OTLP exporter's last complaint for the one error line, instead of letting its
+    retry warnings reach stderr (the demo reports a failed send itself)."""
+
+    LOGGER = "opentelemetry.exporter"
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+        self._logger = logging.getLogger(self.LOGGER)
+        self._propagate = self._logger.propagate
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage()
+
+    def __enter__(self) -> _ExporterLog:
+        self._logger.addHandler(self)
+        self._logger.propagate = False
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._logger.removeHandler(self)
+        self._logger.propagate = self._propagate
+
+    def reason(self) -> str:
+        """The last complaint, cut to its first clause (``failed to connect ...``)."""
+        if not self.last:
+            return ""
+        text = " ".join(self.last.split())
+        return f" ({text[:160]}{'…' if len(text) > 160 else ''})"
+
+
+def _run(
+    args: argparse.Namespace,
+    out: TextIO,
+    endpoint: Endpoint | None,
+    output: TextIO | None,
+    exporter_log: _ExporterLog,
+) -> int:
     verdicts: list[RunVerdict] = []
-    collector = _Collector(_forwarder(args.endpoint, args.protocol))
+    collector = _Collector(_forwarder(endpoint))
     decider = make_decider(
         annotate_options=AnnotateOptions(witness=args.witness), on_verdict=verdicts.append
     )
@@ -142,15 +211,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         f"{stats.runs_decided} run{'' if stats.runs_decided == 1 else 's'} decided\n"
     )
     status = 0
-    if args.output is not None:
-        lines = write_otlp_json(collector.spans, args.output)
+    if output is not None:
+        lines = write_otlp_json(collector.spans, output)
         out.write(f"wrote {lines} OTLP JSON export requests to {args.output}\n")
-    if args.endpoint is not None:
+    if endpoint is not None:
         if collector.failed:
-            out.write(f"{collector.failed} spans could not be sent to {args.endpoint}\n")
-            status = 1
-        else:
-            out.write(f"sent to {args.endpoint}\n")
+            raise CommandError(
+                f"{collector.failed} spans could not be sent to {endpoint.describe()}"
+                f"{exporter_log.reason()}; {wrong_protocol_hint(endpoint)}",
+                EXIT_FAILED,
+            )
+        out.write(f"sent to {endpoint.describe()}\n")
     if stats.decision_errors or stats.runs_decided < len(chosen):
         status = 1
     return status

@@ -4,6 +4,7 @@ an OTLP endpoint (gRPC or HTTP/protobuf)."""
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import sys
 import time
@@ -26,8 +27,15 @@ from otel_footprint.bridges.agentfootprint import (
     recording_to_requests,
 )
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
+from otel_footprint.commands.errors import CommandError, check_writable
+from otel_footprint.sdk.endpoint import (
+    PROTOCOLS,
+    Endpoint,
+    EndpointError,
+    resolve,
+    wrong_protocol_hint,
+)
 
-PROTOCOLS = ("grpc", "http/protobuf")
 DEFAULT_TIMEOUT_S = 10.0
 _EXIT_OK, _EXIT_SEND_FAILED, _EXIT_BAD_INPUT = 0, 1, 2
 
@@ -73,21 +81,6 @@ def resource_attributes_from_env(environ: Mapping[str, str]) -> list[tuple[str, 
     return pairs
 
 
-def _default_protocol(endpoint: str) -> str:
-    # The standard variables pick the protocol when the flag does not; then the well-known gRPC
-    # port; then the OTLP spec's default, HTTP.
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
-        value = os.environ.get(name, "").strip()
-        if value in PROTOCOLS:
-            return value
-    parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    try:
-        port = parsed.port
-    except ValueError:
-        port = None
-    return "grpc" if port == 4317 else "http/protobuf"
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags (contract: RECORDING, -o, --endpoint, --protocol, --renewal-grace)."""
     parser.add_argument("recording", metavar="RECORDING.ndjson", help="the recording ('-' = stdin)")
@@ -107,8 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=PROTOCOLS,
         default=None,
-        help="OTLP protocol for --endpoint (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc on "
-        "port 4317, else http/protobuf)",
+        help="OTLP protocol for --endpoint (default: OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, else "
+        "http/protobuf for a URL ending in /v1/traces, else grpc)",
     )
     parser.add_argument(
         "--renewal-grace",
@@ -164,22 +157,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # ── sending ──────────────────────────────────────────────────────────────────────────────────
 
 
-def _http_url(endpoint: str) -> str:
-    """The traces URL: a base endpoint gets ``/v1/traces``; a URL with a path is used as is."""
-    parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    if parsed.path in ("", "/"):
-        parsed = parsed._replace(path="/v1/traces")
-    return urllib.parse.urlunsplit(parsed)
-
-
-def _grpc_target(endpoint: str) -> tuple[str, bool]:
-    """``host:port`` and whether to use TLS (``https://``) for a gRPC endpoint."""
-    parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    if not parsed.netloc:
-        raise ExportError(f"cannot read a host:port from endpoint {endpoint!r}")
-    return parsed.netloc, parsed.scheme == "https"
-
-
 def _rejected(response: ExportTraceServiceResponse) -> str | None:
     partial = response.partial_success
     if partial.rejected_spans:
@@ -189,9 +166,11 @@ def _rejected(response: ExportTraceServiceResponse) -> str | None:
     return None
 
 
-def send_http(requests: Sequence[ExportTraceServiceRequest], endpoint: str, timeout: float) -> None:
-    """POST each request, serialized, to ``<endpoint>/v1/traces`` (OTLP/HTTP protobuf)."""
-    url = _http_url(endpoint)
+def send_http(
+    requests: Sequence[ExportTraceServiceRequest], endpoint: Endpoint, timeout: float
+) -> None:
+    """POST each request, serialized, to the traces URL (OTLP/HTTP protobuf)."""
+    url = endpoint.target
     for request in requests:
         http_request = urllib.request.Request(
             url,
@@ -209,7 +188,13 @@ def send_http(requests: Sequence[ExportTraceServiceRequest], endpoint: str, time
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ExportError(
-                f"could not send to {url}: {reason} (is an OTLP/HTTP receiver listening there?)"
+                f"could not send to {url}: {reason}; {wrong_protocol_hint(endpoint)}"
+            ) from None
+        except http.client.HTTPException as exc:
+            # Not an HTTP answer at all (e.g. a gRPC port): say so, with the likely cause.
+            raise ExportError(
+                f"{url} did not answer in HTTP ({type(exc).__name__}); "
+                f"{wrong_protocol_hint(endpoint)}"
             ) from None
         if body and "protobuf" in content_type:
             response = ExportTraceServiceResponse()
@@ -222,12 +207,14 @@ def send_http(requests: Sequence[ExportTraceServiceRequest], endpoint: str, time
                 raise ExportError(f"{url}: {rejected}")
 
 
-def send_grpc(requests: Sequence[ExportTraceServiceRequest], endpoint: str, timeout: float) -> None:
+def send_grpc(
+    requests: Sequence[ExportTraceServiceRequest], endpoint: Endpoint, timeout: float
+) -> None:
     """Call ``TraceService/Export`` once per request on a real gRPC channel."""
     import grpc  # imported here: the file path of the command must not pay for it
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-    target, secure = _grpc_target(endpoint)
+    target, secure = endpoint.target, endpoint.secure
     channel = (
         grpc.secure_channel(target, grpc.ssl_channel_credentials())
         if secure
@@ -242,7 +229,10 @@ def send_grpc(requests: Sequence[ExportTraceServiceRequest], endpoint: str, time
                 code = exc.code() if isinstance(exc, grpc.Call) else None
                 details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
                 name = code.name if code is not None else "ERROR"
-                raise ExportError(f"could not send to {target} (gRPC {name}): {details}") from None
+                raise ExportError(
+                    f"could not send to {target} (gRPC {name}): {details}; "
+                    f"{wrong_protocol_hint(endpoint)}"
+                ) from None
             if isinstance(response, ExportTraceServiceResponse):
                 rejected = _rejected(response)
                 if rejected:
@@ -253,9 +243,15 @@ def send_grpc(requests: Sequence[ExportTraceServiceRequest], endpoint: str, time
 
 
 def _read_lines(path: str) -> list[str]:
-    if path == "-":
-        return sys.stdin.read().splitlines()
-    return Path(path).read_text(encoding="utf-8").splitlines()
+    """The recording's lines; bytes that are not UTF-8 text are refused (file or stdin alike)."""
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        name = "stdin" if path == "-" else path
+        raise CommandError(
+            f"{name}: not an NDJSON recording (not UTF-8 text at byte {exc.start})"
+        ) from None
 
 
 def _counts(requests: Sequence[ExportTraceServiceRequest]) -> tuple[int, int]:
@@ -272,10 +268,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Import the recording and write or send it; exit 0, 1 (send failed) or 2 (bad input)."""
     started = time.perf_counter()
     try:
+        endpoint = resolve(args.endpoint, args.protocol) if args.endpoint else None
+    except EndpointError as exc:
+        raise CommandError(str(exc)) from None
+    if args.output not in (None, "-"):
+        check_writable(Path(args.output))
+    try:
         lines = _read_lines(args.recording)
     except OSError as exc:
-        print(f"error: cannot read {args.recording}: {exc.strerror or exc}", file=sys.stderr)
-        return _EXIT_BAD_INPUT
+        raise CommandError(f"cannot read {args.recording}: {exc.strerror or exc}") from None
     resource = dict(resource_attributes_from_env(os.environ))
     resource.update(args.resource_attribute)
     # The SDK's precedence: an explicit name, then OTEL_SERVICE_NAME, then the resource variable.
@@ -296,20 +297,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         requests = recording_to_requests(lines, options)
     except RecordingError as exc:
-        print(f"error: {args.recording}: {exc}", file=sys.stderr)
-        return _EXIT_BAD_INPUT
+        raise CommandError(f"{args.recording}: {exc}") from None
     spans, events = _counts(requests)
     summary = f"{args.recording}: {len(requests)} run legs, {spans} spans, {events} events"
-    if args.endpoint:
-        protocol = args.protocol or _default_protocol(args.endpoint)
-        send = send_grpc if protocol == "grpc" else send_http
+    if endpoint is not None:
+        send = send_grpc if endpoint.protocol == "grpc" else send_http
         try:
-            send(requests, args.endpoint, args.timeout)
+            send(requests, endpoint, args.timeout)
         except ExportError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return _EXIT_SEND_FAILED
+            raise CommandError(str(exc), _EXIT_SEND_FAILED) from None
         elapsed = (time.perf_counter() - started) * 1000
-        print(f"{summary} -> {args.endpoint} ({protocol}, {elapsed:.0f} ms)", file=out)
+        print(f"{summary} -> {endpoint.describe()}, {elapsed:.0f} ms", file=out)
         return _EXIT_OK
     if args.output in (None, "-"):
         out.writelines(requests_to_jsonl(requests))
@@ -320,8 +318,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         with Path(args.output).open("w", encoding="utf-8") as handle:
             handle.writelines(requests_to_jsonl(requests))
     except OSError as exc:
-        print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
-        return _EXIT_BAD_INPUT
+        raise CommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     elapsed = (time.perf_counter() - started) * 1000
     print(f"{summary} -> {args.output} ({elapsed:.0f} ms)", file=out)
     return _EXIT_OK

@@ -11,12 +11,13 @@ import contextlib
 import gc
 import os
 import signal
-import sys
+import socket
 import threading
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from otel_footprint.commands.errors import CommandError
 from otel_footprint.service import config as configuration
 from otel_footprint.service import jsonlog
 
@@ -93,8 +94,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         cfg = _config(args)
     except configuration.ConfigError as exc:
-        print(f"otel-footprint serve: configuration error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        raise CommandError(f"configuration: {exc}", EXIT_CONFIG) from None
     jsonlog.configure(cfg.service.log_level)
     if args.check_config:
         print(f"configuration OK (sources: {', '.join(cfg.sources) or 'defaults'})", file=out)
@@ -103,6 +103,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"forward {cfg.exporter.protocol} {cfg.exporter.traces_target}", file=out)
         return 0
 
+    _check_data_dir(cfg.service.data_dir)
+    # gRPC's C core prints its own "Failed to add port" line before our message when a port is
+    # taken: find out first, and say it once, cleanly.
+    _check_free(cfg.receivers.grpc.endpoint, "OTLP/gRPC")
     from otel_footprint.service.hop import Hop, StartupError
 
     _tune_gc()
@@ -123,9 +127,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         try:
             bound = hop.start()
         except StartupError as exc:
-            print(f"otel-footprint serve: {exc}", file=sys.stderr)
             _safe_stop(hop)
-            return EXIT_STARTUP
+            raise CommandError(str(exc), EXIT_STARTUP) from None
+        except OSError as exc:
+            _safe_stop(hop)
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise CommandError(
+                f"cannot start: {exc.strerror or exc}{where}", EXIT_STARTUP
+            ) from None
         for line in (
             f"grpc {bound.grpc}",
             f"http {bound.http}",
@@ -149,6 +158,52 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """A data directory that is a file, sits under a file or cannot be written: one clear line."""
+    for parent in (data_dir, *data_dir.parents):
+        if parent.exists() and not parent.is_dir():
+            what = "is a file" if parent == data_dir else f"is under {parent}, which is a file"
+            raise CommandError(
+                f"data directory {data_dir} {what}, not a directory; give --data-dir DIR",
+                EXIT_CONFIG,
+            )
+        if parent.exists():
+            break
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(
+            f"cannot create data directory {data_dir}: {exc.strerror or exc}", EXIT_CONFIG
+        ) from None
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        raise CommandError(
+            f"data directory {data_dir} is not writable by this user; give --data-dir DIR",
+            EXIT_CONFIG,
+        )
+
+
+def _check_free(address: configuration.HostPort, what: str) -> None:
+    """Bind ``address`` once with a plain socket: a taken port is reported before gRPC tries."""
+    if address.port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            address.host, address.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise CommandError(f"cannot listen for {what} on {address}: {exc.strerror}") from None
+    for family, kind, proto, _name, sockaddr in infos[:1]:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                raise CommandError(
+                    f"cannot listen for {what} on {address}: {exc.strerror or exc}",
+                    EXIT_STARTUP,
+                ) from None
 
 
 GC_THRESHOLDS = (50_000, 20, 100)

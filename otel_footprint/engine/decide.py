@@ -22,16 +22,23 @@ from otel_footprint.account.input import (
     leg_input,
 )
 from otel_footprint.account.input import ToolCall as AccountToolCall
+from otel_footprint.account.integrity import ParkState, check_integrity
+from otel_footprint.account.riding import with_riding
 from otel_footprint.account.understood import verdict_to_carry
+from otel_footprint.engine.riding import rode_while_parked
 from otel_footprint.engine.verdict import Mode, PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
+from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
 from otel_footprint.runs.group import RunSpans
+from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
+    UNRECORDED_TOOL_CALLS,
     Batch,
     Carry,
+    PassFacts,
     RunFacts,
     batches_of,
     build_pass,
@@ -62,6 +69,8 @@ class EngineOptions:
     """Compute the account (check 1 …) and hand its carried routing verdict to the next leg."""
     findings: bool = True
     """Look for cross-turn findings through the store (needs a store and a session id)."""
+    integrity: bool = True
+    """Run the integrity checks (offered tools, frames and calls against each other)."""
 
 
 def decide_run(
@@ -182,8 +191,12 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
         findings=findings,
     )
     carried = leg.carried_verdict if leg is not None else None
+    if options.integrity:
+        verdict = _with_integrity(verdict, facts, plan)
     if options.account:
         verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
+    if mode == "shadow" and plan is not None:
+        verdict = _with_riding(verdict, plan)
     if store is not None:
         _remember(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided_all)
     return verdict
@@ -211,6 +224,7 @@ def _replay(
     prior: tuple[MapEngagementRecord, ...] | None = carry.engagement if carry else None
     verdicts: list[PassVerdict] = []
     map_ids = [m.id for m in plan.maps]
+    members = frozenset(m for mounted in plan.maps for m in mounted.member_ids) | {PARK_CARD_ID}
     for index, pass_facts in enumerate(facts.passes):
         gap = gap_reason(facts, index, carry)
         if gap is not None:
@@ -247,10 +261,24 @@ def _replay(
                 mismatch=mismatch,
                 served=pass_facts.served,
                 records=advance.next,
+                rode=_rode(pass_facts, members),
+                served_chars_by_id=tuple([(i, pass_facts.chars_of((i,))) for i in served_parked]),
             )
         )
         prior = advance.next
     return verdicts, prior or (), True
+
+
+def _rode(pass_facts: PassFacts, members: frozenset[str]) -> tuple[str, ...] | None:
+    """The map members (and park card) whose injections the record shows on this pass."""
+    if not pass_facts.injected:
+        return None
+    given = [
+        row.source_id
+        for row in pass_facts.injected
+        if row.source_id in members and row.source not in ("user", "assistant", "tool-result")
+    ]
+    return tuple(dict.fromkeys(i for i in given if i is not None))
 
 
 def _remember(
@@ -266,6 +294,35 @@ def _remember(
     decided: bool,
 ) -> None:
     """Write what the next leg (same run id) and the next turn (same session) need."""
+    if facts.paused or facts.resumed:
+        _remember_leg(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided)
+    session = run.session_id
+    if session is not None and verdict.mode is not None:
+        engagement = verdict.engagement if verdict.passes or carry is None else carry.engagement
+        final_cursor = next(
+            (p.current_node for p in reversed(facts.passes) if p.current_node is not None), None
+        )
+        store.put(
+            session_key(session),
+            SessionState(run.run_id, run.trace_id, engagement, final_cursor).to_bytes(),
+        )
+
+
+def _remember_leg(
+    store: RunStore,
+    run: RunSpans,
+    facts: RunFacts,
+    plan: EngagementPlan | None,
+    enforced: bool | None,
+    carry: Carry | None,
+    batches: Mapping[int, Batch],
+    verdict: RunVerdict,
+    carried: Mapping[str, Any] | None,
+    decided: bool,
+) -> None:
+    """The leg's state for a leg that resumes it. Only a leg that paused (``pause.request``) has
+    one; a resumed leg's own state is kept too (it may pause again). A run that never pauses, by
+    far the most common, writes no leg state at all: nothing would ever read it."""
     last = facts.passes[-1] if facts.passes else None
     last_iteration = last.iteration if last else (carry.last_iteration if carry else 0)
     batch = latest_batch(batches, last_iteration + 1)
@@ -290,15 +347,6 @@ def _remember(
         carried_verdict=carried,
     )
     store.put(run.run_id, state.to_bytes())
-    session = run.session_id
-    if session is not None and verdict.mode is not None:
-        final_cursor = next(
-            (p.current_node for p in reversed(facts.passes) if p.current_node is not None), None
-        )
-        store.put(
-            session_key(session),
-            SessionState(run.run_id, run.trace_id, engagement, final_cursor).to_bytes(),
-        )
 
 
 def _cross_turn_findings(
@@ -371,6 +419,15 @@ def _continuity_sentence(
     )
 
 
+def _with_riding(verdict: RunVerdict, plan: EngagementPlan) -> RunVerdict:
+    """Shadow mode's finding: the per-map riding roll-up, and its signal in the account."""
+    rode = rode_while_parked(verdict.passes, plan)
+    if not rode:
+        return verdict
+    account = with_riding(verdict.account, rode) if verdict.account is not None else None
+    return dataclasses.replace(verdict, rode_while_parked=rode, account=account)
+
+
 def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
     return [
         AccountToolCall(
@@ -395,6 +452,10 @@ def _with_account(
     should see (only read when ``hand_on``: without a run store there is no next leg to hand it
     to)."""
     carried_json = leg.carried_verdict if leg is not None else None
+    if any(r.code == UNRECORDED_TOOL_CALLS for r in facts.reasons):
+        # The account reads the run's tool calls: when they were not recorded it would say
+        # "no tool was called". The reason on the run span says why there is no account.
+        return verdict, carried_json
     try:
         carried = CarriedVerdict.from_dict(carried_json) if carried_json is not None else None
     except CarriedVerdictError as error:
@@ -429,3 +490,48 @@ def _next_carried(
     """The routing verdict (as carried-verdict JSON) the next leg of this run inherits."""
     carried = verdict_to_carry(inp)
     return previous if carried is None else carried.to_dict()
+
+
+def _park_state(
+    facts: RunFacts, plan: EngagementPlan | None, passes: Sequence[PassVerdict]
+) -> dict[int, ParkState] | None:
+    """The kernel's standing per pass as the integrity checks read it (None: no plan mounted)."""
+    if plan is None:
+        return None
+    decided = {p.iteration: p for p in passes}
+    state: dict[int, ParkState] = {}
+    for pass_facts in facts.passes:
+        verdict = decided.get(pass_facts.iteration)
+        if verdict is None:
+            state[pass_facts.iteration] = ParkState(pass_facts.iteration, {}, decided=False)
+            continue
+        parked_tools = set(verdict.parked_tool_names)
+        state[verdict.iteration] = ParkState(
+            verdict.iteration,
+            {
+                m.id: tuple([t for t in m.tool_names if t in parked_tools])
+                for m in plan.maps
+                if m.id in verdict.parked_maps
+            },
+        )
+    return state
+
+
+def _with_integrity(
+    verdict: RunVerdict, facts: RunFacts, plan: EngagementPlan | None
+) -> RunVerdict:
+    """Fill ``verdict.integrity``; a failure here is a reason, never a lost verdict."""
+    try:
+        inputs = read_integrity_inputs(facts)
+        park = _park_state(facts, plan, verdict.passes) if verdict.mode is not None else None
+        result = check_integrity(inputs, park, shadow=verdict.mode == "shadow")
+    except Exception as error:  # an integrity bug must not take the engagement verdict down
+        _log.exception("the integrity checks of run %s failed", verdict.run_id)
+        reason = Reason("integrity-failed", f"the integrity checks could not run: {error}")
+        return dataclasses.replace(verdict, reasons=(*verdict.reasons, reason))
+    # Inputs present but unreadable (a cut frame, a declaration that is not a map) are named on
+    # the run, as every other attribute that cannot be read is.
+    unreadable = tuple(Reason("integrity-input", problem) for problem in inputs.problems)
+    return dataclasses.replace(
+        verdict, integrity=result, reasons=(*verdict.reasons, *_dedupe(unreadable))
+    )

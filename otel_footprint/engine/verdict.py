@@ -9,13 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from otel_footprint.account.integrity.model import IntegrityResult
 from otel_footprint.account.model import AccountResult
+from otel_footprint.account.riding import RodeWhileParked
+from otel_footprint.codec import quick_init
 from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord
 from otel_footprint.runs.model import Reason
 
 Mode: TypeAlias = Literal["verify", "shadow"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassVerdict:
     """The kernel's decision for one pass (one model call) and where to write it."""
@@ -40,6 +44,12 @@ class PassVerdict:
     """What rode this pass: its active injection ids, plus the park card when it rode."""
     records: tuple[MapEngagementRecord, ...] = ()
     """The kernel's state after this pass (standing, by, idle per map)."""
+    rode: tuple[str, ...] | None = None
+    """What was given to the model this pass on behalf of the mounted maps: the members whose
+    injections are in the record (plus the park card). None when the pass records no injection
+    rows; readers then fall back to ``served`` (what ``context.evaluated`` declared active)."""
+    served_chars_by_id: tuple[tuple[str, int], ...] = ()
+    """Shadow mode: ``served_chars_while_parked`` per riding id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,10 @@ class RunVerdict:
     resumed: bool = False
     findings: tuple[str, ...] = ()
     """Readable notes beyond the upstream, e.g. a turn-1 guess carried into turn 2 as continuity."""
+    rode_while_parked: tuple[RodeWhileParked, ...] = ()
+    """Shadow mode, per map: what kept riding after the kernel would have parked it."""
+    integrity: IntegrityResult | None = None
+    """The integrity checks (what each call was offered and what it acted on); None when not run."""
 
     @property
     def parked_maps(self) -> tuple[str, ...]:

@@ -3,12 +3,16 @@ through the OpenTelemetry API as span events (default) or as log records tied to
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -32,6 +36,17 @@ EmitAs: TypeAlias = Literal["span", "log"]
 
 SCOPE_NAME = "otel_footprint.record"
 _SUMMARY_CHARS = 80
+_MAX_PARENTS = 10_000  # span parents a run remembers (the hook's ancestry test); bounded
+
+_CURRENT_RUN: ContextVar[Run | None] = ContextVar("otel_footprint_current_run", default=None)
+"""The innermost open run of this context (threads and asyncio tasks inherit it by copy)."""
+_ATTACH_INSTALLED = [0]
+"""How many span-start hooks are installed (record.attach counts them; 0: staging cannot land)."""
+
+
+def current_run() -> Run | None:
+    """The innermost :func:`run` open in this context (thread / asyncio task), or None."""
+    return _CURRENT_RUN.get()
 
 
 def _hash(content: str) -> str:
@@ -47,12 +62,33 @@ def _compact(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if value is not None}
 
 
+_COLUMN_TYPES = frozenset({"number", "string", "boolean", "date"})
+
+
+def _check_columns(columns: Mapping[str, Any]) -> None:
+    """Refuse a result-column declaration the column checks could not read (raises ValueError)."""
+    if not isinstance(columns, Mapping) or not columns:
+        raise ValueError("result_columns must be a non-empty map of column -> type")
+    for column, spec in columns.items():
+        if not isinstance(column, str) or not column.strip():
+            raise ValueError("result_columns: a column name must not be blank")
+        kind = spec.get("type") if isinstance(spec, Mapping) else spec
+        if kind not in _COLUMN_TYPES:
+            raise ValueError(
+                f"result_columns[{column!r}]: type must be one of {sorted(_COLUMN_TYPES)}, "
+                f"got {kind!r}"
+            )
+        if isinstance(spec, Mapping) and not isinstance(spec.get("nullable", False), bool):
+            raise ValueError(f"result_columns[{column!r}]: nullable must be a bool")
+
+
 class _Emitter:
     """Writes one footprint event on a span, as a span event or as a log record tied to it."""
 
     def __init__(self, emit_as: EmitAs, logger_provider: LoggerProvider | None) -> None:
         if emit_as not in ("span", "log"):
             raise ValueError(f"emit_as must be 'span' or 'log', got {emit_as!r}")
+        self.emit_as: EmitAs = emit_as
         self._logger: Logger | None = None
         if emit_as == "log":
             self._logger = get_logger(SCOPE_NAME, __version__, logger_provider)
@@ -63,16 +99,18 @@ class _Emitter:
         event_type: str,
         payload: Mapping[str, Any],
         composition_id: str | None = None,
+        timestamp: int | None = None,
     ) -> None:
         name = semconv.event_name_of(event_type)
         attributes = encode_payload(_compact(payload), composition_id=composition_id)
         if self._logger is None:
-            span.add_event(name, attributes=attributes)
+            span.add_event(name, attributes=attributes, timestamp=timestamp)
         else:
             self._logger.emit(
                 event_name=name,
                 attributes=attributes,
                 context=trace.set_span_in_context(span),
+                timestamp=timestamp,
             )
 
 
@@ -82,15 +120,78 @@ class _Composition:
     breakdown: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-class ModelCall:
-    """One model call (one pass): the ``chat <model>`` span and what went into it."""
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """One event written before its span exists (kept until the pass lands on a span)."""
 
-    def __init__(self, run: Run, span: Span, iteration: int) -> None:
+    event_type: str
+    payload: Mapping[str, Any]
+    composition_id: str | None
+    time_unix_nano: int
+
+
+class ModelCall:
+    """One pass (one model call) and what went into it.
+
+    The events stated here are *staged* until the pass has a span: the model-call span an
+    instrumentation (OpenTelemetry GenAI, OpenInference, OpenLLMetry, a framework's) starts next
+    inside the run claims them through the span-start hook (:mod:`otel_footprint.record.attach`,
+    installed by ``otel_footprint.sdk.setup()``), which writes them there with
+    ``footprint.pass.iteration``. A pass opened with :meth:`Run.model_call` that no instrumentation
+    span claimed gets the recorder's own ``chat <model>`` span when its block ends (start time =
+    block entry), so an agent without instrumentation records exactly what it did before.
+    Events stated after the claimed span has ended go on the run span (they carry the iteration
+    or a composition id, which ties them to this pass).
+    """
+
+    def __init__(self, run: Run, iteration: int, model: str | None = None) -> None:
         self._run = run
-        self.span = span
+        self.span: Span | None = None
+        """The span this pass's events are on: None while staged (no model call yet)."""
         self.iteration = iteration
         """The pass number (``footprint.pass.iteration``)."""
+        self.claimed = False
+        """True when an instrumentation's model-call span took this pass's events."""
+        self._model = model
         self._open: dict[str, _Composition] = {}
+        self._staged: list[_Staged] = []
+        self._staged_attributes: dict[str, int | str] = {}
+        self._started_ns = time.time_ns()
+
+    @property
+    def staged(self) -> bool:
+        """True while the pass waits for its model-call span."""
+        return self.span is None
+
+    def _emit(
+        self, event_type: str, payload: Mapping[str, Any], composition_id: str | None = None
+    ) -> None:
+        span = self.span
+        if span is None:
+            self._staged.append(_Staged(event_type, payload, composition_id, time.time_ns()))
+        elif span.is_recording() or self._run._emit_as == "log":
+            # A log record may name an ended span; a span event may not be added to one.
+            self._run.emit(span, event_type, payload, composition_id)
+        else:
+            self._run.emit(self._run.span, event_type, payload, composition_id)
+
+    def _land(self, span: Span, *, claimed: bool, keep_times: bool) -> None:
+        """Write the staged events and attributes on ``span`` (the pass's span from now on)."""
+        self.span = span
+        self.claimed = claimed
+        span.set_attribute(semconv.PASS_ITERATION, self.iteration)
+        for key, value in self._staged_attributes.items():
+            span.set_attribute(key, value)
+        for item in self._staged:
+            self._run.emit(
+                span,
+                item.event_type,
+                item.payload,
+                item.composition_id,
+                item.time_unix_nano if keep_times else None,
+            )
+        self._staged.clear()
+        self._staged_attributes.clear()
 
     def evaluated(
         self,
@@ -122,7 +223,7 @@ class ModelCall:
             "cursorMove": move,
             "routing": [dict(row) for row in routing] if routing is not None else None,
         }
-        self._run.emit(self.span, semconv.T_CONTEXT_EVALUATED, payload)
+        self._emit(semconv.T_CONTEXT_EVALUATED, payload)
 
     def injected(
         self,
@@ -157,7 +258,7 @@ class ModelCall:
             "contentSummary": summary,
             "chars": chars,
         }
-        self._run.emit(self.span, semconv.T_CONTEXT_INJECTED, payload, composition.id)
+        self._emit(semconv.T_CONTEXT_INJECTED, payload, composition.id)
 
     def composed(self, slot: str) -> None:
         """Close this pass's composition of ``slot`` (``context.slot_composed`` with the per-source
@@ -168,7 +269,7 @@ class ModelCall:
             "iteration": self.iteration,
             "sourceBreakdown": composition.breakdown,
         }
-        self._run.emit(self.span, semconv.T_SLOT_COMPOSED, payload, composition.id)
+        self._emit(semconv.T_SLOT_COMPOSED, payload, composition.id)
 
     def engagement(self, change: EngagementChange) -> None:
         """Verify mode: a decision of the agent's own kernel (``map.engaged`` / ``map.parked``)."""
@@ -177,18 +278,26 @@ class ModelCall:
         event_type = (
             semconv.T_MAP_PARKED if isinstance(change, ParkedChange) else semconv.T_MAP_ENGAGED
         )
-        self._run.emit(self.span, event_type, payload)
+        self._emit(event_type, payload)
 
     def usage(self, *, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
         """Token usage of the call (``gen_ai.usage.*``)."""
-        if input_tokens is not None:
-            self.span.set_attribute(semconv.GEN_AI_USAGE_INPUT_TOKENS, input_tokens)
-        if output_tokens is not None:
-            self.span.set_attribute(semconv.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens)
+        values = {
+            semconv.GEN_AI_USAGE_INPUT_TOKENS: input_tokens,
+            semconv.GEN_AI_USAGE_OUTPUT_TOKENS: output_tokens,
+        }
+        for key, value in values.items():
+            if value is None:
+                continue
+            if self.span is None:
+                self._staged_attributes[key] = value
+            elif self.span.is_recording() and not self.claimed:
+                # A claimed span's usage is its instrumentation's to record.
+                self.span.set_attribute(key, value)
 
     def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Any other upstream event type on this pass (e.g. ``skill.route_conflict``)."""
-        self._run.emit(self.span, event_type, payload)
+        self._emit(event_type, payload)
 
     def _composition(self, slot: str) -> _Composition:
         if slot not in self._open:
@@ -282,11 +391,17 @@ class Run:
         self.span = span
         self.run_id = run_id
         self._emitter = emitter
+        self._emit_as = emitter.emit_as
         self._next_iteration = next_iteration
         self._turn_index = turn_index
         self._counter = itertools.count(1)
         self.iteration = next_iteration - 1
         """The number of the latest model call (0 before the first)."""
+        self._pending: ModelCall | None = None
+        self._lock = threading.Lock()
+        self._open_calls: list[Span] = []
+        self._parents: dict[int, int] = {}
+        self._staged_while: str | None = None
 
     def emit(
         self,
@@ -294,40 +409,191 @@ class Run:
         event_type: str,
         payload: Mapping[str, Any],
         composition_id: str | None = None,
+        timestamp: int | None = None,
     ) -> None:
         """Write one footprint event on ``span`` the way this run was configured to."""
-        self._emitter.emit(span, event_type, payload, composition_id)
+        self._emitter.emit(span, event_type, payload, composition_id, timestamp)
 
     def composition_id(self, slot: str) -> str:
         """A run-unique id for one composition of ``slot`` (shared by its rows)."""
         return f"{slot}/compose#{next(self._counter)}"
 
+    # ── the next pass: stated on the run, landed on the next model-call span ──────────────────
+
+    def next_pass(self) -> ModelCall:
+        """The pass the next model call of this run will be: what is stated on it is staged and
+        lands on the model-call span an instrumentation starts next inside the run (see
+        :class:`ModelCall`). The same object until that span starts; the pass number is taken now.
+        """
+        with self._lock:
+            if self._pending is None:
+                number = self._next_iteration
+                self._next_iteration = number + 1
+                self.iteration = number
+                self._pending = ModelCall(self, number)
+                current = _CURRENT_RUN.get()
+                self._staged_while = (
+                    None if current is self else (current.run_id if current else "no run")
+                )
+            return self._pending
+
+    def evaluated(self, active_ids: Sequence[str] = (), **options: Any) -> ModelCall:
+        """:meth:`ModelCall.evaluated` on :meth:`next_pass` (staged until the model call)."""
+        call = self.next_pass()
+        call.evaluated(active_ids, **options)
+        return call
+
+    def injected(self, slot: str, source: str, **options: Any) -> ModelCall:
+        """:meth:`ModelCall.injected` on :meth:`next_pass` (staged until the model call)."""
+        call = self.next_pass()
+        call.injected(slot, source, **options)
+        return call
+
+    def composed(self, slot: str) -> ModelCall:
+        """:meth:`ModelCall.composed` on :meth:`next_pass` (staged until the model call)."""
+        call = self.next_pass()
+        call.composed(slot)
+        return call
+
+    def problem(self, code: str, message: str, iteration: int | None = None) -> None:
+        """Say on the run span why part of the run cannot be decided (``record.problem``); with
+        ``iteration`` that pass and the ones after it stay undecided."""
+        payload = {"code": code, "message": message, "iteration": iteration}
+        self.emit(self.span, semconv.T_RECORD_PROBLEM, payload)
+
+    def _model_call_started(self, span: Span, parent_span_id: int | None) -> ModelCall | None:
+        """The span-start hook's entry: a model-call span started inside this run. It claims the
+        staged pass, if there is one; returns the pass it became (None: not a pass)."""
+        context = span.get_span_context()
+        if context.trace_id != self.span.get_span_context().trace_id:
+            return None
+        with self._lock:
+            self._open_calls = [s for s in self._open_calls if s.is_recording()]
+            ancestors = self._ancestors(parent_span_id)
+            others = [s for s in self._open_calls if s.get_span_context().span_id not in ancestors]
+            self._open_calls.append(span)
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        pending._land(span, claimed=True, keep_times=False)
+        pending._close()
+        if others:
+            self.problem(
+                "concurrent-model-calls",
+                f"pass {pending.iteration} started while {len(others)} other model call(s) of "
+                "this run were still open: which call its staged events describe cannot be "
+                "told, so passes from here on are not decided",
+                pending.iteration,
+            )
+        return pending
+
+    def land(self, call: ModelCall, span: Span) -> bool:
+        """Land the staged pass ``call`` on ``span`` directly: for adapters whose framework
+        instrumentation marks its model-call span only when it ends (OpenInference LangChain), so
+        the span-start hook cannot recognise it. False when ``call`` is no longer staged (another
+        span took it) or ``span`` has ended."""
+        if not span.is_recording():
+            return False
+        with self._lock:
+            if self._pending is not call:
+                return False
+            self._pending = None
+        call._land(span, claimed=True, keep_times=False)
+        call._close()
+        return True
+
+    def _span_started(self, span_id: int, parent_span_id: int | None) -> None:
+        """The hook's record of span parents inside the run (bounded), for telling a framework
+        span and its client span (one call) from two concurrent calls."""
+        if parent_span_id is not None and len(self._parents) < _MAX_PARENTS:
+            self._parents[span_id] = parent_span_id
+
+    def _ancestors(self, span_id: int | None) -> set[int]:
+        seen: set[int] = set()
+        while span_id is not None and span_id not in seen:
+            seen.add(span_id)
+            span_id = self._parents.get(span_id)
+        return seen
+
+    def _finish(self) -> None:
+        """At the end of the leg: a pass still staged never reached a model call; say so."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        kinds = sorted({item.event_type for item in pending._staged})
+        if not _ATTACH_INSTALLED[0]:
+            why = (
+                "no span-start hook is installed (otel_footprint.sdk.setup() installs it; "
+                "otel_footprint.record.install_attach(provider) when exporting to the hop)"
+            )
+        elif self._staged_while is not None:
+            why = f"they were staged while run {self._staged_while} was the current run"
+        else:
+            why = "no model-call span started inside the run after them"
+        self.problem(
+            "unattached-pass",
+            f"pass {pending.iteration}'s staged events ({', '.join(kinds) or 'none'}) were "
+            f"attached to no model call: {why}; passes from here on are not decided",
+            pending.iteration,
+        )
+
     @contextmanager
     def model_call(
         self, model: str, *, provider: str | None = None, iteration: int | None = None
     ) -> Iterator[ModelCall]:
-        """Open the pass span ``chat <model>``; iterations number themselves from 1."""
-        number = self._next_iteration if iteration is None else iteration
-        self._next_iteration = number + 1
-        self.iteration = number
+        """One pass around the model call the block makes. With an instrumentation (and the
+        span-start hook), its model-call span takes the pass's events and no other span is made;
+        without one, the recorder makes the pass span ``chat <model>`` when the block ends
+        (covering the block). Iterations number themselves from 1."""
+        if iteration is not None and self._pending is None:
+            self._next_iteration = iteration
+        call = self.next_pass()
+        call._model = model
+        started = time.time_ns()
+        failure: BaseException | None = None
+        try:
+            yield call
+        except BaseException as error:
+            failure = error
+            raise
+        finally:
+            with self._lock:
+                own = self._pending is call
+                if own:
+                    self._pending = None
+            if own:
+                self._own_span(call, model, provider, started, failure)
+            else:
+                call._close()
+
+    def _own_span(
+        self,
+        call: ModelCall,
+        model: str,
+        provider: str | None,
+        started: int,
+        failure: BaseException | None,
+    ) -> None:
         attributes: dict[str, str | int] = {
             semconv.GEN_AI_OPERATION_NAME: semconv.OP_CHAT,
             semconv.GEN_AI_REQUEST_MODEL: model,
-            semconv.PASS_ITERATION: number,
+            semconv.PASS_ITERATION: call.iteration,
         }
         if provider is not None:
             attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
-        with self._tracer.start_as_current_span(
+        span = self._tracer.start_span(
             f"{semconv.OP_CHAT} {model}",
             context=trace.set_span_in_context(self.span),
             kind=SpanKind.CLIENT,
             attributes=attributes,
-        ) as span:
-            call = ModelCall(self, span, number)
-            try:
-                yield call
-            finally:
-                call._close()
+            start_time=started,
+        )
+        call._land(span, claimed=False, keep_times=True)
+        call._close()
+        if failure is not None and isinstance(failure, Exception):
+            span.record_exception(failure)
+            span.set_status(Status(StatusCode.ERROR, f"{type(failure).__name__}: {failure}"))
+        span.end()
 
     @contextmanager
     def tool_call(
@@ -422,6 +688,192 @@ class Run:
         """Any other upstream event type on the run span."""
         self.emit(self.span, event_type, payload)
 
+    # ── integrity inputs (issue 17): facts no convention carries, and the conventions' frame ──
+
+    def declare_tool(
+        self,
+        name: str,
+        *,
+        arguments_from: Sequence[str] = (),
+        result_columns: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Declare a tool once per run (``tool.declared``): the tools whose results its arguments
+        come from, and the columns (``{name: type | {type, nullable}}``) of the rows it returns.
+        Arms ``dangling-reference``, ``unsupported-argument`` and the write-seam checks."""
+        if not name or any(not g.strip() or g == name for g in arguments_from):
+            raise ValueError("arguments_from names other tools, never blank or the tool itself")
+        if result_columns is not None:
+            _check_columns(result_columns)
+        payload = {
+            "toolName": name,
+            "argumentsFrom": list(arguments_from),
+            "resultColumns": json.dumps(result_columns, ensure_ascii=False)
+            if result_columns is not None
+            else None,
+        }
+        self.emit(self.span, semconv.T_TOOL_DECLARED, payload)
+
+    def integrity_settings(
+        self,
+        *,
+        notice_empty_lookups: bool = False,
+        check_column_types: Literal["off", "warn", "enforce"] = "off",
+        notice_prior_turn_evidence: bool = False,
+        posture: Literal["observe", "dev"] = "observe",
+    ) -> None:
+        """The integrity dials of this run (``integrity.config``)."""
+        for dial, value in (
+            ("notice_empty_lookups", notice_empty_lookups),
+            ("notice_prior_turn_evidence", notice_prior_turn_evidence),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"{dial} must be a bool: {value!r}")
+        if check_column_types not in ("off", "warn", "enforce"):
+            raise ValueError(
+                f"check_column_types must be off, warn or enforce: {check_column_types!r}"
+            )
+        payload = {
+            "posture": posture,
+            "noticeEmptyLookups": notice_empty_lookups,
+            "checkColumnTypes": check_column_types,
+            "noticePriorTurnEvidence": notice_prior_turn_evidence,
+        }
+        self.emit(self.span, semconv.T_INTEGRITY_CONFIG, payload)
+
+    def external_ground(self, value: str, source: str, *, iteration: int | None = None) -> None:
+        """A value the app vouches for (``integrity.external_ground``), for the latest pass or
+        ``iteration``: an argument equal to it is excused, not flagged."""
+        if not value.strip() or not source.strip():
+            raise ValueError("an external ground needs a value and a source")
+        number = self.iteration if iteration is None else iteration
+        payload = {"value": value, "source": source, "iteration": number}
+        self.emit(self.span, semconv.T_EXTERNAL_GROUND, payload)
+
+    def wire_manifest(self, tool_names: Sequence[str], *, iteration: int | None = None) -> None:
+        """The tool names the provider adapter read back from the request body it sent."""
+        number = self.iteration if iteration is None else iteration
+        payload = {"toolNames": list(tool_names), "iteration": number}
+        self.emit(self.span, semconv.T_WIRE_MANIFEST, payload)
+
+    def window_compacted(
+        self, dropped_observations: Sequence[str], *, iteration: int | None = None
+    ) -> None:
+        """Tool names whose results left the window before the latest (or ``iteration``) call."""
+        number = self.iteration if iteration is None else iteration
+        payload = {"droppedObservations": list(dropped_observations), "iteration": number}
+        self.emit(self.span, semconv.T_WINDOW_COMPACTED, payload)
+
+    def context_error(
+        self,
+        kind: str,
+        seam: str,
+        subjects: Sequence[str],
+        *,
+        predicate: str | None = None,
+        iteration: int | None = None,
+        advisory: bool = False,
+        message: str | None = None,
+    ) -> None:
+        """A finding the agent's own integrity checks filed (``integrity.context_error``;
+        ``subjects`` as ``"tool:name"``): the processor re-derives and compares (verify mode)."""
+        payload = {
+            "kind": kind,
+            "seam": seam,
+            "subjects": list(subjects),
+            "predicate": predicate,
+            "iteration": iteration,
+            "advisory": advisory,
+            "message": message,
+        }
+        self.emit(self.span, semconv.T_CONTEXT_ERROR, payload)
+
+    def evidence_grounding(
+        self,
+        *,
+        from_this_turn: int,
+        from_prior_turns: int,
+        current_turn: int,
+        latest_prior_turn: int | None = None,
+        tool_results_this_turn: int = 0,
+        index_truncated: bool = False,
+    ) -> None:
+        """The evidence gate's reading of the final answer (``evidence.grounding``): how many
+        grounded values the answer states from this turn and from earlier turns, the newest
+        earlier turn, the current turn (0: no user turn), the tool results this turn served."""
+        payload = {
+            "fromThisTurn": from_this_turn,
+            "fromPriorTurns": from_prior_turns,
+            "latestPriorTurn": latest_prior_turn,
+            "currentTurn": current_turn,
+            "toolResultsThisTurn": tool_results_this_turn,
+            "indexTruncated": index_truncated,
+        }
+        self.emit(self.span, semconv.T_EVIDENCE_GROUNDING, payload)
+
+    def declare_claim(self, answer_field: str, entity: str, field: str) -> None:
+        """The typed answer's ``answer_field`` (a dot path) claims ``field`` of ``entity``
+        (``claims.declared``): the unsupported-claim check compares it with the facts the tools
+        settled (:meth:`tool_semantics`)."""
+        if not answer_field.strip() or not entity.strip() or not field.strip():
+            raise ValueError("a claim needs a non-blank answer field, entity and field")
+        payload = {"answerField": answer_field, "entity": entity, "field": field}
+        self.emit(self.span, semconv.T_CLAIMS_DECLARED, payload)
+
+    def tool_semantics(
+        self,
+        call: ToolCall,
+        *,
+        facts: Sequence[Mapping[str, Any]] = (),
+        series: Sequence[Mapping[str, Any]] = (),
+        measured_at: str | None = None,
+    ) -> None:
+        """The facts a tool call settled (``tools.semantics_declared`` on its span): ``facts`` rows
+        ``{entity, <field>: value, ...}``, ``series`` points ``{entity, metric, value, t?}`` —
+        the full envelope, whatever the model was served."""
+        semantics: dict[str, Any] = {"facts": [dict(r) for r in facts]}
+        if series:
+            semantics["series"] = [dict(p) for p in series]
+        if measured_at is not None:
+            semantics["provenance"] = {"measured_at": measured_at}
+        payload = {
+            "toolName": call.name,
+            "toolCallId": call.call_id,
+            "iteration": call.iteration,
+            "semantics": json.dumps(semantics, ensure_ascii=False),
+        }
+        self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
+
+    def frame(
+        self,
+        call: ModelCall,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system: Sequence[str] | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        output: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """What a model call was offered and shown, in the GenAI conventions' own attributes
+        (``gen_ai.tool.definitions``, ``gen_ai.system_instructions``, ``gen_ai.input.messages``,
+        ``gen_ai.output.messages``), for agents with no instrumentation that records them.
+        Messages are the conventions' ``{role, parts}``; ``None`` leaves an attribute out."""
+        values = {
+            semconv.GEN_AI_TOOL_DEFINITIONS: tools,
+            semconv.GEN_AI_SYSTEM_INSTRUCTIONS: [{"type": "text", "content": t} for t in system]
+            if system is not None
+            else None,
+            semconv.GEN_AI_INPUT_MESSAGES: messages,
+            semconv.GEN_AI_OUTPUT_MESSAGES: output,
+        }
+        for key, value in values.items():
+            if value is None:
+                continue
+            text = json.dumps(list(value), ensure_ascii=False)
+            if call.span is None:
+                call._staged_attributes[key] = text  # lands with the pass's span
+            elif call.span.is_recording() and not call.claimed:
+                # A claimed span's frame is its instrumentation's to record.
+                call.span.set_attribute(key, text)
+
 
 @contextmanager
 def run(
@@ -485,6 +937,7 @@ def run(
         f"{semconv.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
     ) as span:
         leg = Run(tracer, span, identifier, emitter, next_iteration, turn_index)
+        token = _CURRENT_RUN.set(leg)
         if resumed:
             held_state = dict(held) if held is not None else None
             leg.event(
@@ -499,7 +952,12 @@ def run(
             leg.event(semconv.T_MAPS_MOUNTED, {**plan_to_json(plan), "enforced": enforced})
         if not resumed:
             leg.event(semconv.T_TURN_START, {"turnIndex": turn_index, "userPrompt": user_prompt})
-        yield leg
+        try:
+            yield leg
+        finally:
+            leg._finish()
+            with contextlib.suppress(ValueError):  # exited in another context: nothing to undo
+                _CURRENT_RUN.reset(token)
 
 
 def emit(

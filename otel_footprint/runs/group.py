@@ -3,6 +3,18 @@
 A span belongs to the run of its nearest run-span ancestor (by parent chain within its trace). Spans
 that play no role and carry no footprint event are dropped after one role lookup and one scan of
 event names, which keeps the protobuf-native hop cheap on traces full of unrelated spans.
+
+Agent stacks make more agent and model-call spans than an agent has runs and passes, so:
+
+- a run span names a run (``footprint.run.id``, :func:`~otel_footprint.runs.recognize.role_of`);
+  a framework's agent / chain / workflow spans are containers, and a run span nested in a run of
+  the same run id does not split it. Only when footprint events have no run above them does their
+  nearest agent span (themselves included) become their run (agents that emit on their own
+  ``invoke_agent`` span).
+- a pass is a model-call span marked as one (``footprint.pass.iteration``, set by the recorder or
+  its span-start hook) or carrying footprint events; other model calls of the run (guards,
+  routers, summarisers, the client span under a framework span that is the pass) are no pass.
+  A run with no marked model call at all keeps every model call as a pass (older recordings).
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ from types import MappingProxyType
 from otel_footprint import semconv
 from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
-from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
 # Our own output events ride spans that may come back through the hop (a second pass, a replay of an
@@ -90,6 +102,10 @@ class RunSpans:
     )
     """Events that arrived as log records, by the span id (hex) they name."""
     reason: Reason | None = None
+    unmarked_calls: tuple[SpanView, ...] = ()
+    """Model-call spans of the run that are no pass (the client span under a framework's pass
+    span, guards, summarisers), by start time: read only as a second view of a pass (the
+    integrity checks' wire seam), never as passes."""
 
     @property
     def run_id(self) -> str:
@@ -145,6 +161,8 @@ class _Node:
     role: SpanRole
     carries: bool
     """Set for spans of no role only: they belong to a run only when they carry events."""
+    marked: bool = False
+    """Pass spans: has an iteration or carries footprint events (a pass, not another call)."""
 
 
 def _nearest_run(
@@ -214,9 +232,12 @@ def group_runs(
         carries = role is SpanRole.OTHER and (
             view.span_id in logs or carries_footprint_events(view)
         )
+        marked = role is SpanRole.PASS and (
+            pass_iteration_of(view) is not None or _carries(view, logs)
+        )
         trace = traces.setdefault(view.trace_id, {})
         # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
-        trace.setdefault(view.span_id, _Node(view, role, carries))
+        trace.setdefault(view.span_id, _Node(view, role, carries, marked))
 
     legs: list[RunSpans] = []
     for trace_id, nodes in traces.items():
@@ -225,9 +246,48 @@ def group_runs(
     return legs
 
 
+def _carries(view: SpanView, logs: Mapping[str, Sequence[SpanEventView]]) -> bool:
+    return carries_footprint_events(view) or any(
+        is_footprint_input_event(event.name) for event in logs.get(view.span_id, ())
+    )
+
+
+def _run_id_of(view: SpanView) -> str:
+    value = view.attribute(semconv.RUN_ID)
+    return value if isinstance(value, str) and value else view.span_id
+
+
+def _settle_runs(nodes: Mapping[str, _Node]) -> None:
+    """Settle which spans are runs (see the module docstring). Changes ``nodes`` in place."""
+    # Footprint input with no run above it: its nearest agent span (itself included) is its run.
+    inputs = [n for n in nodes.values() if n.carries or (n.role is SpanRole.PASS and n.marked)]
+    for node in inputs:
+        if isinstance(_nearest_run(node.view.span_id, nodes, {}), str):
+            continue
+        current: str | None = node.view.span_id
+        seen: set[str] = set()
+        while current is not None and current not in seen:
+            seen.add(current)
+            candidate = nodes.get(current)
+            if candidate is None:
+                break
+            if candidate.role is SpanRole.OTHER and is_agent_span(candidate.view.attribute):
+                candidate.role = SpanRole.RUN
+                candidate.carries = False
+                break
+            current = candidate.view.parent_span_id
+    # A run span inside a run of the same run id is part of that run, not a second run.
+    for node in [n for n in nodes.values() if n.role is SpanRole.RUN]:
+        owner = _nearest_run(node.view.span_id, nodes, {})
+        if isinstance(owner, str) and _run_id_of(nodes[owner].view) == _run_id_of(node.view):
+            node.role = SpanRole.OTHER
+            node.carries = True
+
+
 def _group_trace(
     trace_id: str, nodes: Mapping[str, _Node], logs: Mapping[str, Sequence[SpanEventView]]
 ) -> list[RunSpans]:
+    _settle_runs(nodes)
     run_ids = [span_id for span_id, node in nodes.items() if node.role is SpanRole.RUN]
     only_run = run_ids[0] if len(run_ids) == 1 else None
     members: dict[str | None, list[_Node]] = {run_id: [] for run_id in run_ids}
@@ -278,7 +338,13 @@ def _leg(
     logs: Mapping[str, Sequence[SpanEventView]],
     reason: Reason | None,
 ) -> RunSpans:
-    passes = sorted((n.view for n in nodes if n.role is SpanRole.PASS), key=_pass_sort_key)
+    calls = [n for n in nodes if n.role is SpanRole.PASS]
+    if any(n.marked for n in calls):
+        calls = [n for n in calls if n.marked]
+    passes = sorted((n.view for n in calls), key=_pass_sort_key)
+    unmarked = sorted(
+        (n.view for n in nodes if n.role is SpanRole.PASS and n not in calls), key=_start_key
+    )
     tools = sorted((n.view for n in nodes if n.role is SpanRole.TOOL), key=_start_key)
     others = sorted((n.view for n in nodes if n.role is SpanRole.OTHER), key=_start_key)
     wanted = [run_span.span_id] if run_span is not None else []
@@ -294,4 +360,5 @@ def _leg(
         others=tuple(others),
         log_events=MappingProxyType(joined),
         reason=reason,
+        unmarked_calls=tuple(unmarked),
     )

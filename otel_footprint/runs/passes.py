@@ -10,7 +10,8 @@ the accepted picks only at the top of an iteration that dispatches tools.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,8 +21,9 @@ from otel_footprint.codec import (
     EventPointer,
     EventVia,
     FootprintEvent,
-    decode_event,
+    decode_typed_event,
     integral,
+    quick_init,
 )
 from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -35,9 +37,27 @@ from otel_footprint.kernel.types import (
 )
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
+from otel_footprint.runs.outputs import (
+    asked_for_tools,
+    instrumented,
+    offered_tools,
+    output_tool_calls,
+    skill_of,
+    tool_arguments_of,
+    tool_result_of,
+    tool_results,
+)
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
-from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
+from otel_footprint.runs.spans import (
+    OtlpSpanView,
+    RawEvent,
+    SdkSpanView,
+    SpanView,
+    raw_events,
+)
 
+UNRECORDED_TOOL_CALLS = "tool-calls-unrecorded"
+"""Reason code: a pass's tool calls are recorded nowhere (the engine then makes no account)."""
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
 # Sources of context rows that are conversation, not a map's contribution.
@@ -47,6 +67,7 @@ _STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, *semconv.MAP_CHANGE_KINDS}
 _REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class InjectedRow:
     """One ``context.injected`` row: what one piece put into one slot, attributed to a pass."""
@@ -60,6 +81,7 @@ class InjectedRow:
     event: FootprintEvent
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Pick:
     """A ``read_skill`` pick the gate accepted; ``hop`` None when the event did not say."""
@@ -68,6 +90,7 @@ class Pick:
     hop: bool | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool span as the kernel and the account read it."""
@@ -96,6 +119,7 @@ class ToolCall:
     """The tool's own declared status, when the agent recorded one (not in the schema yet)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassFacts:
     """What the events say about one pass (one model call)."""
@@ -112,6 +136,9 @@ class PassFacts:
     reported: tuple[EngagementChange, ...] = ()
     problem: Reason | None = None
     """Set when this pass cannot be built; the kernel replay stops before it."""
+    offered_tools: tuple[str, ...] | None = None
+    """Names of the tools offered to the model in this call (``gen_ai.tool.definitions``,
+    OpenInference ``llm.tools.*``); None when the span does not say."""
 
     @property
     def served(self) -> tuple[str, ...]:
@@ -213,23 +240,32 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     """
     rd = reader or _Reader()
     decoded: list[FootprintEvent] = []
+    event_type_of = semconv.event_type_of
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
-        sources: tuple[tuple[EventVia, Sequence[SpanEventView]], ...] = (
-            ("span-event", view.events()),
-            ("log-record", run.log_events.get(span_id, ())),
+        logs = run.log_events.get(span_id, ())
+        sources: tuple[tuple[EventVia, Iterable[RawEvent]], ...] = (
+            ("span-event", raw_events(view, event_type_of)),
+            (
+                "log-record",
+                [(i, e.name, e.time_unix_nano, e.attributes) for i, e in enumerate(logs)]
+                if logs
+                else (),
+            ),
         )
         for via, items in sources:
-            for index, raw in enumerate(items):
-                pointer = EventPointer(trace_id, span_id, raw.name, index, via)
+            for index, name, time_unix_nano, attributes in items:
+                event_type = event_type_of(name)
+                if event_type is None:
+                    continue
+                pointer = EventPointer(trace_id, span_id, name, index, via)
                 try:
-                    event = decode_event(raw.name, raw.attributes, pointer, raw.time_unix_nano)
+                    event = decode_typed_event(event_type, attributes, pointer, time_unix_nano)
                 except EventDecodeError as error:
                     reason = rd.add("bad-attribute", str(error), span_id)
-                    rd.undecodable.setdefault((span_id, semconv.event_type_of(raw.name)), reason)
+                    rd.undecodable.setdefault((span_id, event_type), reason)
                     continue
-                if event is not None:
-                    decoded.append(event)
+                decoded.append(event)
     # Appended in span order, span events before log records, then by index: a stable sort on
     # the time alone keeps that order among events of the same time.
     decoded.sort(key=_time_of)
@@ -371,6 +407,15 @@ def read_run(
     for span_id, iteration in span_iteration.items():
         spans_by_iteration.setdefault(iteration, []).append(span_id)
 
+    # ── what the recorder could not place (record.problem): a reason, and a stop at its pass ──
+    placed: dict[int, Reason] = {}
+    for event in by_type.get(semconv.T_RECORD_PROBLEM, ()):
+        code = _as_str(event.payload.get("code")) or "record-problem"
+        reason = rd.add(code, _as_str(event.payload.get("message")) or code, event.pointer.span_id)
+        at = integral(event.payload.get("iteration"))
+        if at is not None:
+            placed.setdefault(at, reason)
+
     # ── events keyed by iteration ──
     evaluated: dict[int, list[FootprintEvent]] = {}
     reported: dict[int, list[FootprintEvent]] = {}
@@ -432,7 +477,7 @@ def read_run(
 
     # ── one PassFacts per iteration seen on a span or in an evaluation ──
     passes: list[PassFacts] = []
-    for iteration in sorted(set(spans_by_iteration) | set(evaluated)):
+    for iteration in sorted(set(spans_by_iteration) | set(evaluated) | set(placed)):
         passes.append(
             _pass_facts(
                 iteration,
@@ -442,7 +487,7 @@ def read_run(
                 injected.get(iteration, []),
                 plan is not None,
                 rd,
-                conflicts.get(iteration),
+                placed.get(iteration) or conflicts.get(iteration),
             )
         )
     missing = [p for p in passes if p.problem is _MISSING]
@@ -463,10 +508,28 @@ def read_run(
             reported[iteration][0].pointer.span_id,
         )
 
+    pass_starts = _PassStarts(run.passes, span_iteration)
     tool_calls = tuple(
-        _tool_call(view, by_span.get(view.span_id, []), run, span_iteration, first_iteration, rd)
+        _tool_call(view, by_span.get(view.span_id, []), pass_starts, first_iteration, rd)
         for view in run.tools
     )
+    offered = {view.span_id: offered_tools(view) for view in run.passes}
+    passes = [
+        replace(p, offered_tools=offered[p.span_id])
+        if p.span_id is not None and offered.get(p.span_id) is not None
+        else p
+        for p in passes
+    ]
+    from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
+    tool_calls = (*tool_calls, *from_output)
+    if unrecorded is not None:
+        # A later pass needs the batch these passes dispatched (the kernel's tool results):
+        # it cannot be built.
+        first = min(unrecorded_at)
+        passes = [
+            replace(p, problem=unrecorded) if p.problem is None and p.iteration > first else p
+            for p in passes
+        ]
     refusals = _refusals_by_iteration(
         refusing, frozenset(v.span_id for v in run.tools), span_iteration
     )
@@ -527,7 +590,7 @@ def _pass_facts(
             f"{iteration}; passes from here on are not decided",
             evaluations[1].pointer.span_id,
         )
-    if span_id is None:
+    if span_id is None and conflict is None:
         rd.add(
             "no-model-call-span",
             f"iteration {iteration} has a {semconv.EV_CONTEXT_EVALUATED} event but no model-call "
@@ -603,21 +666,37 @@ def _pass_facts(
     )
 
 
-def _tool_iteration(
-    view: SpanView, run: RunSpans, span_iteration: Mapping[str, int], first_iteration: int
-) -> int | None:
+class _PassStarts:
+    """The leg's pass spans as sorted (start, iteration) keys, built once per leg on first use: a
+    tool span without an iteration finds its pass by binary search, not a scan of every pass."""
+
+    __slots__ = ("_keys", "_passes", "_span_iteration", "_starts")
+
+    def __init__(self, passes: Sequence[SpanView], span_iteration: Mapping[str, int]) -> None:
+        self._passes = passes
+        self._span_iteration = span_iteration
+        self._keys: list[tuple[int, int]] | None = None
+        self._starts: list[int] = []
+
+    def latest_at_or_before(self, start: int) -> int | None:
+        """The iteration of the latest (by start, then iteration) pass started at or before."""
+        if self._keys is None:
+            self._keys = sorted(
+                (v.start_time_unix_nano, self._span_iteration[v.span_id]) for v in self._passes
+            )
+            self._starts = [key[0] for key in self._keys]
+        index = bisect_right(self._starts, start)
+        return self._keys[index - 1][1] if index else None
+
+
+def _tool_iteration(view: SpanView, pass_starts: _PassStarts, first_iteration: int) -> int | None:
     stated = pass_iteration_of(view)
     if stated is not None:
         return stated
     # Design rule: the latest pass span that started before the tool span.
-    best: tuple[int, int] | None = None
-    for pass_view in run.passes:
-        if pass_view.start_time_unix_nano <= view.start_time_unix_nano:
-            key = (pass_view.start_time_unix_nano, span_iteration[pass_view.span_id])
-            if best is None or key > best:
-                best = key
+    best = pass_starts.latest_at_or_before(view.start_time_unix_nano)
     if best is not None:
-        return best[1]
+        return best
     if first_iteration > 1:
         # A resumed leg opens with the paused call's result: it belongs to the paused pass.
         return first_iteration - 1
@@ -627,8 +706,7 @@ def _tool_iteration(
 def _tool_call(
     view: SpanView,
     events: Sequence[FootprintEvent],
-    run: RunSpans,
-    span_iteration: Mapping[str, int],
+    pass_starts: _PassStarts,
     first_iteration: int,
     rd: _Reader,
 ) -> ToolCall:
@@ -636,7 +714,7 @@ def _tool_call(
     if name is None:
         prefix = semconv.OP_EXECUTE_TOOL + " "
         name = view.name[len(prefix) :] if view.name.startswith(prefix) else view.name
-    iteration = _tool_iteration(view, run, span_iteration, first_iteration)
+    iteration = _tool_iteration(view, pass_starts, first_iteration)
     if iteration is None:
         rd.add(
             "unattributed-tool",
@@ -645,7 +723,7 @@ def _tool_call(
             view.span_id,
         )
     failed = _status_failed(view)
-    raw_args = view.attribute(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+    raw_args = tool_arguments_of(view)
     arguments: Any | None = None
     unreadable: Reason | None = None
     if isinstance(raw_args, str) and raw_args.strip():
@@ -659,8 +737,11 @@ def _tool_call(
                     f"is not JSON ({error.msg} at {error.pos}), so its pick cannot be told",
                     view.span_id,
                 )
-    result = view.attribute(semconv.GEN_AI_TOOL_CALL_RESULT)
+    result = tool_result_of(view)
     picks = _picks_of(name, arguments, failed, events, unreadable is not None)
+    skill = skill_of(view)
+    if not picks and skill is not None and not failed:
+        picks = (Pick(skill),)  # a skill-loading tool span (gen_ai.skill.name)
     return ToolCall(
         trace_id=view.trace_id,
         span_id=view.span_id,
@@ -677,6 +758,83 @@ def _tool_call(
         events=tuple(events),
         unreadable=unreadable,
     )
+
+
+def _output_tool_calls(
+    run: RunSpans,
+    spanned: Sequence[ToolCall],
+    span_iteration: Mapping[str, int],
+    rd: _Reader,
+) -> tuple[list[ToolCall], Reason | None, tuple[int, ...]]:
+    """Tool calls of passes that have no tool span, read from what the pass span recorded of the
+    model's output (client instrumentations make no tool spans); results from the later passes'
+    input messages. A pass whose output asked for tools, or says nothing, while the call was made
+    by an instrumentation, gets a ``tool-calls-unrecorded`` reason: never "no tool was called"."""
+    with_spans = {call.iteration for call in spanned}
+    found: list[ToolCall] = []
+    unrecorded: list[int] = []
+    for view in run.passes:
+        iteration = span_iteration[view.span_id]
+        if iteration in with_spans:
+            continue
+        calls = output_tool_calls(view)
+        if calls is None:
+            asked = asked_for_tools(view)
+            if asked or (asked is None and instrumented(view)):
+                unrecorded.append(iteration)
+            continue
+        for index, call in enumerate(calls):
+            found.append(
+                ToolCall(
+                    trace_id=view.trace_id,
+                    span_id=view.span_id,
+                    name=call.name,
+                    call_id=call.call_id or f"{view.span_id}#{index}",
+                    iteration=iteration,
+                    start_time_unix_nano=view.end_time_unix_nano,
+                    failed=False,
+                    arguments=_json_or_none(call.arguments_text),
+                    arguments_text=call.arguments_text,
+                    result=None,
+                    picks=(),
+                    picks_stated=False,
+                    events=(),
+                )
+            )
+    reason: Reason | None = None
+    if unrecorded:
+        reason = rd.add(
+            UNRECORDED_TOOL_CALLS,
+            f"the model call(s) of pass(es) {', '.join(map(str, unrecorded))} record no tool calls "
+            "(no tool span, no tool calls in the recorded output); switch on the "
+            "instrumentation's message content capture or record tool spans. Which tools were "
+            "called cannot be told; passes after them are not decided",
+        )
+    if found:
+        results: dict[str, str] = {}
+        for view in run.passes:
+            for call_id, text in tool_results(view):
+                results.setdefault(call_id, text)
+        found = [
+            replace(call, result=results[call.call_id]) if call.call_id in results else call
+            for call in found
+        ]
+        found = [
+            replace(call, picks=_picks_of(call.name, call.arguments, False, (), False))
+            if call.name == semconv.READ_SKILL_TOOL
+            else call
+            for call in found
+        ]
+    return found, reason, tuple(unrecorded)
+
+
+def _json_or_none(text: str | None) -> Any | None:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool = True) -> bool:
@@ -755,6 +913,7 @@ def _picks_of(
 # ── building the kernel's passes ─────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Batch:
     """One dispatched tool batch: the pass that asked for it, names in call order, accepted picks."""
@@ -766,7 +925,7 @@ class Batch:
     unreadable: Reason | None = None
 
 
-def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
+def batches_of(facts: RunFacts, carry: Carry | None) -> Batches:
     """Every dispatched batch of the leg by iteration, the carried (pre-pause) batch included."""
     cursor_of = {p.iteration: p.current_node for p in facts.passes}
     calls: dict[int, list[ToolCall]] = {}
@@ -789,11 +948,29 @@ def batches_of(facts: RunFacts, carry: Carry | None) -> dict[int, Batch]:
         )
         unreadable = next((c.unreadable for c in group if c.unreadable), None)
         result[iteration] = Batch(iteration, names, picks, cursor, unreadable)
-    return result
+    return Batches(result)
+
+
+class Batches(dict[int, Batch]):
+    """The batches of a leg by iteration, plus the sorted iterations that dispatched tools, so
+    :func:`latest_batch` is a binary search instead of a scan of every batch on every pass (which
+    made a 3,000-pass run quadratic). Built whole by :func:`batches_of`; not changed after."""
+
+    __slots__ = ("_asked",)
+
+    def __init__(self, items: Mapping[int, Batch]) -> None:
+        super().__init__(items)
+        self._asked = sorted(it for it, batch in self.items() if batch.tool_names)
+
+    def latest(self, before: int) -> Batch | None:
+        index = bisect_left(self._asked, before)
+        return self[self._asked[index - 1]] if index else None
 
 
 def latest_batch(batches: Mapping[int, Batch], before: int) -> Batch | None:
     """The most recent dispatched batch asked for before pass ``before`` (the re-ask quirk)."""
+    if isinstance(batches, Batches):
+        return batches.latest(before)
     candidates = [it for it, batch in batches.items() if it < before and batch.tool_names]
     return batches[max(candidates)] if candidates else None
 

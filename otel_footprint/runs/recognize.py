@@ -2,6 +2,11 @@
 
 One rule, first match wins: OTel GenAI ``gen_ai.operation.name``, then OpenInference
 ``openinference.span.kind``, then OpenLLMetry (``traceloop.span.kind``, ``llm.request.type``).
+
+An agent span (``invoke_agent``, OpenInference ``AGENT``, OpenLLMetry ``agent``) is a run span only
+when it names a run (``footprint.run.id``): frameworks make one per agent, workflow and handoff,
+and those are containers. Grouping (:mod:`otel_footprint.runs.group`) still makes an agent span
+the run of footprint events that have no run above them (:func:`is_agent_span`).
 """
 
 from __future__ import annotations
@@ -49,10 +54,11 @@ def _scalar(value: Any) -> Any | None:
 
 
 def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
+    named = attribute(semconv.RUN_ID) is not None
     operation = attribute(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
         if operation == semconv.OP_INVOKE_AGENT:
-            return SpanRole.RUN
+            return SpanRole.RUN if named else SpanRole.OTHER
         if operation in semconv.MODEL_CALL_OPERATIONS:
             return SpanRole.PASS
         if operation == semconv.OP_EXECUTE_TOOL:
@@ -62,21 +68,31 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
     if oi_kind is not None:
         # CHAIN is a container, not an agent run: folding it into invoke_agent is too coarse.
         return {
-            semconv.OI_KIND_AGENT: SpanRole.RUN,
+            semconv.OI_KIND_AGENT: SpanRole.RUN if named else SpanRole.OTHER,
             semconv.OI_KIND_LLM: SpanRole.PASS,
             semconv.OI_KIND_TOOL: SpanRole.TOOL,
         }.get(str(oi_kind).upper(), SpanRole.OTHER)
     tl_kind = attribute(semconv.TRACELOOP_SPAN_KIND)
     if tl_kind == semconv.TL_KIND_AGENT:
-        return SpanRole.RUN
+        return SpanRole.RUN if named else SpanRole.OTHER
     if tl_kind == semconv.TL_KIND_TOOL:
         return SpanRole.TOOL
     if attribute(semconv.LLM_REQUEST_TYPE) in semconv.LLM_REQUEST_TYPE_MODEL_CALLS:
         return SpanRole.PASS
-    if attribute(semconv.RUN_ID) is not None:
+    if named:
         # A span that names a run but no GenAI operation is still that run's root.
         return SpanRole.RUN
     return SpanRole.OTHER
+
+
+def is_agent_span(attribute: Callable[[str], Any | None]) -> bool:
+    """Whether a span is an agent span of GenAI, OpenInference or OpenLLMetry (a run span only
+    when it names a run; see the module docstring)."""
+    return (
+        attribute(semconv.GEN_AI_OPERATION_NAME) == semconv.OP_INVOKE_AGENT
+        or str(attribute(semconv.OPENINFERENCE_SPAN_KIND) or "").upper() == semconv.OI_KIND_AGENT
+        or attribute(semconv.TRACELOOP_SPAN_KIND) == semconv.TL_KIND_AGENT
+    )
 
 
 def tool_name_of(attribute: Callable[[str], Any | None]) -> str | None:

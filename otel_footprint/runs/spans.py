@@ -7,9 +7,11 @@ lazily: a span that is not a run, model-call or tool span costs one attribute lo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from otel_footprint.codec import quick_init
 
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SpanEventView:
     """One span event (or a log record joined to its span) as name, time and attributes."""
@@ -125,16 +128,17 @@ class OtlpSpanView:
 class SdkSpanView:
     """A :class:`SpanView` over an SDK ``ReadableSpan`` (the in-process path)."""
 
-    __slots__ = ("_seen", "_span_id", "_trace_id", "span")
+    __slots__ = ("_attrs", "_span_id", "_trace_id", "span")
 
     def __init__(self, span: ReadableSpan) -> None:
         self.span = span
         # Ids are read for every event of the span; format them once (they never change).
         self._trace_id: str | None = None
         self._span_id: str | None = None
-        # Attributes already asked for: the SDK builds a read-only proxy on every access, and the
-        # rules ask some keys (the run id, a pass's iteration) many times per run.
-        self._seen: dict[str, Any] = {}
+        # The ended span's attributes, copied on the first read: the SDK builds a read-only proxy
+        # on every access, the rules ask some keys many times per run, and a key the span lacks
+        # (most recognition keys) costs the SDK's mapping a raised KeyError per lookup.
+        self._attrs: dict[str, Any] | None = None
 
     @property
     def trace_id(self) -> str:
@@ -168,11 +172,11 @@ class SdkSpanView:
         return self.span.end_time or 0
 
     def attribute(self, key: str) -> Any | None:
-        seen = self._seen
-        if key not in seen:
-            attrs = self.span.attributes
-            seen[key] = None if attrs is None else attrs.get(key)
-        return seen[key]
+        attrs = self._attrs
+        if attrs is None:
+            source = self.span.attributes
+            attrs = self._attrs = dict(source) if source else {}
+        return attrs.get(key)
 
     def events(self) -> Sequence[SpanEventView]:
         return [
@@ -200,3 +204,28 @@ def log_record_event(
         return None
     time = int(record.time_unix_nano or record.observed_time_unix_nano)
     return SpanEventView(name, time, pairs, via="log-record")
+
+
+RawEvent = tuple[int, str, int, Sequence[tuple[str, Any]]]
+"""(index among the span's events, name, time, attribute pairs) of one span event."""
+
+
+def raw_events(view: SpanView, wanted: Callable[[str], object]) -> Iterator[RawEvent]:
+    """The span's own events whose name ``wanted`` accepts (a truthy answer), with their index
+    among all the span's events. The two known views are read straight from the protobuf / SDK
+    objects: no :class:`SpanEventView` is built, and an event that is not wanted (an exception, a
+    GenAI content event) never has its attributes converted."""
+    if isinstance(view, OtlpSpanView):
+        for index, ev in enumerate(view.pb.events):
+            name = ev.name
+            if wanted(name):
+                yield index, name, int(ev.time_unix_nano), key_values_to_pairs(ev.attributes)
+    elif isinstance(view, SdkSpanView):
+        for index, sdk_event in enumerate(view.span.events):
+            name = sdk_event.name
+            if wanted(name):
+                yield index, name, sdk_event.timestamp, _pairs(sdk_event.attributes)
+    else:
+        for index, event in enumerate(view.events()):
+            if wanted(event.name):
+                yield index, event.name, event.time_unix_nano, event.attributes

@@ -10,6 +10,7 @@ from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from otel_footprint.record.attach import install_attach
 from otel_footprint.sdk.buffer import BufferStats
 from otel_footprint.sdk.exporter import FootprintOTLPSpanExporter, otlp_span_exporter
 from otel_footprint.sdk.processor import FootprintLogRecordProcessor, FootprintSpanProcessor
@@ -21,6 +22,7 @@ def setup(
     *,
     logger_provider: LoggerProvider | None = None,
     log_exporter: LogRecordExporter | None = None,
+    attach: bool = True,
     **options: Any,
 ) -> FootprintSpanProcessor:
     """Annotate agent runs in one call: add a FootprintSpanProcessor to a tracer provider.
@@ -34,6 +36,9 @@ def setup(
     recorder's ``emit_as="log"``): a :class:`FootprintLogRecordProcessor` is added to it, and the
     log records go on untouched to ``log_exporter`` when given (else only read: add your own log
     processor to the provider to export them as well).
+    ``attach``: also install the span-start hook (:class:`~otel_footprint.record.PassAttacher`)
+    that lands each pass a run states (``run.evaluated(...)``) on the model-call span an
+    instrumentation (GenAI, OpenInference, OpenLLMetry, a framework) starts next inside the run.
     Returns the processor (``stats()``, ``force_flush()``, ``shutdown()``).
     """
     if log_exporter is not None and logger_provider is None:
@@ -49,6 +54,8 @@ def setup(
             provider = TracerProvider()
             trace.set_tracer_provider(provider)
     processor = FootprintSpanProcessor(exporter or otlp_span_exporter(), **options)
+    if attach:
+        install_attach(provider)
     provider.add_span_processor(processor)
     if logger_provider is not None:
         logger_provider.add_log_record_processor(processor.log_record_processor(log_exporter))

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeAlias
 
 import yaml
 
+from otel_footprint.sdk import endpoint as endpoint_rule
 from otel_footprint.service.otlp import LOGS_PATH, TRACES_PATH
 
 Protocol_: TypeAlias = Literal["grpc", "http/protobuf"]
@@ -583,6 +584,8 @@ def load_file(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not YAML text (byte {exc.start})") from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -737,10 +740,14 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
             "no forward endpoint: give --forward URL, exporters.otlp.endpoint in the config file, "
             "or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT"
         )
-    protocol = exp.get("protocol")
-    if protocol is None:
-        # Unambiguous only when the URL names the OTLP/HTTP path; otherwise gRPC, the Collector norm.
-        protocol = "http/protobuf" if TRACES_PATH in str(traces_url or base) else "grpc"
+    # The one endpoint rule (sdk/endpoint.py): the environment variables are already a layer of
+    # ``tree``, so the rule reads no environment here; unknown schemes are refused.
+    try:
+        protocol = endpoint_rule.resolve(
+            str(traces_url or base), exp.get("protocol"), environ={}
+        ).protocol
+    except endpoint_rule.EndpointError as error:
+        raise ConfigError(f"exporters.otlp.endpoint ({endpoint_source}): {error}") from None
     forward_logs = bool(exp.get("forward_logs", True))
     tls = exp.get("tls") or {}
     client_tls = ClientTls(tls.get("ca_file"), tls.get("cert_file"), tls.get("key_file"))

@@ -257,6 +257,15 @@ class HopMetrics:
         self.decision_errors = r.counter(
             "decision_errors", "Runs whose decision raised; forwarded unannotated with the reason."
         )
+        self.served_chars_while_parked = r.counter(
+            "served_chars_while_parked",
+            "Shadow mode: characters that rode after the kernel would have parked them "
+            "(what parking would have saved), summed over decided runs.",
+        )
+        self.served_passes_while_parked = r.counter(
+            "served_passes_while_parked",
+            "Shadow mode: passes on which some parked injection still rode, over decided runs.",
+        )
         self.decision_latency = r.histogram(
             "decision_latency_seconds", "Time to decide and annotate one released trace."
         )

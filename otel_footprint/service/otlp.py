@@ -321,6 +321,51 @@ def build_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> ExportTr
     return out
 
 
+def _length_delimited(tag: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (``tag`` is the field's whole first byte)."""
+    size = len(payload)
+    head = bytearray((tag,))
+    while size >= 0x80:
+        head.append(size & 0x7F | 0x80)
+        size >>= 7
+    head.append(size)
+    return bytes(head) + payload
+
+
+# Field tags (field number << 3 | wire type 2) of the three messages the request is built from:
+# ExportTraceServiceRequest.resource_spans = 1; ResourceSpans.resource = 1, .scope_spans = 2,
+# .schema_url = 3; ScopeSpans.scope = 1, .spans = 2, .schema_url = 3.
+_FIELD_1: Final = 0x0A
+_FIELD_2: Final = 0x12
+_FIELD_3: Final = 0x1A
+
+
+def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> bytes:
+    """The wire bytes of ``build_request(groups).SerializeToString()``, without copying a span:
+    each span is serialized where it stands and the enclosing messages are written around it
+    (fields in number order, as protobuf writes them; tests compare both ways)."""
+    resources: dict[bytes, tuple[Origin, list[bytes]]] = {}
+    for origin, spans in groups.values():
+        if not spans:
+            continue
+        r_key = origin.key.split(b"\x00", 2)[0] + b"\x00" + origin.resource_schema_url.encode()
+        entry = resources.get(r_key)
+        if entry is None:
+            entry = resources[r_key] = (origin, [])
+        scope = [_length_delimited(_FIELD_1, origin.scope.SerializeToString())]
+        scope.extend(_length_delimited(_FIELD_2, span.SerializeToString()) for span in spans)
+        if origin.scope_schema_url:
+            scope.append(_length_delimited(_FIELD_3, origin.scope_schema_url.encode()))
+        entry[1].append(_length_delimited(_FIELD_2, b"".join(scope)))
+    out: list[bytes] = []
+    for origin, scopes in resources.values():
+        body = [_length_delimited(_FIELD_1, origin.resource.SerializeToString()), *scopes]
+        if origin.resource_schema_url:
+            body.append(_length_delimited(_FIELD_3, origin.resource_schema_url.encode()))
+        out.append(_length_delimited(_FIELD_1, b"".join(body)))
+    return b"".join(out)
+
+
 def group_spans(items: list[tuple[Origin, Span]]) -> dict[bytes, tuple[Origin, list[Span]]]:
     groups: dict[bytes, tuple[Origin, list[Span]]] = {}
     for origin, span in items:

@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from .otel_stack import (
+    JAEGER_URL_ENV,
+    OTELCOL_BIN_ENV,
+    OTELCOL_GRPC_ENV,
+    JaegerClient,
+    env_or_skip,
+)
 from .phoenix_api import PhoenixClient
 
 PHOENIX_URL_ENV = "OTEL_FOOTPRINT_PHOENIX_URL"
@@ -54,3 +61,37 @@ def node_agent() -> Path:
     if not (NODE_PROJECT / "node_modules" / "@opentelemetry" / "sdk-trace-base").is_dir():
         pytest.skip("tests/node/node_modules is missing: run scripts/node-install.sh")
     return NODE_PROJECT / "agent.mjs"
+
+
+# --- the Collector and Jaeger built from the Go module proxy (scripts/otelcol.sh, scripts/jaeger.sh)
+
+
+@pytest.fixture(scope="session")
+def jaeger() -> JaegerClient:
+    """The running Jaeger (``scripts/jaeger.sh start``); skips when none is configured, fails when
+    one is configured but its query API does not answer."""
+    url = env_or_skip(JAEGER_URL_ENV, "build and start Jaeger with `scripts/jaeger.sh build start`")
+    client = JaegerClient(url)
+    if not client.healthy():
+        pytest.fail(f"{JAEGER_URL_ENV}={url} is set but {url}/api/services does not answer 200")
+    return client
+
+
+@pytest.fixture(scope="session")
+def otelcol_bin() -> str:
+    """The Collector binary built by ``scripts/otelcol.sh build``; skips when not configured."""
+    binary = env_or_skip(
+        OTELCOL_BIN_ENV, "build and start the Collector with `scripts/otelcol.sh build start`"
+    )
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"{OTELCOL_BIN_ENV}={binary} is not an executable file")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def backend_collector(otelcol_bin: str, jaeger: JaegerClient) -> str:
+    """``host:port`` (OTLP/gRPC) of the backend Collector ``scripts/otelcol.sh start`` runs in front
+    of Jaeger (collector-config/jaeger/backend-collector.yaml with its endpoints filled in)."""
+    return env_or_skip(
+        OTELCOL_GRPC_ENV, "start the backend Collector with `scripts/otelcol.sh start`"
+    )

@@ -89,7 +89,6 @@ def stuck_turn(tracer: Tracer, run_id: str, *, passes: int = PASSES) -> EmittedR
         trace_id, run_span_id = _hex_ids(run.span)
         for iteration in range(1, passes + 1):
             with run.model_call("scripted-model", provider="scripted") as call:
-                pass_ids[iteration] = _hex_ids(call.span)[1]
                 if iteration == 1:
                     call.evaluated(
                         [ZONE_AUDIT],
@@ -111,6 +110,10 @@ def stuck_turn(tracer: Tracer, run_id: str, *, passes: int = PASSES) -> EmittedR
                     "tools", "skill", source_id=ZONE_AUDIT, content=f"{ZONE_TOOL}: zone audit data"
                 )
                 call.composed("tools")
+            # The pass's span exists once its block ends (the recorder's own `chat` span, as no
+            # instrumentation claimed the pass).
+            assert call.span is not None
+            pass_ids[iteration] = _hex_ids(call.span)[1]
             if iteration < passes:
                 with run.tool_call(FOREIGN_TOOL, args={"screen": "runs"}) as tool:
                     tool.result("screen shows: runs list")
@@ -291,7 +294,11 @@ def assert_stuck_turn_in_phoenix(
         sc.CHECK_DECIDED_DELIVERED_OUTCOME: None,  # written only when check 1 is reachable
         sc.CHECK_EXISTENCE: "not-applicable",
         sc.CHECK_EMPTY_RESULTS: "reachable",
-        sc.SIGNALS: [],
+        # Shadow mode's finding: zone-audit rode calls 4-30 after skill-map would have parked.
+        sc.SIGNALS: ["rode-while-parked"],
+        sc.RUN_SERVED_PASSES_WHILE_PARKED: 27,
+        sc.RUN_SERVED_WHILE_PARKED: ["zone-audit"],
+        sc.RUN_SERVED_WHILE_PARKED_MAPS: ["skill-map"],
     }
     assert subset(run.attributes, expected_run) == expected_run
     evaluations = {
@@ -302,6 +309,8 @@ def assert_stuck_turn_in_phoenix(
         "footprint.decided-delivered": "unknown",
         "footprint.existence": "unknown",
         "footprint.empty-results": "pass",
+        # the map is mounted, the offered tools are not recorded: integrity cannot judge compose
+        "footprint.integrity.invariant-violation@compose": "unknown",
     }
     assert run.events_named(sc.EV_ACCOUNT_LINE), "the account's lines were not written"
     # The run span, found by its verdict: GraphQL condition and the REST attribute filter.

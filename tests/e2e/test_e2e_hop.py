@@ -167,6 +167,11 @@ def run_condition(run: Mapping[str, Any]) -> str:
     return all_of(*parts)
 
 
+def checks_names(checks: Mapping[str, Any]) -> set[str]:
+    """The evaluation names of the account's checks explain lists."""
+    return {sc.evaluation_name(check_id) for check_id in checks}
+
+
 @pytest.mark.parametrize(("recording", "protocol"), CASES)
 def test_recording_verdicts_in_phoenix_match_explain(
     phoenix: PhoenixClient, hop: HopProcess, recording: Path, protocol: str, tmp_path: Path
@@ -208,9 +213,15 @@ def test_recording_verdicts_in_phoenix_match_explain(
                 e.attributes[sc.EVAL_NAME]: e.attributes[sc.EVAL_SCORE_LABEL]
                 for e in span.events_named(sc.EV_EVALUATION_RESULT)
             }
-            assert labels == {
+            integrity = {
+                sc.integrity_evaluation_name(r["check"], r["seam"])
+                for r in run.get("integrity", {}).get("rows", [])
+                if r["armed"]
+            }
+            assert {k: v for k, v in labels.items() if k not in integrity} == {
                 sc.evaluation_name(check_id): c["label"] for check_id, c in checks.items()
             }, where
+            assert set(labels) - checks_names(checks) == integrity, where
 
         chats = exactly(
             phoenix,

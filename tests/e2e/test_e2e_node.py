@@ -33,14 +33,6 @@ def hop(phoenix: PhoenixClient, tmp_path_factory: pytest.TempPathFactory) -> Ite
         assert code == 0, f"serve exited {code} on SIGTERM; stderr:\n{process.stderr()[-3000:]}"
 
 
-@pytest.fixture(scope="module")
-def live_semconv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The names of this checkout's semconv.py for the agent (a renamed constant reaches Node too)."""
-    path = tmp_path_factory.mktemp("semconv") / "semconv.json"
-    path.write_text(json.dumps(sc.all_names()))
-    return path
-
-
 def run_node_agent(agent: Path, *args: str) -> dict[str, Any]:
     """Run agent.mjs to completion (bounded); its last stdout line is a JSON summary."""
     done = subprocess.run(
@@ -56,7 +48,6 @@ def test_node_agent_through_the_hop_is_annotated_in_phoenix(
     phoenix: PhoenixClient,
     hop: HopProcess,
     node_agent: Path,
-    live_semconv: Path,
     project_name: str,
     protocol: str,
 ) -> None:
@@ -69,7 +60,6 @@ def test_node_agent_through_the_hop_is_annotated_in_phoenix(
         f"--passes={PASSES}",
         f"--run-id={run_id}",
         f"--project={project_name}",
-        f"--semconv={live_semconv}",
     )
     assert summary["spans"] == summary["exported"] == 1 + PASSES + (PASSES - 1)
 

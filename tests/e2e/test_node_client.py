@@ -26,14 +26,6 @@ PASSES = 30
 MEMBERS = ["zone-audit", "run-finder"]
 
 
-@pytest.fixture
-def live_semconv(tmp_path: Path) -> Path:
-    """The names as ``python -m otel_footprint.semconv --json`` prints them, from this checkout."""
-    path = tmp_path / "semconv.json"
-    path.write_text(json.dumps(sc.all_names()))
-    return path
-
-
 def run_agent(agent: Path, *args: str) -> dict[str, Any]:
     """Run agent.mjs to completion (bounded) and return its JSON summary line."""
     done = subprocess.run(
@@ -66,7 +58,7 @@ def by_operation(spans: Sequence[ReceivedSpan], operation: str) -> list[Received
 
 
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
-def test_stuck_turn_arrives_over_otlp(node_agent: Path, live_semconv: Path, protocol: str) -> None:
+def test_stuck_turn_arrives_over_otlp(node_agent: Path, protocol: str) -> None:
     with OtlpSink() as sink:
         endpoint = sink.grpc_endpoint if protocol == "grpc" else sink.http_endpoint
         summary = run_agent(
@@ -75,7 +67,6 @@ def test_stuck_turn_arrives_over_otlp(node_agent: Path, live_semconv: Path, prot
             f"--protocol={protocol}",
             f"--passes={PASSES}",
             "--run-id=node-stuck-30",
-            f"--semconv={live_semconv}",
         )
         spans = sink.wait_for_spans(summary["spans"], timeout=10)
 
@@ -150,7 +141,7 @@ def test_stuck_turn_arrives_over_otlp(node_agent: Path, live_semconv: Path, prot
     )
 
 
-def test_node_agent_fails_loudly_when_nothing_listens(node_agent: Path, live_semconv: Path) -> None:
+def test_node_agent_fails_loudly_when_nothing_listens(node_agent: Path) -> None:
     # A port the sink bound and then closed: nothing listens there any more.
     with OtlpSink() as sink:
         dead = sink.grpc_endpoint
@@ -166,7 +157,7 @@ def test_node_agent_fails_loudly_when_nothing_listens(node_agent: Path, live_sem
 
 
 def test_node_agent_against_phoenix(
-    phoenix: PhoenixClient, node_agent: Path, live_semconv: Path, project_name: str
+    phoenix: PhoenixClient, node_agent: Path, project_name: str
 ) -> None:
     grpc_endpoint = phoenix.grpc_endpoint
     protocol, endpoint = (
@@ -181,7 +172,6 @@ def test_node_agent_against_phoenix(
         f"--passes={PASSES}",
         "--run-id=node-phoenix",
         f"--project={project_name}",
-        f"--semconv={live_semconv}",
     )
     phoenix.wait_for_spans(project_name, count=summary["spans"])
 

@@ -1,48 +1,41 @@
-"""The Node.js client spells no schema name itself: every name it uses is a key of semconv.py, and its
-checked-in tests/node/semconv.json agrees with semconv.py (no Node.js needed to run these)."""
+"""The Node.js clients spell no schema name themselves: they take every name (and the payload codec)
+from ``@otel-footprint/recorder``, whose names are generated from semconv.py (tests/test_js_vectors.py
+keeps them in step). No Node.js is needed to run these."""
 
 from __future__ import annotations
 
-import json
 import re
+from pathlib import Path
+
+import pytest
 
 from otel_footprint import semconv
 
 from .conftest import NODE_PROJECT
 
-AGENT = NODE_PROJECT / "agent.mjs"
-SNAPSHOT = NODE_PROJECT / "semconv.json"
+CLIENTS = [NODE_PROJECT / "agent.mjs", NODE_PROJECT / "openai_agent.mjs"]
 
 
-def required_names() -> list[str]:
-    source = AGENT.read_text()
-    block = re.search(r"REQUIRED_NAMES = Object\.freeze\(\[(.*?)\]\)", source, re.DOTALL)
-    assert block is not None, "agent.mjs no longer declares REQUIRED_NAMES"
-    return re.findall(r"'([A-Z0-9_]+)'", block.group(1))
+@pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.name)
+def test_every_name_the_client_uses_exists_in_semconv(client: Path) -> None:
+    source = client.read_text()
+    assert re.search(r"names as N\b[^;]*from '@otel-footprint/recorder'", source)
+    used = set(re.findall(r"\bN\.([A-Z0-9_]+)\b", source))
+    assert used, "the client reads no names"
+    assert sorted(used - set(semconv.all_names())) == []
 
 
-def test_every_name_the_node_agent_uses_exists_in_semconv() -> None:
-    names = semconv.all_names()
-    required = required_names()
-    assert required, "REQUIRED_NAMES is empty"
-    assert [k for k in required if k not in names] == []
-    # Every N.KEY the script reads is declared (and so validated at start-up).
-    used = set(re.findall(r"\bN\.([A-Z0-9_]+)\b", AGENT.read_text()))
-    assert used - set(required) == set()
-
-
-def test_checked_in_snapshot_matches_semconv() -> None:
-    names = semconv.all_names()
-    expected = {k: names[k] for k in sorted(required_names())}
-    actual = json.loads(SNAPSHOT.read_text())
-    assert actual == expected, (
-        "tests/node/semconv.json is stale; regenerate it with:\n" + json.dumps(expected, indent=2)
-    )
-
-
-def test_node_agent_spells_no_schema_name() -> None:
-    source = AGENT.read_text()
+@pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.name)
+def test_client_spells_no_schema_name(client: Path) -> None:
+    source = client.read_text()
     literals = re.findall(
         r"""['"`]((?:footprint|agentfootprint|gen_ai|openinference)\.[^'"`]*)""", source
     )
-    assert literals == [], f"agent.mjs spells schema names by hand: {literals}"
+    assert literals == [], f"{client} spells schema names by hand: {literals}"
+
+
+def test_the_fixture_has_no_codec_of_its_own() -> None:
+    source = (NODE_PROJECT / "agent.mjs").read_text()
+    assert "import { encodePayload, names as N } from '@otel-footprint/recorder'" in source
+    assert "function encodeValue" not in source and "snakeCase" not in source
+    assert not (NODE_PROJECT / "semconv.json").exists()

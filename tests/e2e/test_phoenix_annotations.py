@@ -41,6 +41,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "queries.md"
 
 # Three scenarios cover the three labels of check 1: fail (not delivered), pass, unknown.
 LABEL_SCENARIOS = ("routed-not-delivered", "routed-delivered", "stuck-shadow")
+PER_RUN = 4
+"""Evaluations per run: the account's three checks and the one armed integrity row (a map is
+mounted: invariant-violation @compose)."""
 RUN_IDS = {
     "routed-not-delivered": "routed-not-delivered",
     "routed-delivered": "routed-delivered",
@@ -92,7 +95,10 @@ def _closed_port_url() -> str:
 def test_annotations_from_sdk_spans(annotated_spans: list[ReadableSpan]) -> None:
     annotations = phoenix_annotations_for(annotated_spans)
     by_key = {(a["span_id"], a["name"]): a for a in annotations}
-    assert len(annotations) == 3 * len(LABEL_SCENARIOS)
+    # Three account checks per run, and one integrity row each: a map is mounted (compose).
+    integrity = [a for a in annotations if a["name"] in sc.INTEGRITY_EVALUATION_NAMES]
+    assert len(annotations) - len(integrity) == 3 * len(LABEL_SCENARIOS)
+    assert {a["name"] for a in integrity} == {"footprint.integrity.invariant-violation@compose"}
     expected = {
         "routed-not-delivered": ("fail", 0.0, "reachable", "not-delivered"),
         "routed-delivered": ("pass", 1.0, "reachable", "delivered"),
@@ -105,7 +111,9 @@ def test_annotations_from_sdk_spans(annotated_spans: list[ReadableSpan]) -> None
             for e in span.events
             if e.name == sc.EV_EVALUATION_RESULT
         }
-        assert set(events) == {sc.evaluation_name(c) for c in sc.CHECK_IDS}
+        assert set(events) - sc.INTEGRITY_EVALUATION_NAMES == {
+            sc.evaluation_name(c) for c in sc.CHECK_IDS
+        }
         for name, event in events.items():
             annotation = by_key[(_hex(span), name)]
             assert annotation["annotator_kind"] == "CODE"
@@ -133,7 +141,7 @@ def test_annotations_from_protobuf_spans_match_sdk(annotated_spans: list[Readabl
 
     assert sorted(from_pb, key=key) == sorted(from_sdk, key=key)
     assert all(a["metadata"]["project"] == "p" for a in from_pb)
-    assert len(from_pb) == 3 * len(LABEL_SCENARIOS)
+    assert len(from_pb) == PER_RUN * len(LABEL_SCENARIOS)
 
 
 def test_only_footprint_evaluations_and_the_later_event_wins() -> None:
@@ -190,10 +198,10 @@ def test_exporter_never_raises_when_phoenix_is_down(annotated_spans: list[Readab
     assert len(inner.get_finished_spans()) == len(annotated_spans)
     assert exporter.force_flush(10_000)
     stats = exporter.stats()
-    assert (stats.posted, stats.failed, stats.pending) == (0, 3 * len(LABEL_SCENARIOS), 0)
+    assert (stats.posted, stats.failed, stats.pending) == (0, PER_RUN * len(LABEL_SCENARIOS), 0)
     exporter.shutdown()
     assert exporter.export(annotated_spans) is SpanExportResult.FAILURE  # inner is shut down
-    assert exporter.stats().skipped == 3 * len(LABEL_SCENARIOS)
+    assert exporter.stats().skipped == PER_RUN * len(LABEL_SCENARIOS)
 
 
 def test_exporter_queue_is_bounded(annotated_spans: list[ReadableSpan]) -> None:
@@ -203,7 +211,7 @@ def test_exporter_queue_is_bounded(annotated_spans: list[ReadableSpan]) -> None:
     exporter.export(annotated_spans)
     exporter.shutdown()
     stats = exporter.stats()
-    assert stats.dropped == 3 * len(LABEL_SCENARIOS) - 2
+    assert stats.dropped == PER_RUN * len(LABEL_SCENARIOS) - 2
     assert stats.failed == 2
     assert stats.pending == 0
 
@@ -220,7 +228,7 @@ def test_post_annotations_reports_an_unreachable_phoenix(
         sleep=slept.append,
         chunk_size=4,
     )
-    assert (result.posted, result.failed) == (0, 3 * len(LABEL_SCENARIOS))
+    assert (result.posted, result.failed) == (0, PER_RUN * len(LABEL_SCENARIOS))
     assert len(result.errors) == 3  # chunks of 4, 4, 1
     assert slept == [0.5, 1.0] * 3  # bounded, doubling
 
@@ -258,13 +266,20 @@ def _phoenix_run_span(phoenix: PhoenixClient, project: str, run_id: str) -> Phoe
 def test_checks_become_phoenix_annotations(phoenix: PhoenixClient, project_name: str) -> None:
     exporter = _export_to_phoenix(phoenix, project_name, LABEL_SCENARIOS)
     stats = exporter.stats()
-    assert (stats.posted, stats.failed, stats.dropped, stats.pending) == (9, 0, 0, 0)
+    assert (stats.posted, stats.failed, stats.dropped, stats.pending) == (
+        PER_RUN * len(LABEL_SCENARIOS),
+        0,
+        0,
+        0,
+    )
 
-    scores = {"fail": 0.0, "pass": 1.0, "unknown": None}
+    scores = {"fail": 0.0, "pass": 1.0, "unknown": None, "not_applicable": None}
     for scenario, label in zip(LABEL_SCENARIOS, ("fail", "pass", "unknown"), strict=True):
         span = _phoenix_run_span(phoenix, project_name, RUN_IDS[scenario])
         annotations = {a.name: a for a in phoenix.span_annotations(project_name, [span.span_id])}
-        assert set(annotations) == {sc.evaluation_name(c) for c in sc.CHECK_IDS}
+        assert set(annotations) == {sc.evaluation_name(c) for c in sc.CHECK_IDS} | {
+            "footprint.integrity.invariant-violation@compose"
+        }
         # What Phoenix shows as annotations is what the span's own evaluation events say.
         for event in span.events_named(sc.EV_EVALUATION_RESULT):
             annotation = annotations[event.attributes[sc.EVAL_NAME]]

@@ -159,7 +159,7 @@ def dataset(phoenix: PhoenixClient, project_name: str) -> Iterator[Dataset]:
                     sc.ENG_PARKED_MAPS: [],
                     sc.CHECK_DECIDED_DELIVERED: "reachable",
                     sc.CHECK_DECIDED_DELIVERED_OUTCOME: "delivered",
-                    sc.SUMMARY: "The skill was given to the model before it answered.",
+                    sc.SUMMARY: "The model had the skill in front of it when it answered.",
                     sc.SUMMARY_TONE: "ok",
                 }
             )

@@ -8,18 +8,16 @@
 // expected to say the map should have parked on pass 4 and what riding on cost.
 //
 // Usage: node agent.mjs [--endpoint URL] [--protocol grpc|http/protobuf] [--passes N] [--run-id ID]
-//                       [--project NAME] [--semconv FILE] [--timeout-ms MS]
+//                       [--project NAME] [--timeout-ms MS]
 // The endpoint defaults to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT, then to
 // the OTLP default port of the protocol on 127.0.0.1. Prints one JSON summary line on stdout.
 // Exit status: 0 all spans exported, 1 an export failed, 2 bad arguments or attribute names.
 //
-// Every footprint.* / gen_ai.* name comes from otel_footprint/semconv.py through a JSON file
-// (`python -m otel_footprint.semconv --json`; semconv.json beside this file is the checked-in subset),
-// and payload fields are encoded with the rule of otel_footprint/codec.py, so nothing here
-// spells a schema name by hand.
+// Every footprint.* / gen_ai.* name and the payload codec come from the package @otel-footprint/recorder
+// (js/otel-footprint, built; its names are generated from otel_footprint/semconv.py and its codec is
+// checked against the Python one by vectors), so nothing here spells a schema name by hand.
 
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { SpanKind, context, trace } from '@opentelemetry/api';
@@ -28,82 +26,14 @@ import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-
 import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { encodePayload, names as N } from '@otel-footprint/recorder';
 
 const MAX_PASSES = 1000; // bounded: two spans per pass must fit the batch queue below
 const QUEUE_SIZE = 4096;
 
-/** The semconv constants this agent uses (keys of `python -m otel_footprint.semconv --json`). */
-export const REQUIRED_NAMES = Object.freeze([
-  'PREFIX',
-  'COMPOSITION_ID',
-  'RUN_ID',
-  'PASS_ITERATION',
-  'OI_PROJECT_NAME',
-  'GEN_AI_OPERATION_NAME',
-  'GEN_AI_AGENT_NAME',
-  'GEN_AI_REQUEST_MODEL',
-  'GEN_AI_PROVIDER_NAME',
-  'GEN_AI_TOOL_NAME',
-  'GEN_AI_TOOL_CALL_ID',
-  'GEN_AI_TOOL_CALL_RESULT',
-  'OP_INVOKE_AGENT',
-  'OP_CHAT',
-  'OP_EXECUTE_TOOL',
-  'EV_GRAPH_DECLARED',
-  'EV_MAPS_MOUNTED',
-  'EV_TURN_START',
-  'EV_TURN_END',
-  'EV_CONTEXT_EVALUATED',
-  'EV_CONTEXT_INJECTED',
-  'EV_SLOT_COMPOSED',
-]);
-
 function fail(status, message) {
   process.stderr.write(`agent.mjs: ${message}\n`);
   process.exit(status);
-}
-
-function loadNames(path) {
-  let names;
-  try {
-    names = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    fail(2, `cannot read attribute names from ${path}: ${err.message}`);
-  }
-  const missing = REQUIRED_NAMES.filter((k) => typeof names[k] !== 'string' || names[k] === '');
-  if (missing.length > 0) fail(2, `${path} lacks names: ${missing.join(', ')}`);
-  return Object.freeze(Object.fromEntries(REQUIRED_NAMES.map((k) => [k, names[k]])));
-}
-
-// --- the payload codec of otel_footprint/codec.py, restated -----------------------------------
-
-const snakeCase = (field) => field.replace(/(?<=[a-z0-9])([A-Z])/g, '_$1').toLowerCase();
-
-function scalarKind(v) {
-  if (typeof v === 'string' || typeof v === 'boolean') return typeof v;
-  if (typeof v === 'number') return Number.isInteger(v) ? 'int' : 'float';
-  return null;
-}
-
-/** Scalars and homogeneous scalar arrays as they are; objects and mixed arrays as compact JSON. */
-function encodeValue(value) {
-  if (value === undefined || value === null) return undefined;
-  if (scalarKind(value) !== null) return value;
-  if (Array.isArray(value)) {
-    const kinds = new Set(value.map(scalarKind));
-    if (value.length === 0 || (kinds.size === 1 && !kinds.has(null))) return value;
-  }
-  return JSON.stringify(value);
-}
-
-function encodePayload(N, payload, compositionId) {
-  const attributes = {};
-  for (const [field, value] of Object.entries(payload)) {
-    const encoded = encodeValue(value);
-    if (encoded !== undefined) attributes[N.PREFIX + snakeCase(field)] = encoded;
-  }
-  if (compositionId !== undefined) attributes[N.COMPOSITION_ID] = compositionId;
-  return attributes;
 }
 
 // --- the scripted scenario -------------------------------------------------------------------------
@@ -172,7 +102,7 @@ function composed(slot, iteration, cap, rows) {
 }
 
 /** The footprint events of pass `iteration`, as [eventName, payload, compositionId?] triples. */
-function passEvents(N, iteration, stage) {
+function passEvents(iteration, stage) {
   const cursorMove =
     iteration === 1
       ? { to: ACTIVE.id, by: 'entry', reachable: ['run-finder'], witness: { text: 'zone', keyword: 'zone' } }
@@ -216,7 +146,7 @@ function passEvents(N, iteration, stage) {
   ];
 }
 
-function runAgent(N, tracer, { passes, runId }) {
+function runAgent(tracer, { passes, runId }) {
   // A scripted turn takes microseconds, and the SDK stamps span starts in whole milliseconds: explicit,
   // strictly increasing times (1 ms per step, ending about now) keep the start order of passes and
   // tool calls unambiguous for a reader that orders by time.
@@ -232,7 +162,7 @@ function runAgent(N, tracer, { passes, runId }) {
     },
   });
   const emit = (span, name, payload, compositionId) =>
-    span.addEvent(name, encodePayload(N, payload, compositionId), tick(0.01));
+    span.addEvent(name, encodePayload(payload, compositionId), tick(0.01));
   emit(run, N.EV_GRAPH_DECLARED, {
     nodes: SKILLS.map((s) => ({ id: s.id, kind: 'skill', description: s.description, label: s.id })),
     edges: [
@@ -260,7 +190,7 @@ function runAgent(N, tracer, { passes, runId }) {
       },
       inRun,
     );
-    for (const [name, payload, compositionId] of passEvents(N, iteration, iteration * 10)) {
+    for (const [name, payload, compositionId] of passEvents(iteration, iteration * 10)) {
       emit(chat, name, payload, compositionId);
     }
     chat.end(tick(5));
@@ -334,7 +264,6 @@ function parseCli(argv) {
         passes: { type: 'string', default: '30' },
         'run-id': { type: 'string' },
         project: { type: 'string' },
-        semconv: { type: 'string' },
         'timeout-ms': { type: 'string', default: '10000' },
       },
       strict: true,
@@ -356,13 +285,11 @@ function parseCli(argv) {
   }
   const timeoutMillis = Number(values['timeout-ms']);
   if (!Number.isInteger(timeoutMillis) || timeoutMillis < 1) fail(2, '--timeout-ms must be a positive integer');
-  const semconv = values.semconv ?? env.FOOTPRINT_SEMCONV_JSON ?? new URL('./semconv.json', import.meta.url);
   return {
     protocol,
     endpoint,
     passes,
     timeoutMillis,
-    semconv,
     project: values.project,
     runId: values['run-id'] ?? `node-run-${Date.now()}-${process.pid}`,
   };
@@ -370,7 +297,6 @@ function parseCli(argv) {
 
 async function main() {
   const cli = parseCli(process.argv.slice(2));
-  const N = loadNames(cli.semconv);
   const exporter = new CheckedExporter(makeExporter(cli.protocol, cli.endpoint, cli.timeoutMillis));
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({
@@ -387,7 +313,7 @@ async function main() {
     ],
   });
   const tracer = provider.getTracer('otel-footprint-node-agent', '0.1.0');
-  const result = runAgent(N, tracer, cli);
+  const result = runAgent(tracer, cli);
   try {
     await provider.forceFlush();
     await provider.shutdown();

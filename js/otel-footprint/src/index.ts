@@ -1,0 +1,48 @@
+/**
+ * `@otel-footprint/recorder`: record what went into each model call of a Node.js agent as the
+ * otel_footprint input schema (span events, or log records), byte-compatible with the Python
+ * recorder. See docs/javascript.md of the repository.
+ */
+
+export {
+  type Json,
+  type JsonObject,
+  type Payload,
+  encodePayload,
+  encodeValue,
+  eventNameOf,
+  fieldAttribute,
+  pythonJson,
+  snakeCase,
+} from './codec.js';
+export { FootprintSpanProcessor, footprintHook, isModelCallSpan } from './hook.js';
+export {
+  type AgentsModelCall,
+  type CallModelInputFilterArgs,
+  type ModelInputData,
+  currentRun,
+  footprintCallModelInputFilter,
+} from './integrations.js';
+export {
+  DEFAULT_RENEWAL_GRACE,
+  type EmitAs,
+  type EngagementChange,
+  type EvaluatedOptions,
+  type InjectedOptions,
+  type LogEmitter,
+  ModelCall,
+  type ModelCallOptions,
+  type MountedMap,
+  PlanError,
+  type RoutedOptions,
+  Run,
+  type RunOptions,
+  SCOPE_NAME,
+  ToolCall,
+  type ToolCallOptions,
+  VERSION,
+  emit,
+  run,
+  startRun,
+} from './recorder.js';
+export { LLM_REQUEST_TYPE_MODEL_CALLS, MODEL_CALL_OPERATIONS, type NameKey, names } from './semconv.js';

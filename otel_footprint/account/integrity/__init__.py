@@ -1,0 +1,124 @@
+"""Integrity checks over one run: what the model was offered, and what it acted on.
+
+Pure functions over frozen inputs (:mod:`otel_footprint.runs.integrity_inputs`, plus the kernel's
+park state from the engine). :func:`check_integrity` runs every check and returns every row — an
+unarmed check is a ``not-applicable`` row with its reason, evidence that is missing makes a row
+``unreachable``, never ``pass``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_footprint.account.integrity.argument import check_arguments
+from otel_footprint.account.integrity.claim import check_claims
+from otel_footprint.account.integrity.columns import check_columns
+from otel_footprint.account.integrity.dangling import check_dangling
+from otel_footprint.account.integrity.invariant import check_compose, check_wire
+from otel_footprint.account.integrity.lookup import check_lookups
+from otel_footprint.account.integrity.model import (
+    ADVISORY_KINDS,
+    ROWS,
+    Disagreement,
+    Encounter,
+    Excusal,
+    Finding,
+    IntegrityResult,
+    Kind,
+    ParkState,
+    Row,
+    Seam,
+    Subject,
+    Witness,
+)
+from otel_footprint.account.integrity.recency import check_recency
+from otel_footprint.account.integrity.report import (
+    combined_tone,
+    row_explanation,
+    signal_ids,
+    summary_sentence,
+)
+from otel_footprint.account.integrity.tally import Tally
+from otel_footprint.account.integrity.verify import disagreements
+from otel_footprint.runs.integrity_inputs import IntegrityInputs
+
+
+def _row(kind: Kind, seam: Seam, tally: Tally) -> Row:
+    checked = sum(1 for e in tally.encounters if e.disposition in ("pass", "fail"))
+    fails = sum(1 for e in tally.encounters if e.disposition == "fail")
+    na = sum(1 for e in tally.encounters if e.disposition == "not-applicable")
+    unreached = sum(1 for e in tally.encounters if e.disposition == "unreachable")
+    wanted = "unreachable" if unreached else "not-applicable"
+    why = tuple(dict.fromkeys(e.why for e in tally.encounters if e.disposition == wanted and e.why))
+    return Row(kind, seam, checked, fails, na, unreached, why, tally.armed)
+
+
+def check_integrity(
+    inputs: IntegrityInputs,
+    park: Mapping[int, ParkState] | None = None,
+    *,
+    shadow: bool = False,
+) -> IntegrityResult:
+    """Every integrity row and finding of one run leg.
+
+    ``park``: the kernel's park state per pass iteration (None: no maps mounted); ``shadow``: the
+    agent runs no kernel of its own (the compose finding then says what parking would have
+    withheld).
+    """
+    mismatch, missing = check_columns(inputs)
+    tallies: dict[tuple[Kind, Seam], Tally] = {
+        ("invariant-violation", "wire"): check_wire(inputs),
+        ("invariant-violation", "compose"): check_compose(inputs, park, shadow=shadow),
+        ("dangling-reference", "compose"): check_dangling(inputs),
+        ("unsupported-argument", "choice"): check_arguments(inputs),
+        ("unsupported-claim", "claim"): check_claims(inputs),
+        ("empty-lookup", "write"): check_lookups(inputs),
+        ("column-type-mismatch", "write"): mismatch,
+        ("missing-column", "write"): missing,
+        ("prior-turn-evidence", "claim"): check_recency(inputs),
+    }
+    rows: list[Row] = []
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    excusals: list[Excusal] = []
+    encounters: dict[tuple[str, str], tuple[Encounter, ...]] = {}
+    for kind, seam in ROWS:
+        tally = tallies[(kind, seam)]
+        rows.append(_row(kind, seam, tally))
+        encounters[(kind, seam)] = tuple(tally.encounters)
+        excusals.extend(tally.excusals)
+        for finding in tally.findings:
+            if finding.identity not in seen:  # the same defect found again is the same finding
+                seen.add(finding.identity)
+                findings.append(finding)
+    findings.sort(key=lambda f: f.iteration if f.iteration is not None else 0)
+    verified = inputs.reported is not None
+    return IntegrityResult(
+        rows=tuple(rows),
+        findings=tuple(findings),
+        excusals=tuple(excusals),
+        verified=verified,
+        disagreements=disagreements(inputs.reported or (), findings, rows) if verified else (),
+        encounters=encounters,
+        pass_spans={p.iteration: p.framework.span_id for p in inputs.passes},
+    )
+
+
+__all__ = [
+    "ADVISORY_KINDS",
+    "ROWS",
+    "Disagreement",
+    "Encounter",
+    "Excusal",
+    "Finding",
+    "IntegrityResult",
+    "ParkState",
+    "Row",
+    "Subject",
+    "Witness",
+    "check_integrity",
+    "combined_tone",
+    "row_explanation",
+    "signal_ids",
+    "summary_sentence",
+]

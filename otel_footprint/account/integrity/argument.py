@@ -1,0 +1,136 @@
+"""``unsupported-argument`` @choice: the model called a tool with a value nothing served it.
+
+Judged against the exact frame of the call that chose it (that span's own system instructions and
+input messages), never the run's history. Per string leaf of an armed call's arguments, in order:
+shorter than 4 (UTF-16 units) → skipped; equal to a declared enum member → skipped; inside any
+served text (instructions, user, tool and other non-assistant messages) → grounded; inside an
+app-vouched external value → excused (recorded, not a finding); otherwise a finding, marked
+*self-referenced* when the value appears only in the model's own earlier prose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from otel_footprint.account.integrity.common import (
+    checked_leaves,
+    clip,
+    enum_values,
+    frame_missing,
+    grounded_in,
+    lowered,
+)
+from otel_footprint.account.integrity.dangling import NO_GROUNDS
+from otel_footprint.account.integrity.model import Excusal, Finding, Subject, Witness
+from otel_footprint.account.integrity.tally import Tally, unarmed
+from otel_footprint.account.integrity.texts import say
+from otel_footprint.runs.integrity_inputs import ChosenCall, IntegrityInputs, PassInputs
+
+
+def _calls_of(inputs: IntegrityInputs, pass_: PassInputs) -> list[ChosenCall] | None:
+    """The calls this pass chose: its output's tool calls, else its ``execute_tool`` spans;
+    None when neither is recorded."""
+    output = pass_.output()
+    if output is not None:
+        return [call for message in output for call in message.calls]
+    executed = [e for e in inputs.executions if e.iteration == pass_.iteration]
+    if not executed:
+        return None
+    return [
+        ChosenCall(e.call_id, e.name, e.arguments, e.arguments is not None, e.ref) for e in executed
+    ]
+
+
+def refetch_phrase(grounds: Sequence[str]) -> str:
+    if grounds:
+        return say("argument.refetch", grounds=" or ".join(grounds))
+    return say("argument.refetch.none")
+
+
+def check_arguments(inputs: IntegrityInputs) -> Tally:
+    grounding = {n: d.arguments_from for n, d in inputs.declarations.items() if d.arguments_from}
+    if not grounding:
+        return unarmed(NO_GROUNDS)
+    tally = Tally()
+    for pass_ in inputs.passes:
+        it = pass_.iteration
+        calls = _calls_of(inputs, pass_)
+        if calls is None:
+            tally.note("unreachable", it, f"which tools pass {it} chose is not in the record")
+            continue
+        armed = [c for c in calls if c.name in grounding]
+        if not armed:
+            tally.note("not-applicable", it, "no call to a tool with declared grounds")
+            continue
+        view = pass_.frame()
+        if view is None or view.messages is None:
+            tally.note("unreachable", it, frame_missing(pass_))
+            continue
+        if any(not c.readable for c in armed):
+            tally.note("unreachable", it, f"the arguments of a call at pass {it} are not readable")
+            continue
+        served = [*(view.system or ())]
+        mine: list[str] = []
+        for message in view.messages:
+            (mine if message.role == "assistant" else served).extend(message.texts)
+        served_lc, mine_lc = lowered(served), lowered(mine)
+        offered, _ = pass_.tools()
+        schemas = {t.name: t.parameters for t in offered or ()}
+        external = inputs.grounds_for(it)
+        frame_line = (
+            f"frame of pass {it}: {len(served)} served text(s) (instructions, user messages, "
+            f"tool results) and {sum(1 for m in view.messages if m.role == 'assistant')} "
+            "assistant turn(s)"
+        )
+        filed: list[Finding] = []
+        for call in armed:
+            enums = {e.lower() for e in enum_values(schemas.get(call.name))}
+            for path, value in checked_leaves(call.arguments):
+                needle = value.lower()
+                if needle in enums or grounded_in(needle, served_lc):
+                    continue
+                vouched = next((g for g in external if needle in g.value.lower()), None)
+                if vouched is not None:
+                    tally.excusals.append(
+                        Excusal(
+                            call.name, call.call_id, path, value, vouched.source, it, vouched.ref
+                        )
+                    )
+                    continue
+                self_ref = grounded_in(needle, mine_lc)
+                filed.append(
+                    Finding(
+                        "unsupported-argument",
+                        "choice",
+                        (Subject("tool", call.name),),
+                        say(
+                            "argument.self" if self_ref else "argument.nowhere",
+                            tool=call.name,
+                            path=path,
+                            value=clip(value),
+                            refetch=refetch_phrase(grounding[call.name]),
+                        ),
+                        (
+                            Witness(
+                                Subject("tool", call.name),
+                                path,
+                                value,
+                                f"tool call {call.call_id or '?'}: argument '{path}' as chosen",
+                                call.ref,
+                            ),
+                            Witness(
+                                Subject("tool", call.name),
+                                path,
+                                "in the model's own earlier text only"
+                                if self_ref
+                                else "in nothing the call was shown",
+                                frame_line,
+                                view.messages_ref,
+                            ),
+                        ),
+                        predicate=path,
+                        iteration=it,
+                    )
+                )
+        tally.judged(filed, it)
+    return tally

@@ -1,0 +1,176 @@
+"""``invariant-violation``: two channels that cannot both be right about one model call.
+
+At **compose**: a map the kernel parks at a pass still has tools on that pass's offered list (in
+shadow mode: tools the kernel would have withheld). At the **wire**: the framework's composed tool
+list and the client instrumentation's request (or a ``footprint.wire.manifest``) disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_footprint.account.integrity.common import names, tools_missing
+from otel_footprint.account.integrity.model import Finding, ParkState, Subject, Witness
+from otel_footprint.account.integrity.tally import Tally, unarmed
+from otel_footprint.account.integrity.texts import say
+from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs, Ref
+
+NO_MAPS = "no maps are mounted in this run, so nothing can be parked"
+ONE_VIEW = (
+    "no model call has two tool lists to compare: the framework's (on the pass span) and the one "
+    "sent (a client span under it, or footprint.wire.manifest)"
+)
+
+
+def check_compose(
+    inputs: IntegrityInputs, park: Mapping[int, ParkState] | None, *, shadow: bool
+) -> Tally:
+    """Parked maps' tools still offered, pass by pass (``park`` None: no plan, unarmed)."""
+    if park is None:
+        return unarmed(NO_MAPS)
+    tally = Tally()
+    filed_before: set[tuple[str, tuple[str, ...]]] = set()
+    for pass_ in inputs.passes:
+        it = pass_.iteration
+        state = park.get(it)
+        if state is None or not state.decided:
+            tally.note(
+                "unreachable", it, f"the engagement kernel could not be replayed to pass {it}"
+            )
+            continue
+        held = {m: tools for m, tools in state.held_out.items() if tools}
+        if not held:
+            tally.note("not-applicable", it, "no parked map holds tools back at this pass")
+            continue
+        offered, ref = pass_.tools()
+        if offered is None:
+            tally.note("unreachable", it, tools_missing(pass_))
+            continue
+        offered_names = {t.name for t in offered}
+        filed: list[Finding] = []
+        repeated = False
+        for map_id, owned in held.items():
+            still = [t for t in owned if t in offered_names]
+            if not still:
+                continue
+            key = (map_id, tuple(sorted(still)))
+            if key in filed_before:
+                # The same defect again (a parked map stays parked): the first filing stands;
+                # building its sentence and witnesses again would only be dropped by the dedup.
+                repeated = True
+                continue
+            filed_before.add(key)
+            park_witness = Witness(
+                Subject("map", map_id),
+                "availability",
+                "suspended",
+                f"engagement kernel: '{map_id}' parked at pass {it}",
+            )
+            served = tuple(
+                Witness(
+                    Subject("map", map_id),
+                    "availability",
+                    "available",
+                    f"offered list: '{t}' offered, owned by '{map_id}'",
+                    ref,
+                )
+                for t in still
+            )
+            filed.append(
+                Finding(
+                    "invariant-violation",
+                    "compose",
+                    (Subject("map", map_id), *(Subject("tool", t) for t in still)),
+                    say(
+                        "compose.shadow" if shadow else "compose.parked",
+                        map=map_id,
+                        n=len(still),
+                        tools=names(still),
+                    ),
+                    (park_witness, *served),
+                    iteration=it,
+                )
+            )
+        if repeated and not filed:
+            tally.note("fail", it)
+        else:
+            tally.judged(filed, it)
+    return tally
+
+
+def _wire_finding(
+    direction: str, offending: list[str], it: int, composed_ref: Ref | None, wire_ref: Ref | None
+) -> Finding:
+    present = direction == "added"
+    witnesses = tuple(
+        w
+        for t in offending
+        for w in (
+            Witness(
+                Subject("tool", t),
+                "on-wire",
+                "absent" if present else "present",
+                "framework: composed list",
+                composed_ref,
+            ),
+            Witness(
+                Subject("tool", t),
+                "on-wire",
+                "present" if present else "absent",
+                "client: request sent",
+                wire_ref,
+            ),
+        )
+    )
+    return Finding(
+        "invariant-violation",
+        "wire",
+        tuple(Subject("tool", t) for t in offending),
+        say(f"wire.{direction}", n=len(offending), tools=names(offending)),
+        witnesses,
+        iteration=it,
+    )
+
+
+def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | None]:
+    """(names sent, where read, why unknown): the client span's tool list, else the manifest."""
+    it = pass_.iteration
+    if pass_.client is not None:
+        if pass_.client.tools is None:
+            return None, None, f"the client span of pass {it} recorded no tool list"
+        return [t.name for t in pass_.client.tools], pass_.client.tools_ref, None
+    if pass_.wire_manifest is not None:
+        return list(pass_.wire_manifest), pass_.wire_ref, None
+    return None, None, f"pass {it} has no second view of the tools sent"
+
+
+def check_wire(inputs: IntegrityInputs) -> Tally:
+    """The composed tool list against the request actually sent, for each call seen twice.
+    Order and duplicates do not matter; an empty list sent is a stated zero. Armed once some call
+    of the run has both lists; a call of such a run missing one side is unreachable."""
+    if not any(
+        p.framework.tools is not None and _wire_side(p)[0] is not None for p in inputs.passes
+    ):
+        return unarmed(ONE_VIEW)
+    tally = Tally()
+    for pass_ in inputs.passes:
+        it = pass_.iteration
+        wire, wire_ref, why = _wire_side(pass_)
+        if wire is None:
+            tally.note("unreachable", it, why)
+            continue
+        composed = pass_.framework.tools
+        if composed is None:
+            tally.note("unreachable", it, f"the framework's tool list of pass {it} is not recorded")
+            continue
+        composed_names = [t.name for t in composed]
+        added = [t for t in dict.fromkeys(wire) if t not in set(composed_names)]
+        dropped = [t for t in dict.fromkeys(composed_names) if t not in set(wire)]
+        composed_ref = pass_.framework.tools_ref
+        filed = []
+        if added:
+            filed.append(_wire_finding("added", added, it, composed_ref, wire_ref))
+        if dropped:
+            filed.append(_wire_finding("dropped", dropped, it, composed_ref, wire_ref))
+        tally.judged(filed, it)
+    return tally

@@ -1,0 +1,34 @@
+"""What one check hands back: its findings, its encounters (dispositions) and any excusals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from otel_footprint.account.integrity.model import Disposition, Encounter, Excusal, Finding
+
+
+@dataclass(slots=True)
+class Tally:
+    """Collects one check's output while it runs (then frozen into the result)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    encounters: list[Encounter] = field(default_factory=list)
+    excusals: list[Excusal] = field(default_factory=list)
+    armed: bool = True
+
+    def note(
+        self, disposition: Disposition, iteration: int | None = None, why: str | None = None
+    ) -> None:
+        self.encounters.append(Encounter(disposition, iteration, why))
+
+    def judged(self, filed: list[Finding], iteration: int | None) -> None:
+        """One judged encounter: ``fail`` when it filed anything, else ``pass``."""
+        self.findings.extend(filed)
+        self.note("fail" if filed else "pass", iteration)
+
+
+def unarmed(why: str) -> Tally:
+    """The row of a check that is not armed: one ``not-applicable`` with the reason."""
+    tally = Tally(armed=False)
+    tally.note("not-applicable", None, why)
+    return tally

@@ -1,0 +1,130 @@
+"""Every sentence the integrity checks write, in this project's own words.
+
+The upstream's finding messages (spec integrity-reference §2) were read for their meaning only;
+none of them is reproduced here. ``{name}`` placeholders are filled once (never recursively).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+TEXTS: Final[Mapping[str, str]] = {
+    "compose.parked": (
+        "'{map}' is parked at this call, yet {n} tool(s) it owns were still on the list offered to "
+        "the model ({tools}). The park says the subsystem is off and the offered list says it is "
+        "on, in the same call. Nothing was withheld or changed here; this records the "
+        "contradiction."
+    ),
+    "compose.shadow": (
+        "The engagement kernel would have parked '{map}' at this call and withheld {n} tool(s) it "
+        "owns, but they were still offered to the model ({tools}). The agent runs no kernel of its "
+        "own, so this is what parking would have removed, not a broken promise."
+    ),
+    "wire.added": (
+        "{n} tool(s) reached the provider that the framework's list for this call did not hold "
+        "({tools}). The request the client sent and the list it was built from disagree, so the "
+        "model saw tools the composition never gave it. Which side is right cannot be told from "
+        "here, and the call had already been made."
+    ),
+    "wire.dropped": (
+        "{n} tool(s) the framework composed for this call never reached the provider ({tools}). "
+        "The model could not see them, so a plan resting on them could not be carried out. Which "
+        "side is right cannot be told from here, and the call had already been made."
+    ),
+    "dangling": (
+        "'{tool}' was offered to the model after the results its arguments rely on ({grounds}) "
+        "had dropped out of the context and were not fetched again. A call made now would rest on "
+        "values the model remembers but can no longer see; calling {grounds} again would restore "
+        "them. The tool was not withheld."
+    ),
+    "argument.nowhere": (
+        "'{tool}' was called with {path} = \"{value}\", a value found nowhere in what this call "
+        "was given: neither the instructions, the user's messages nor any tool result hold it. "
+        "Nothing in the run says what it refers to. {refetch} The call was not blocked."
+    ),
+    "argument.self": (
+        "'{tool}' was called with {path} = \"{value}\"; the sole source of that value in this "
+        "call's context is text the model itself wrote earlier. Prose the model wrote is not "
+        "evidence: a value lifted from it may be a piece of something else. {refetch} The call "
+        "was not blocked."
+    ),
+    "argument.refetch": "To ground it, call {grounds} again and use a value from its result.",
+    "argument.refetch.none": "To ground it, read the value again from the tool that provides it.",
+    "lookup.empty": (
+        "'{tool}' looked up {path} = \"{value}\", a value this run had itself received from "
+        "'{producer}' (declared as the source of its arguments), and got back {empty}. Since the run "
+        "held that identifier, either nothing matches it or the lookup could not have matched "
+        "anything, and the trace cannot tell which. An empty result may well be "
+        "right: treat this as a place to look, not a verdict. Call id {callId}. Nothing was "
+        "blocked, changed or retried."
+    ),
+    "lookup.absence": "an explicit statement that nothing matched",
+    "lookup.rowset": "zero rows",
+    "columns.missing": (
+        "'{tool}' declares a column '{column}' ({type}) that none of the {rows} it returned "
+        "contains. Anything keyed on that column reads rows that cannot answer, and a row without "
+        "it looks the same as a row whose value is empty. This judges types only, never whether a "
+        "value is right. Call id {callId}."
+    ),
+    "columns.mismatch": (
+        "'{tool}' declares column '{column}' as {type}, but {bad} of {rows} hold something else; "
+        "the first is {sample} ({got}). {hint}This judges types only, never whether a value is "
+        "right. Call id {callId}."
+    ),
+    "columns.hint": (
+        "If the column may legitimately be empty, declare it nullable and empty rows stop "
+        "counting. "
+    ),
+    "claim.contradicts": (
+        "The answer's '{answerField}' says {claimed}, but the latest fact this run settled is "
+        "{field}({entity}) = {settled}, from {provenance}. The record backs the fact, not the "
+        "answer; the answer was not changed, and this only makes the disagreement traceable."
+    ),
+    "claim.declined": (
+        "The answer's '{answerField}' says {claimed}, though the run had settled {field}({entity}) "
+        "= {settled}, from {provenance}. Holding back a fact the run verified is doubt rather than "
+        "contradiction, so this is an advisory, counted apart."
+    ),
+    "recency.stale": (
+        "Every one of the {total} value(s) the answer states that the run can ground was last "
+        "served in turn {latest} or before, {gap} turn(s) or more ahead of turn {current}, the one "
+        "being answered, which supplied none of them. {fetched}An answer that rightly reuses an "
+        "earlier result looks exactly like one that went stale; this says where the values came "
+        "from, not whether they still hold, and counts only turns still in the window. A place to "
+        "look, not a verdict; the answer was not touched."
+    ),
+    "recency.nothingFetched": (
+        "This turn called no tool and read no result: the answer came from the conversation alone. "
+    ),
+    "recency.unused": (
+        "This turn read {results} tool result(s), and the answer uses no value from any of them. "
+    ),
+    # Row explanations (gen_ai.evaluation.explanation)
+    "row.pass": "Judged {checked} time(s); nothing contradicted.",
+    "row.fail": "{message}",
+    "row.fail.more": "{message} ({more} more finding(s) of this check in the run.)",
+    "row.advisory": "{message} (An advisory: counted apart, never a failure.)",
+    "row.unreachable": "Could not be judged: {why}.",
+    "row.notApplicable": "Does not apply: {why}.",
+    # Run summary (footprint.integrity.summary)
+    "summary.fail": "Integrity: {n} contradiction(s) found ({kinds}).",
+    "summary.advisory": "Integrity: nothing contradicted; {n} advisory note(s) worth a look.",
+    "summary.unreachable": "Integrity: nothing contradicted, but {rows} could not be judged.",
+    "summary.pass": "Integrity: every armed check was judged and nothing contradicted.",
+    "summary.notApplicable": "Integrity: no check applies to this run.",
+}
+
+
+def say(text_id: str, **values: object) -> str:
+    """The sentence ``text_id`` with its placeholders filled (one pass: values stay literal)."""
+    template = TEXTS[text_id]
+    out: list[str] = []
+    rest = template
+    while "{" in rest:
+        head, _, tail = rest.partition("{")
+        name, _, rest = tail.partition("}")
+        out.append(head)
+        out.append(str(values[name]))
+    out.append(rest)
+    return "".join(out)

@@ -1,0 +1,138 @@
+"""LangGraph / LangChain adapter: a callback handler that states each pass before a chat model runs.
+
+Install ``otel-footprint[langgraph]`` (``langgraph``, ``langchain-openai``,
+``openinference-instrumentation-langchain``)::
+
+    from otel_footprint.integrations.langchain import footprint_callbacks
+
+    with footprint.run(tracer, agent="support", maps=MAPS) as run:
+        graph.invoke(state, config={"callbacks": [footprint_callbacks(state_pass)]})
+
+``state_pass(next_pass, call)`` runs in ``on_chat_model_start`` (and ``on_llm_start``); ``call`` is a
+:class:`LangChainModelCall`. The OpenInference LangChain tracer marks its LLM span
+(``openinference.span.kind=LLM``) only when it ends, so the span-start hook cannot see it start:
+this handler lands the pass on that span itself, in ``on_llm_end`` (before the tracer ends it),
+looked up by the LangChain run id. A client instrumentation under it (``openai``) that starts a
+recognisable span first takes the pass instead (one call, one pass). Model calls the hook should
+not count (a guard, a router) are told by ``should_count(call)`` (default: every call).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from otel_footprint.integrations import PassHook
+from otel_footprint.record.recorder import ModelCall, Run, current_run
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LangChainModelCall:
+    """What LangChain is about to send a chat model."""
+
+    serialized: dict[str, Any]
+    messages: list[Any]
+    """``list[list[BaseMessage]]`` for chat models, ``list[str]`` prompts for LLMs."""
+    tags: list[str]
+    metadata: dict[str, Any]
+    """LangGraph puts ``langgraph_node`` / ``langgraph_step`` here."""
+
+
+def footprint_callbacks(
+    state_pass: PassHook,
+    *,
+    run: Run | None = None,
+    should_count: Callable[[LangChainModelCall], bool] | None = None,
+) -> Any:
+    """A ``langchain_core`` callback handler stating a pass before each (counted) model call.
+
+    Raises ``ImportError`` when ``langchain-core`` is not installed. With no run open, a model call
+    is logged and not recorded.
+    """
+    callbacks = importlib.import_module("langchain_core.callbacks")
+
+    class FootprintCallbackHandler(callbacks.BaseCallbackHandler):  # type: ignore[misc, name-defined]
+        """Pass-stating callback handler (see :func:`footprint_callbacks`)."""
+
+        raise_error = True  # an error in state_pass must not pass silently
+        run_inline = True  # called on the thread (and context) of the model call
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._staged: dict[Any, tuple[Run, ModelCall]] = {}
+
+        def _state(self, call: LangChainModelCall, run_id: Any) -> None:
+            if should_count is not None and not should_count(call):
+                return
+            target = run or current_run()
+            if target is None:
+                # No run: this call is no pass (nothing to decide), never a wrong verdict.
+                _logger.warning(
+                    "footprint_callbacks: no footprint run is open around the graph (wrap the "
+                    "invoke in `with footprint.run(...)`, or pass run=); the model call is not "
+                    "recorded"
+                )
+                return
+            staged = target.next_pass()
+            state_pass(staged, call)
+            if len(self._staged) < _MAX_OPEN_CALLS:
+                self._staged[run_id] = (target, staged)
+
+        def _land(self, run_id: Any) -> None:
+            entry = self._staged.pop(run_id, None)
+            if entry is None or not entry[1].staged:
+                return  # not counted, or a span-start-recognised span already took it
+            span = _framework_span(run_id)
+            if span is not None:
+                entry[0].land(entry[1], span)
+
+        def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+            self._land(run_id)
+
+        def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+            self._land(run_id)
+
+        def on_chat_model_start(
+            self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any
+        ) -> None:
+            self._state(
+                LangChainModelCall(
+                    serialized or {},
+                    messages,
+                    kwargs.get("tags") or [],
+                    kwargs.get("metadata") or {},
+                ),
+                kwargs.get("run_id"),
+            )
+
+        def on_llm_start(
+            self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any
+        ) -> None:
+            self._state(
+                LangChainModelCall(
+                    serialized or {},
+                    prompts,
+                    kwargs.get("tags") or [],
+                    kwargs.get("metadata") or {},
+                ),
+                kwargs.get("run_id"),
+            )
+
+    return FootprintCallbackHandler()
+
+
+_MAX_OPEN_CALLS = 10_000  # model calls started and not yet ended that the handler remembers
+
+
+def _framework_span(run_id: Any) -> Any:
+    """The OpenInference LangChain tracer's span for a LangChain run id, when it is installed."""
+    try:
+        module = importlib.import_module("openinference.instrumentation.langchain")
+    except ImportError:
+        return None
+    return module.LangChainInstrumentor().get_span(run_id)

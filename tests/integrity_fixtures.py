@@ -1,0 +1,249 @@
+"""Agents written with the recorder whose model-call spans carry the GenAI conventions' frame
+(offered tools, system instructions, input and output messages), decided by the engine from their
+SDK spans. Each scenario of the integrity tests is one scripted run.
+
+The map follows the reference's trap: ``zone-audit`` (owning ``get_zone_info``) is entered by
+keyword, the model then works with ``screen_open`` (not the map's), so the kernel parks the map
+at pass 4 (shadow mode: no kernel in the agent).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_footprint import record as footprint
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import RunVerdict
+from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.spans import SdkSpanView
+
+MAP = footprint.MountedMap("skill-map", ("zone-audit", "run-finder"), ("get_zone_info",))
+
+
+def tool_def(name: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One ``gen_ai.tool.definitions`` entry."""
+    return {
+        "type": "function",
+        "name": name,
+        "parameters": dict(parameters or {"type": "object", "properties": {}}),
+    }
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "parts": [{"type": "text", "content": text}]}
+
+
+def asked(call_id: str, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """An assistant message asking for one tool call."""
+    part = {"type": "tool_call", "id": call_id, "name": name, "arguments": dict(arguments)}
+    return {"role": "assistant", "parts": [part]}
+
+
+def answered(call_id: str, result: Any) -> dict[str, Any]:
+    """The tool-role message carrying a call's result."""
+    return {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": call_id, "response": result}],
+    }
+
+
+@dataclass
+class Call:
+    """One tool call a pass chose and the agent ran."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    result: Any = None
+    call_id: str | None = None
+    failed: bool = False
+    absent: bool = False
+    """The tool declared an absence (``footprint.tools.absent``)."""
+    shape: tuple[str, int] | None = None
+    """The raw result's shape as the agent states it (``footprint.tool.result_shape``)."""
+    facts: Sequence[Mapping[str, Any]] = ()
+    """Facts the call settled (``footprint.tools.semantics_declared``)."""
+
+
+@dataclass
+class Step:
+    """One pass: what it offered and showed, and what the model chose."""
+
+    tools: Sequence[Mapping[str, Any]] | None = None
+    messages: Sequence[Mapping[str, Any]] | None = None
+    system: Sequence[str] | None = None
+    calls: Sequence[Call] = ()
+    text: str | None = None
+    output: bool = True
+    """Record the output messages (the chosen calls) on the span."""
+    active: Sequence[str] = ("zone-audit",)
+    cursor: str | None = None
+    moved_by: str | None = None
+    grounds: Sequence[tuple[str, str]] = ()
+    raw_grounds: Sequence[tuple[str, str]] = ()
+    """External grounds written as events as they are (the recorder refuses blank ones)."""
+    dropped: Sequence[str] | None = None
+    manifest: Sequence[str] | None = None
+    raw_messages: str | None = None
+    raw_tools: str | None = None
+    """``gen_ai.tool.definitions`` written as is."""
+    """``gen_ai.input.messages`` written as is (e.g. cut by an attribute length limit)."""
+    injected: Sequence[tuple[str, str]] = ()
+    """(source id, content) rows of ``context.injected`` (their summaries are capped)."""
+
+
+@dataclass
+class Script:
+    steps: Sequence[Step]
+    maps: Sequence[footprint.MountedMap] = (MAP,)
+    declared: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    columns: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    notice_empty_lookups: bool = False
+    check_column_types: str = "off"
+    reported: Sequence[Mapping[str, Any]] = ()
+    notice_prior_turn_evidence: bool = False
+    grounding: Mapping[str, Any] | None = None
+    """``Run.evidence_grounding`` keyword arguments (the gate's reading of the answer)."""
+    claims: Sequence[tuple[str, str, str]] = ()
+    """(answer field, entity, field) declared as claims."""
+    answer: str = "done"
+
+
+def run_script(script: Script) -> tuple[ReadableSpan, ...]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("integrity-agent")
+    counter = 0
+    with footprint.run(tracer, agent="auditor", maps=script.maps, user_prompt="zone audit") as run:
+        for name in sorted(set(script.declared) | set(script.columns)):
+            run.declare_tool(
+                name,
+                arguments_from=script.declared.get(name, ()),
+                result_columns=script.columns.get(name),
+            )
+        for answer_field, entity, field_name in script.claims:
+            run.declare_claim(answer_field, entity, field_name)
+        if (
+            script.notice_empty_lookups
+            or script.check_column_types != "off"
+            or script.notice_prior_turn_evidence
+        ):
+            run.integrity_settings(
+                notice_empty_lookups=script.notice_empty_lookups,
+                check_column_types=script.check_column_types,  # type: ignore[arg-type]
+                notice_prior_turn_evidence=script.notice_prior_turn_evidence,
+            )
+        for index, step in enumerate(script.steps, start=1):
+            with run.model_call("gpt-test") as call:
+                call.evaluated(
+                    step.active,
+                    cursor_to=step.cursor or "zone-audit",
+                    moved_by=step.moved_by or ("entry" if index == 1 else "stay"),
+                    witness="zone" if index == 1 else None,
+                )
+                ids = []
+                for chosen in step.calls:
+                    counter += 1
+                    chosen.call_id = chosen.call_id or f"call_{counter}"
+                    ids.append(chosen.call_id)
+                output = [
+                    {
+                        "role": "assistant",
+                        "parts": [
+                            *([{"type": "text", "content": step.text}] if step.text else []),
+                            *(
+                                {
+                                    "type": "tool_call",
+                                    "id": c.call_id,
+                                    "name": c.name,
+                                    "arguments": dict(c.arguments),
+                                }
+                                for c in step.calls
+                            ),
+                        ],
+                        "finish_reason": "tool_call" if step.calls else "stop",
+                    }
+                ]
+                run.frame(
+                    call,
+                    tools=step.tools,
+                    system=step.system,
+                    messages=step.messages,
+                    output=output if step.output else None,
+                )
+                for value, source in step.grounds:
+                    run.external_ground(value, source)
+                for value, source in step.raw_grounds:
+                    run.event(
+                        "integrity.external_ground",
+                        {"value": value, "source": source, "iteration": call.iteration},
+                    )
+                if step.dropped is not None:
+                    run.window_compacted(step.dropped)
+                if step.manifest is not None:
+                    run.wire_manifest(step.manifest)
+                # Written as is: the pass's span lands when the block ends (staged until then).
+                if step.raw_tools is not None:
+                    call._staged_attributes["gen_ai.tool.definitions"] = step.raw_tools
+                if step.raw_messages is not None:
+                    call._staged_attributes["gen_ai.input.messages"] = step.raw_messages
+                for source_id, content in step.injected:
+                    call.injected("system-prompt", "skill", source_id=source_id, content=content)
+            for chosen in step.calls:
+                with run.tool_call(
+                    chosen.name, args=chosen.arguments, call_id=chosen.call_id
+                ) as tc:
+                    if chosen.absent:
+                        tc.event("tools.absent", {"toolName": chosen.name, "reason": "no match"})
+                    if chosen.facts:
+                        run.tool_semantics(tc, facts=chosen.facts)
+                    if chosen.shape is not None:
+                        shape, rows = chosen.shape
+                        tc.event("tool.result_shape", {"shape": shape, "rows": rows})
+                    tc.result(chosen.result, error=chosen.failed)
+        for finding in script.reported:
+            run.context_error(**finding)
+        if script.grounding is not None:
+            run.evidence_grounding(**script.grounding)
+        run.answer(script.answer)
+    return exporter.get_finished_spans()
+
+
+def decide(spans: Sequence[ReadableSpan], options: EngineOptions | None = None) -> RunVerdict:
+    (grouped,) = group_runs(SdkSpanView(s) for s in spans)
+    return decide_run(grouped, None, options or EngineOptions(findings=False))
+
+
+def verdict_of(script: Script) -> RunVerdict:
+    return decide(run_script(script))
+
+
+def trap(offered_at: Mapping[int, Sequence[str]], n: int = 6, **extra: Any) -> Script:
+    """The trap run: ``screen_open`` every pass but the last; ``offered_at[i]`` the tools offered
+    at pass ``i`` (default: screen_open and get_zone_info)."""
+    steps = []
+    for i in range(1, n + 1):
+        offered = offered_at.get(i, ("screen_open", "get_zone_info"))
+        steps.append(
+            Step(
+                tools=[tool_def(t) for t in offered],
+                messages=[user("zone audit please")],
+                calls=[Call("screen_open", {}, "ok")] if i < n else [],
+            )
+        )
+    return Script(steps, **extra)
+
+
+def frame_json(messages: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps(list(messages))

@@ -1,0 +1,232 @@
+"""What instrumentations record of a model call's output, read span by span (runs/outputs.py), and
+the pass / run / tool rules on spans shaped like each library's (no network, no packages needed).
+
+Attribute shapes are the ones the pinned packages write (docs/schema.md, "Recognition by
+library"); older OpenLLMetry's indexed completion attributes are written by hand here, as no
+pinned version writes them any more.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from integration_agents import explain_spans, verdict_facts
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_footprint import record as footprint
+from otel_footprint import semconv
+from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.outputs import (
+    asked_for_tools,
+    offered_tools,
+    output_tool_calls,
+    skill_of,
+    tool_result_of,
+    tool_results,
+)
+from otel_footprint.runs.passes import read_run
+from otel_footprint.runs.spans import SdkSpanView
+
+MAPS = [footprint.MountedMap("billing-map", ("billing",), ("lookup",))]
+
+
+def _view(attributes: Mapping[str, Any]) -> SdkSpanView:
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.get_tracer("t").start_span("s", attributes=dict(attributes)).end()
+    (span,) = exporter.get_finished_spans()
+    return SdkSpanView(span)
+
+
+def test_genai_output_messages_give_the_tool_calls_in_order() -> None:
+    messages = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "content": "let me look"},
+                {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"id": 7}},
+                {"type": "tool_call", "id": "c2", "name": "track", "arguments": "{}"},
+            ],
+            "finish_reason": "tool_call",
+        }
+    ]
+    view = _view({semconv.GEN_AI_OUTPUT_MESSAGES: json.dumps(messages)})
+    calls = output_tool_calls(view)
+    assert calls is not None
+    assert [(c.name, c.call_id, c.arguments_text) for c in calls] == [
+        ("lookup", "c1", '{"id":7}'),
+        ("track", "c2", "{}"),
+    ]
+
+
+def test_openinference_and_older_openllmetry_indexed_tool_calls() -> None:
+    prefix = "llm.output_messages.0.message.tool_calls."
+    oi = _view(
+        {
+            "llm.output_messages.0.message.role": "assistant",
+            prefix + "1.tool_call.function.name": "track",
+            prefix + "0.tool_call.id": "a",
+            prefix + "0.tool_call.function.name": "lookup",
+            prefix + "0.tool_call.function.arguments": '{"id":7}',
+        }
+    )
+    assert [(c.name, c.call_id) for c in output_tool_calls(oi) or ()] == [
+        ("lookup", "a"),
+        ("track", None),
+    ]
+    legacy = _view(
+        {
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.tool_calls.0.name": "lookup",
+            "gen_ai.completion.0.tool_calls.0.id": "x",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"id": 7}',
+        }
+    )
+    assert [(c.name, c.call_id, c.arguments_text) for c in output_tool_calls(legacy) or ()] == [
+        ("lookup", "x", '{"id": 7}')
+    ]
+
+
+def test_no_output_recorded_is_not_no_tool_calls() -> None:
+    bare = _view({semconv.GEN_AI_OPERATION_NAME: "chat"})
+    assert output_tool_calls(bare) is None and asked_for_tools(bare) is None
+    asked = _view({semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("tool_calls",)})
+    assert asked_for_tools(asked) is True
+    stopped = _view({"llm.finish_reason": "stop"})
+    assert asked_for_tools(stopped) is False
+
+
+def test_tool_results_offered_tools_and_skills() -> None:
+    inputs = [
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}
+    ]
+    assert list(tool_results(_view({"gen_ai.input.messages": json.dumps(inputs)}))) == [
+        ("c1", "ok")
+    ]
+    oi_inputs = _view(
+        {
+            "llm.input_messages.1.message.role": "tool",
+            "llm.input_messages.1.message.tool_call_id": "a",
+            "llm.input_messages.1.message.content": "refunded",
+        }
+    )
+    assert list(tool_results(oi_inputs)) == [("a", "refunded")]
+    definitions = [{"type": "function", "name": "lookup"}, {"type": "function", "name": "track"}]
+    assert offered_tools(_view({semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps(definitions)})) == (
+        "lookup",
+        "track",
+    )
+    schema = {"type": "function", "function": {"name": "lookup"}}
+    assert offered_tools(_view({"llm.tools.0.tool.json_schema": json.dumps(schema)})) == ("lookup",)
+    assert offered_tools(_view({})) is None
+    assert skill_of(_view({semconv.GEN_AI_SKILL_NAME: "billing"})) == "billing"
+    message = {"type": "tool", "data": {"content": "refunded", "tool_call_id": "c"}}
+    assert tool_result_of(_view({"output.value": json.dumps(message)})) == "refunded"
+
+
+def _record(build: Any) -> list[Any]:
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    footprint.install_attach(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    build(provider.get_tracer("t"))
+    return list(exporter.get_finished_spans())
+
+
+def test_a_skill_loading_tool_span_is_a_pick_and_offered_tools_reach_the_pass() -> None:
+    definitions = json.dumps([{"type": "function", "name": "load_skill"}])
+
+    def build(tracer: Any) -> None:
+        with footprint.run(tracer, agent="a", maps=MAPS) as run:
+            run.evaluated(["billing"], cursor_to="billing", moved_by="entry")
+            with tracer.start_as_current_span(
+                "chat m",
+                attributes={
+                    semconv.GEN_AI_OPERATION_NAME: "chat",
+                    semconv.GEN_AI_TOOL_DEFINITIONS: definitions,
+                },
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "execute_tool load_skill",
+                attributes={
+                    semconv.GEN_AI_OPERATION_NAME: "execute_tool",
+                    semconv.GEN_AI_TOOL_NAME: "load_skill",
+                    semconv.GEN_AI_SKILL_NAME: "refunds",
+                },
+            ):
+                pass
+
+    (leg,) = group_runs(SdkSpanView(s) for s in _record(build))
+    facts = read_run(leg)
+    assert facts.passes[0].offered_tools == ("load_skill",)
+    (call,) = facts.tool_calls
+    assert [p.skill_id for p in call.picks] == ["refunds"] and call.iteration == 1
+
+
+def test_nested_framework_agent_spans_do_not_split_or_make_runs() -> None:
+    def build(tracer: Any) -> None:
+        def oi(name: str, kind: str) -> Any:
+            return tracer.start_as_current_span(
+                name, attributes={semconv.OPENINFERENCE_SPAN_KIND: kind}
+            )
+
+        with (
+            footprint.run(tracer, agent="a", run_id="r", maps=MAPS) as run,
+            oi("Agent workflow", "AGENT"),
+            oi("support", "AGENT"),
+        ):
+            run.evaluated(["billing"], cursor_to="billing", moved_by="entry")
+            with oi("generation", "LLM"), oi("ChatCompletion", "LLM"):
+                pass
+        # A framework run of no footprint run at all: no run, no verdict.
+        with (
+            tracer.start_as_current_span(
+                "invoke_agent other", attributes={semconv.GEN_AI_OPERATION_NAME: "invoke_agent"}
+            ),
+            tracer.start_as_current_span(
+                "chat m", attributes={semconv.GEN_AI_OPERATION_NAME: "chat"}
+            ),
+        ):
+            pass
+
+    spans = _record(build)
+    (verdict,) = explain_spans(spans)
+    assert verdict.run_id == "r"
+    facts = verdict_facts(verdict)
+    assert [p[0] for p in facts["passes"]] == [1] and facts["complete"]
+    (pass_,) = verdict.passes
+    generation = next(s for s in spans if s.name == "generation")
+    assert pass_.span_id == format(generation.context.span_id, "016x")
+
+
+def test_an_agent_emitting_on_its_own_agent_span_is_still_a_run() -> None:
+    """Events straight on an ``invoke_agent`` span without a run id (``record.emit``)."""
+
+    def build(tracer: Any) -> None:
+        with tracer.start_as_current_span(
+            "invoke_agent legacy", attributes={semconv.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        ):
+            footprint.emit(
+                "maps.mounted",
+                {"maps": [{"id": "billing-map", "memberIds": ["billing"], "toolNames": []}]},
+            )
+            with tracer.start_as_current_span(
+                "chat m", attributes={semconv.GEN_AI_OPERATION_NAME: "chat"}
+            ):
+                footprint.emit(
+                    "context.evaluated",
+                    {
+                        "iteration": 1,
+                        "activeIds": ["billing"],
+                        "cursorMove": {"to": "billing", "by": "entry"},
+                    },
+                )
+
+    (verdict,) = explain_spans(_record(build))
+    assert [p.iteration for p in verdict.passes] == [1]
