@@ -351,6 +351,7 @@ class Hop:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         ok = not self._stopping and self.pipeline.is_running
+        pending, disk = self.journal.sizes()
         details: dict[str, Any] = {
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "runs_held": self.pipeline.buffer.runs_held,
@@ -358,8 +359,8 @@ class Hop:
             "queue_batches": self.journal.outbound_count,
             # The same numbers as the queue_bytes / queue_disk_bytes metrics: pending payload
             # bytes, and what the segment files take on disk (compaction keeps it near pending).
-            "queue_bytes": self.journal.pending_bytes,
-            "queue_disk_bytes": self.journal.disk_bytes,
+            "queue_bytes": pending,
+            "queue_disk_bytes": disk,
             "dead_letter_bytes": self.dead_letter.size,
             "forward_last_error": self.forwarder.last_error,
         }

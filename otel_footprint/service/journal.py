@@ -450,6 +450,11 @@ class Journal:
         """Payload bytes of the records not yet done (held input and outbound)."""
         return self._pending_bytes
 
+    def sizes(self) -> tuple[int, int]:
+        """``(pending_bytes, disk_bytes)`` read together (one consistent moment)."""
+        with self._lock:
+            return self._pending_bytes, self._disk_bytes
+
     def pending_seqs(self) -> list[int]:
         with self._lock:
             return sorted(self._where)
