@@ -37,6 +37,8 @@ Reply = Mapping[str, Any]
 Script = Mapping[str, Sequence[Reply]]
 
 DEFAULT_ANSWER = "done"
+MAX_BODY = 1 << 20  # a request body above this gets 413
+MAX_RECORDED = 1000  # request bodies kept in ``requests`` (the rest are answered, not kept)
 _CHUNK_CHARS = 8  # streamed content and arguments arrive in pieces this long
 
 
@@ -48,7 +50,7 @@ class FakeOpenAI:
         self._queues: dict[str, list[Reply]] = {}
         self._ids = itertools.count(1)
         self.requests: list[dict[str, Any]] = []
-        """Every ``/v1/chat/completions`` request body, in arrival order."""
+        """Every ``/v1/chat/completions`` request body, in arrival order (the first MAX_RECORDED)."""
         self.set_script(script or {})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -79,7 +81,8 @@ class FakeOpenAI:
     def next_reply(self, body: Mapping[str, Any]) -> Reply:
         """Record the request and take the next scripted reply for its model."""
         with self._lock:
-            self.requests.append(dict(body))
+            if len(self.requests) < MAX_RECORDED:
+                self.requests.append(dict(body))
             model = str(body.get("model", ""))
             for key in (model, "*"):
                 queue = self._queues.get(key)
@@ -247,6 +250,10 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self) -> None:
+            if int(self.headers.get("Content-Length") or 0) > MAX_BODY:
+                self._json(413, {"error": {"message": f"request body over {MAX_BODY} bytes"}})
+                self.close_connection = True  # the body was not read
+                return
             try:
                 body = self._body()
             except json.JSONDecodeError as error:

@@ -65,9 +65,13 @@ def extract_run_blocks(markdown: str) -> list[tuple[int, str]]:
     return blocks
 
 
-def run_markdown_blocks(path: Path, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    """Run the ``python run`` blocks of ``path`` in order in one new interpreter (cwd = repo root)."""
-    blocks = [(f"{path.name}:{line}", code) for line, code in extract_run_blocks(path.read_text())]
+def run_markdown_blocks(
+    path: Path, timeout: float = TIMEOUT_S, *, text: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``python run`` blocks of ``path`` (or of ``text``, a version of it) in order in one
+    new interpreter (cwd = repo root)."""
+    source = path.read_text() if text is None else text
+    blocks = [(f"{path.name}:{line}", code) for line, code in extract_run_blocks(source)]
     return subprocess.run(
         [sys.executable, "-c", _DRIVER],
         input=json.dumps(blocks),

@@ -90,8 +90,11 @@ def test_rode_agrees_with_the_account_when_another_skill_was_given() -> None:
     text = out.getvalue()
     rows = [line.split() for line in text.splitlines() if re.match(r"\s+\d+\s+[0-9a-f]{16}", line)]
     assert [row[2] for row in rows] == ["shipping", "shipping"]
-    assert "it was given the shipping skill instead" in text
-    assert "  Checks: 1 decided-delivered: FAILED · 2 existence: does not apply" in text
+    assert "it got the shipping skill in its place" in text
+    assert (
+        "  Checks: 1 decided-delivered: FAILED · 2 existence: does not apply · 3 empty-results: passed"
+        in text
+    )
 
 
 def test_the_example_prints_its_verdict() -> None:
@@ -103,5 +106,5 @@ def test_the_example_prints_its_verdict() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "verdict (ok): Nothing this report looks for turned up" in done.stdout
+    assert "verdict (ok): This report found nothing in the record." in done.stdout
     assert "check 1 (the decided skill reached the model): reachable, delivered" in done.stdout

@@ -4,22 +4,13 @@ the ``openai`` client for the whole process, so recipes cannot share one)."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 
 import pytest
-from test_examples import ROOT, TIMEOUT_S, extract_run_blocks
+from test_examples import ROOT, run_markdown_blocks
 
 DOC = ROOT / "docs" / "integrations.md"
 _RECIPE = re.compile(r"^```python recipe$", re.MULTILINE)
-_DRIVER = """
-import json, sys
-namespace = {"__name__": "__main__"}
-for origin, source in json.load(sys.stdin):
-    exec(compile(source, origin, "exec"), namespace)
-"""
 
 
 def _recipes() -> list[int]:
@@ -37,15 +28,6 @@ def test_recipe_runs_as_written(index: int) -> None:
     start = _recipes()[index]
     # This recipe alone becomes a run block; the others stay out.
     chosen = text[:start] + "```python run" + text[start + len("```python recipe") :]
-    blocks = [(f"integrations.md:{line}", code) for line, code in extract_run_blocks(chosen)]
-    result = subprocess.run(
-        [sys.executable, "-c", _DRIVER],
-        input=json.dumps(blocks),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        cwd=ROOT,
-        check=False,
-    )
+    result = run_markdown_blocks(DOC, text=chosen)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "footprint.pass.iteration" in result.stdout

@@ -168,7 +168,9 @@ def test_explain_has_an_integrity_section_in_every_format() -> None:
     text = render_run_text(verdict)
     assert "Integrity (fail)" in text
     assert "invariant-violation@compose: fail" in text
-    assert "<h3>Integrity (fail)</h3>" in render_html([verdict])
+    page = render_html([verdict])
+    assert "<h3>Integrity: what the model was offered and what it acted on</h3>" in page
+    assert "data-integrity='invariant-violation@compose' data-outcome='fail'" in page
 
 
 def test_phoenix_annotations_carry_the_rows_and_their_state() -> None:

@@ -280,26 +280,9 @@ def trap_passes(n: int, reported: bool = True, tool: str = "screen_open") -> lis
         parked = i >= 4
         rep: list[dict[str, Any]] = []
         if reported and i == 1:
-            rep = [
-                {
-                    "kind": "engaged",
-                    "mapId": "skill-map",
-                    "iteration": 1,
-                    "by": "lexical",
-                    "witness": "zone",
-                }
-            ]
+            rep = [dict(ENGAGED_AT_1)]
         if reported and i == 4:
-            rep = [
-                {
-                    "kind": "parked",
-                    "mapId": "skill-map",
-                    "iteration": 4,
-                    "by": "lexical",
-                    "idleCalls": 3,
-                    "witness": "zone",
-                }
-            ]
+            rep = [dict(PARKED_AT_4)]
         out.append(
             Pass(
                 cursor=ENTRY if i == 1 else STAY,

@@ -124,22 +124,8 @@ def _anything_wrong(
     for found, count in findings:
         lines += [f.line for f in found[:SHOWN_PER_CHECK]]
         more += count - min(SHOWN_PER_CHECK, len(found))
-    ran_on_spans = [c for c in calls if c.span is not None]
-    if ran_on_spans:
-        failed = sum(1 for c in ran_on_spans if c.outcome == "failed")
-        refused = sum(1 for c in ran_on_spans if c.outcome == "refused")
-        if failed + refused:
-            values = {
-                "calls": Var(count_phrase(failed + refused, "tool call", "tool calls")),
-                "failed": Var(str(failed)),
-                "refused": Var(str(refused)),
-                # Checkins and dispatch refusals are not in the OTel input: none recorded.
-                "declined": Var("0"),
-                "notRun": Var("0"),
-            }
-            lines.append(writer.say("anything-wrong", "wrong.errors", values))
-        else:
-            lines.append(writer.say("anything-wrong", "wrong.noErrors"))
+    if any(c.span is not None for c in calls):
+        lines.append(_tool_errors_line(writer, calls))
     reachable = sum(1 for c in checks if c.state == "reachable")
     unreached = sum(1 for c in checks if c.state == "unreachable")
     applicable = reachable + unreached
@@ -155,11 +141,7 @@ def _anything_wrong(
             )
         )
     if unreached:
-        if unreached == applicable:
-            lines.append(writer.say("anything-wrong", "wrong.unreachable.all"))
-        else:
-            values = {"u": Var(str(unreached)), "a": Var(str(applicable))}
-            lines.append(writer.say("anything-wrong", "wrong.unreachable", values))
+        lines.append(_unreachable_line(writer, unreached, applicable))
         for why in unreachable:
             lines += why[:SHOWN_PER_CHECK]
             more += max(0, len(why) - SHOWN_PER_CHECK)
@@ -168,25 +150,54 @@ def _anything_wrong(
     if applicable == 0:
         lines.append(writer.say("anything-wrong", "wrong.notApplicable", status="not-applicable"))
     if pause is not None:
-        template = {
-            "lost": "wrong.beforePause",
-            "held": "wrong.beforePause.held",
-            "held-events": "wrong.beforePause.held.events",
-            "carried": "wrong.beforePause.carried",
-        }[pause]
-        status: Literal["recorded", "not-recorded"] = (
-            "recorded" if pause == "carried" else "not-recorded"
-        )
-        lines.append(
-            writer.say(
-                "anything-wrong",
-                template,
-                status=status,
-                missing=None if pause == "carried" else "before-pause",
-                chips=[chip("chip.beforePause")] if pause == "lost" else [],
-            )
-        )
+        lines.append(_before_pause_line(writer, pause))
     return lines
+
+
+def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line:
+    """How many of the calls that ran on a span failed or were refused (or that none did)."""
+    ran_on_spans = [c for c in calls if c.span is not None]
+    failed = sum(1 for c in ran_on_spans if c.outcome == "failed")
+    refused = sum(1 for c in ran_on_spans if c.outcome == "refused")
+    if not failed + refused:
+        return writer.say("anything-wrong", "wrong.noErrors")
+    values = {
+        "calls": Var(count_phrase(failed + refused, "tool call", "tool calls")),
+        "failed": Var(str(failed)),
+        "refused": Var(str(refused)),
+        # Checkins and dispatch refusals are not in the OTel input: none recorded.
+        "declined": Var("0"),
+        "notRun": Var("0"),
+    }
+    return writer.say("anything-wrong", "wrong.errors", values)
+
+
+def _unreachable_line(writer: Writer, unreached: int, applicable: int) -> Line:
+    """How many of the applicable checks could not run."""
+    if unreached == applicable:
+        return writer.say("anything-wrong", "wrong.unreachable.all")
+    values = {"u": Var(str(unreached)), "a": Var(str(applicable))}
+    return writer.say("anything-wrong", "wrong.unreachable", values)
+
+
+def _before_pause_line(writer: Writer, pause: PauseKind) -> Line:
+    """What a resumed leg knows of the leg before its pause."""
+    template = {
+        "lost": "wrong.beforePause",
+        "held": "wrong.beforePause.held",
+        "held-events": "wrong.beforePause.held.events",
+        "carried": "wrong.beforePause.carried",
+    }[pause]
+    status: Literal["recorded", "not-recorded"] = (
+        "recorded" if pause == "carried" else "not-recorded"
+    )
+    return writer.say(
+        "anything-wrong",
+        template,
+        status=status,
+        missing=None if pause == "carried" else "before-pause",
+        chips=[chip("chip.beforePause")] if pause == "lost" else [],
+    )
 
 
 def _summary(

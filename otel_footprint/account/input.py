@@ -210,23 +210,22 @@ class CarriedVerdict:
     def to_dict(self) -> dict[str, Any]:
         """The JSON object :meth:`to_json` writes."""
         v = self.verdict
-        verdict: dict[str, Any] = {"by": v.by, "origin": v.origin}
-        for key, value in (
-            ("to", v.to),
-            ("from", v.from_),
-            ("decisive", v.decisive),
-            ("scorer", v.scorer),
-            ("witness", v.witness),
-            ("offered", v.offered),
-            ("deciderModel", v.decider_model),
-        ):
-            if value is not None:
-                verdict[key] = value
+        verdict: dict[str, Any] = {
+            "by": v.by,
+            "origin": v.origin,
+            **present_fields(
+                ("to", v.to),
+                ("from", v.from_),
+                ("decisive", v.decisive),
+                ("scorer", v.scorer),
+                ("witness", v.witness),
+                ("offered", v.offered),
+                ("deciderModel", v.decider_model),
+            ),
+        }
         for key, score in (("top", v.top), ("next", v.next)):
             if score is not None:
-                verdict[key] = {
-                    k: x for k, x in (("id", score.id), ("score", score.score)) if x is not None
-                }
+                verdict[key] = present_fields(("id", score.id), ("score", score.score))
         verdict["othersEqual"] = v.others_equal
         verdict["pointers"] = {k: pointer_to_dict(p) for k, p in v.pointers}
         out: dict[str, Any] = {"kind": CARRIED_KIND, "shape": CARRIED_SHAPE, "verdict": verdict}
@@ -293,18 +292,24 @@ class CarriedVerdictError(ValueError):
     """Stored carried-verdict JSON that is not this module's shape; the message names the path."""
 
 
+def present_fields(*fields: tuple[str, object]) -> dict[str, Any]:
+    """The (key, value) pairs whose value is present, in order: absent (None) fields are left
+    out of the JSON, never written as ``null``."""
+    return {key: value for key, value in fields if value is not None}
+
+
 def pointer_to_dict(pointer: Pointer) -> dict[str, Any]:
     """A pointer as camelCase JSON (absent fields left out)."""
-    out: dict[str, Any] = {"traceId": pointer.trace_id, "spanId": pointer.span_id}
-    for key, value in (
-        ("eventName", pointer.event_name),
-        ("eventIndex", pointer.event_index),
-        ("attribute", pointer.attribute),
-        ("jsonPath", pointer.json_path),
-    ):
-        if value is not None:
-            out[key] = value
-    return out
+    return {
+        "traceId": pointer.trace_id,
+        "spanId": pointer.span_id,
+        **present_fields(
+            ("eventName", pointer.event_name),
+            ("eventIndex", pointer.event_index),
+            ("attribute", pointer.attribute),
+            ("jsonPath", pointer.json_path),
+        ),
+    }
 
 
 def pointer_from_dict(data: object, path: str) -> Pointer:

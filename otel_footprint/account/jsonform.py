@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from otel_footprint.account.input import present_fields
 from otel_footprint.account.model import AccountResult, Chip, Line, RoutingFacts
 
 
@@ -44,16 +45,13 @@ def _routing(facts: RoutingFacts) -> dict[str, Any]:
         out["refusalsOmitted"] = facts.refusals_omitted
     if facts.verdict is not None:
         v = facts.verdict
-        verdict: dict[str, Any] = {"by": v.by, "origin": v.origin}
-        for key, value in (
-            ("from", v.from_),
-            ("to", v.to),
-            ("decisive", v.decisive),
-            ("scorer", v.scorer),
-        ):
-            if value is not None:
-                verdict[key] = value
-        out["verdict"] = verdict
+        out["verdict"] = {
+            "by": v.by,
+            "origin": v.origin,
+            **present_fields(
+                ("from", v.from_), ("to", v.to), ("decisive", v.decisive), ("scorer", v.scorer)
+            ),
+        }
     if facts.scores is not None:
         s = facts.scores
         out["scores"] = {

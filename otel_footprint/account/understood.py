@@ -398,7 +398,50 @@ def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Underst
         None if configured_event is None else "graph" if as_obj(graph) is not None else "none"
     )
     refusals = _refusals(view)
-    facts = RoutingFacts(
+    facts = _routing_facts(configured, delivered, refusals)
+    app = _app_lines(inp, writer)
+    if verdict is not None:
+        context = _Context(inp, view, writer, delivered, _Skills(view, inp), refusals)
+        return _with_verdict(context, verdict, facts, unread, app)
+    if inp.resumed and configured != "none":
+        # A resumed leg of a routed agent: the routing happened before the pause.
+        line = writer.say(
+            "understood",
+            "understood.resumed",
+            status="not-recorded",
+            missing="before-pause",
+            chips=[chip("chip.beforePause")],
+        )
+        why = _why(writer, "unreachable.decided", "before-pause")
+        return _without_verdict(facts, unread, app, line, why, "lost")
+    if configured == "none" and configured_event is not None:
+        line = writer.say(
+            "understood",
+            "understood.notConfigured",
+            status="not-applicable",
+            pointers=[at_event(configured_event)],
+        )
+        return _without_verdict(facts, unread, app, line, None)
+    line = writer.say(
+        "understood",
+        "understood.notRecorded",
+        status="not-recorded",
+        missing="no-event",
+        chips=[chip("chip.notRecorded")],
+    )
+    return _without_verdict(
+        facts, unread, app, line, _why(writer, "unreachable.decided", "no-event")
+    )
+
+
+def _routing_facts(
+    configured: Literal["graph", "none"] | None,
+    delivered: Mapping[str, FootprintEvent],
+    refusals: list[_Refusal],
+) -> RoutingFacts:
+    """The leg's routing facts before any verdict is read: what was configured, delivered and
+    refused (each list bounded)."""
+    return RoutingFacts(
         configured=configured,
         verdict=None,
         scores=None,
@@ -409,73 +452,45 @@ def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Underst
         ),
         refusals_omitted=max(0, len(refusals) - MAX_REFUSALS),
     )
-    app = (
-        [
-            writer.say(
-                "understood",
-                "understood.app.notRecorded",
-                status="not-recorded",
-                missing="not-built",
-                chips=[chip("chip.notRecorded")],
-            )
-        ]
-        if inp.declarations.app_decides
-        else []
-    )
-    if verdict is not None:
-        context = _Context(inp, view, writer, delivered, _Skills(view, inp), refusals)
-        return _with_verdict(context, verdict, facts, unread, app)
 
-    # ── no verdict on the record ──
-    def without_verdict(
-        line: Line, why: Line | None, before: Literal["lost"] | None = None
-    ) -> Understood:
-        state: CheckState = "not-applicable" if why is None else "unreachable"
-        return Understood(
-            lines=(line, *app),
-            check=CheckResult(
-                "decided-delivered", state, sentence=why.text if why is not None else line.text
-            ),
-            signal=None,
-            signal_line=None,
-            unreachable=why,
-            facts=replace(facts, before_pause=before),
-            verdict=None,
-            unread=unread,
-        )
 
-    if inp.resumed and configured != "none":
-        # A resumed leg of a routed agent: the routing happened before the pause.
-        return without_verdict(
-            writer.say(
-                "understood",
-                "understood.resumed",
-                status="not-recorded",
-                missing="before-pause",
-                chips=[chip("chip.beforePause")],
-            ),
-            _why(writer, "unreachable.decided", "before-pause"),
-            "lost",
-        )
-    if configured == "none" and configured_event is not None:
-        return without_verdict(
-            writer.say(
-                "understood",
-                "understood.notConfigured",
-                status="not-applicable",
-                pointers=[at_event(configured_event)],
-            ),
-            None,
-        )
-    return without_verdict(
+def _app_lines(inp: AccountInput, writer: Writer) -> list[Line]:
+    """The line saying the app's own routing is not recorded, when the app decides."""
+    if not inp.declarations.app_decides:
+        return []
+    return [
         writer.say(
             "understood",
-            "understood.notRecorded",
+            "understood.app.notRecorded",
             status="not-recorded",
-            missing="no-event",
+            missing="not-built",
             chips=[chip("chip.notRecorded")],
+        )
+    ]
+
+
+def _without_verdict(
+    facts: RoutingFacts,
+    unread: int,
+    app: list[Line],
+    line: Line,
+    why: Line | None,
+    before: Literal["lost"] | None = None,
+) -> Understood:
+    """A leg with no verdict on the record: check 1 is not applicable (``why`` None), or
+    unreachable and why."""
+    state: CheckState = "not-applicable" if why is None else "unreachable"
+    return Understood(
+        lines=(line, *app),
+        check=CheckResult(
+            "decided-delivered", state, sentence=why.text if why is not None else line.text
         ),
-        _why(writer, "unreachable.decided", "no-event"),
+        signal=None,
+        signal_line=None,
+        unreachable=why,
+        facts=replace(facts, before_pause=before),
+        verdict=None,
+        unread=unread,
     )
 
 
@@ -582,92 +597,18 @@ def _with_verdict(
     if scores_line is not None:
         lines.append(scores_line)
     skill = {"skill": c.skills.var(to, verdict.at("to"))} if to is not None else {}
-
-    # ── check 1: was the decided skill given to the model? ──
-    check = CheckResult(
-        "decided-delivered", "not-applicable", sentence=writer.text("check.decided.notApplicable")
+    delivery = _Delivery(
+        [],
+        CheckResult(
+            "decided-delivered",
+            "not-applicable",
+            sentence=writer.text("check.decided.notApplicable"),
+        ),
     )
-    signal: Signal | None = None
-    signal_line: Line | None = None
-    why: Line | None = None
     if verdict.by in LIBRARY_DECISIONS and to is not None:
         lines += _refusal_lines(writer, [r for r in c.refusals if r.requested_id == to], skill)
-        row = c.delivered.get(to)
-        if row is not None:
-            lines.append(
-                writer.say(
-                    "understood",
-                    "understood.delivered",
-                    pointers=[*verdict.ats("to"), at_event(row, "sourceId")],
-                    chips=[chip("chip.decidedDelivered")],
-                )
-            )
-            check = CheckResult(
-                "decided-delivered",
-                "reachable",
-                outcome="delivered",
-                sentence=writer.text("check.decided.delivered", skill),
-                pointers=bounded([*verdict.ats("to"), at_event(row, "sourceId")]),
-                label="pass",
-            )
-        elif delivery_complete(c.view, c.inp.answering_iteration):
-            composes = [
-                at_event(e, "slot")
-                for e in c.view.of(semconv.T_SLOT_COMPOSED)
-                if e.payload.get("slot") == SYSTEM_PROMPT
-            ]
-            other = next(iter(c.delivered), None)
-            values = dict(skill)
-            if other is not None:
-                values["other"] = c.skills.var(other, at_event(c.delivered[other], "sourceId"))
-            lines.append(
-                writer.say(
-                    "understood",
-                    "understood.notDelivered.other"
-                    if other is not None
-                    else "understood.notDelivered",
-                    values,
-                    pointers=composes,
-                    chips=[chip("chip.decidedNotDelivered")],
-                )
-            )
-            signal_line = writer.say(
-                "anything-wrong", "signal.decidedNotDelivered", skill, pointers=composes
-            )
-            signal = Signal(
-                "decided-not-delivered",
-                "decided-delivered",
-                "bad",
-                signal_line.text,
-                signal_line.pointers,
-            )
-            check = CheckResult(
-                "decided-delivered",
-                "reachable",
-                outcome="not-delivered",
-                sentence=signal_line.text,
-                pointers=bounded([*verdict.ats("to"), *composes]),
-                label="fail",
-            )
-        else:
-            # A verdict from before the pause: what the model was given then is that part's record.
-            missing = "no-event" if verdict.origin == "event" else "before-pause"
-            lines.append(
-                writer.say(
-                    "understood",
-                    "understood.delivery.unknown",
-                    status="not-recorded",
-                    missing=missing,
-                    chips=[chip("chip.notRecorded")],
-                )
-            )
-            why = _why(writer, "unreachable.delivery", missing)
-            check = CheckResult(
-                "decided-delivered",
-                "unreachable",
-                sentence=why.text,
-                pointers=verdict.ats("to"),
-            )
+        delivery = _delivery_check(c, verdict, to, skill)
+    lines += delivery.lines
     lines.append(
         writer.say(
             "understood",
@@ -683,10 +624,10 @@ def _with_verdict(
         before = "held" if verdict.origin == "held" else "carried"
     return Understood(
         lines=tuple(lines),
-        check=check,
-        signal=signal,
-        signal_line=signal_line,
-        unreachable=why,
+        check=delivery.check,
+        signal=delivery.signal,
+        signal_line=delivery.signal_line,
+        unreachable=delivery.why,
         facts=replace(
             facts,
             verdict=VerdictFact(
@@ -703,6 +644,107 @@ def _with_verdict(
         verdict=verdict,
         unread=unread,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    """Check 1 on a decision: its lines in the "It understood" row, its result, and its signal or
+    why it could not run."""
+
+    lines: list[Line]
+    check: CheckResult
+    signal: Signal | None = None
+    signal_line: Line | None = None
+    why: Line | None = None
+
+
+def _delivery_check(
+    c: _Context, verdict: RoutingVerdict, to: str, skill: dict[str, Var]
+) -> _Delivery:
+    """Check 1 on a library's decision for ``to``: delivered, not delivered (when the leg's
+    delivery record is complete), or not knowable."""
+    row = c.delivered.get(to)
+    if row is not None:
+        return _delivered(c, verdict, row, skill)
+    if delivery_complete(c.view, c.inp.answering_iteration):
+        return _not_delivered(c, verdict, skill)
+    return _delivery_unknown(c, verdict)
+
+
+def _delivered(
+    c: _Context, verdict: RoutingVerdict, row: FootprintEvent, skill: dict[str, Var]
+) -> _Delivery:
+    line = c.writer.say(
+        "understood",
+        "understood.delivered",
+        pointers=[*verdict.ats("to"), at_event(row, "sourceId")],
+        chips=[chip("chip.decidedDelivered")],
+    )
+    check = CheckResult(
+        "decided-delivered",
+        "reachable",
+        outcome="delivered",
+        sentence=c.writer.text("check.decided.delivered", skill),
+        pointers=bounded([*verdict.ats("to"), at_event(row, "sourceId")]),
+        label="pass",
+    )
+    return _Delivery([line], check)
+
+
+def _not_delivered(c: _Context, verdict: RoutingVerdict, skill: dict[str, Var]) -> _Delivery:
+    writer = c.writer
+    composes = [
+        at_event(e, "slot")
+        for e in c.view.of(semconv.T_SLOT_COMPOSED)
+        if e.payload.get("slot") == SYSTEM_PROMPT
+    ]
+    other = next(iter(c.delivered), None)
+    values = dict(skill)
+    if other is not None:
+        values["other"] = c.skills.var(other, at_event(c.delivered[other], "sourceId"))
+    line = writer.say(
+        "understood",
+        "understood.notDelivered.other" if other is not None else "understood.notDelivered",
+        values,
+        pointers=composes,
+        chips=[chip("chip.decidedNotDelivered")],
+    )
+    signal_line = writer.say(
+        "anything-wrong", "signal.decidedNotDelivered", skill, pointers=composes
+    )
+    signal = Signal(
+        "decided-not-delivered",
+        "decided-delivered",
+        "bad",
+        signal_line.text,
+        signal_line.pointers,
+    )
+    check = CheckResult(
+        "decided-delivered",
+        "reachable",
+        outcome="not-delivered",
+        sentence=signal_line.text,
+        pointers=bounded([*verdict.ats("to"), *composes]),
+        label="fail",
+    )
+    return _Delivery([line], check, signal, signal_line)
+
+
+def _delivery_unknown(c: _Context, verdict: RoutingVerdict) -> _Delivery:
+    # A verdict from before the pause: what the model was given then is that part's record.
+    missing = "no-event" if verdict.origin == "event" else "before-pause"
+    line = c.writer.say(
+        "understood",
+        "understood.delivery.unknown",
+        status="not-recorded",
+        missing=missing,
+        chips=[chip("chip.notRecorded")],
+    )
+    why = _why(c.writer, "unreachable.delivery", missing)
+    check = CheckResult(
+        "decided-delivered", "unreachable", sentence=why.text, pointers=verdict.ats("to")
+    )
+    return _Delivery([line], check, why=why)
 
 
 def _refusal_lines(writer: Writer, of_decided: list[_Refusal], skill: dict[str, Var]) -> list[Line]:

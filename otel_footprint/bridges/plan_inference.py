@@ -57,16 +57,20 @@ class DerivedPlan:
 def member_ids_of(events: Sequence[UpstreamEvent]) -> tuple[str, ...]:
     """Node ids of every ``skill.graph_declared``, first-seen order."""
     members: dict[str, None] = {}
+    for node in _declared(events, "nodes"):
+        if isinstance(node.get("id"), str) and node["id"]:
+            members.setdefault(node["id"], None)
+    return tuple(members)
+
+
+def _declared(events: Sequence[UpstreamEvent], key: str) -> Iterator[Mapping[str, Any]]:
+    """The objects in the ``key`` list (``nodes``, ``edges``) of every ``skill.graph_declared``."""
     for event in events:
         if event.type != semconv.T_GRAPH_DECLARED:
             continue
-        nodes = event.payload.get("nodes")
-        if not isinstance(nodes, list):
-            continue
-        for node in nodes:
-            if isinstance(node, Mapping) and isinstance(node.get("id"), str) and node["id"]:
-                members.setdefault(node["id"], None)
-    return tuple(members)
+        items = event.payload.get(key)
+        if isinstance(items, list):
+            yield from (item for item in items if isinstance(item, Mapping))
 
 
 def _unlocked_tool_name(payload: Mapping[str, Any]) -> str | None:
@@ -184,17 +188,10 @@ def _chains(legs: Sequence[Leg]) -> Iterator[list[UpstreamEvent]]:
 
 def _hops(events: Sequence[UpstreamEvent]) -> dict[str, set[str]]:
     hops: dict[str, set[str]] = {}
-    for event in events:
-        if event.type != semconv.T_GRAPH_DECLARED:
-            continue
-        edges = event.payload.get("edges")
-        if not isinstance(edges, list):
-            continue
-        for edge in edges:
-            if isinstance(edge, Mapping) and isinstance(edge.get("from"), str):
-                target = edge.get("to")
-                if isinstance(target, str):
-                    hops.setdefault(edge["from"], set()).add(target)
+    for edge in _declared(events, "edges"):
+        target = edge.get("to")
+        if isinstance(edge.get("from"), str) and isinstance(target, str):
+            hops.setdefault(edge["from"], set()).add(target)
     return hops
 
 
@@ -204,58 +201,85 @@ def _key_of(change: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def _recorded_passes(chain: Sequence[UpstreamEvent]) -> list[_RecordedPass]:
     """Kernel inputs of every pass of one chain (spec §2.2), with the agent's own decisions."""
-    hops = _hops(chain)
-    stage_iteration = composition_iterations(chain)
-    iterations: dict[int, _Iteration] = {}
-    reported: dict[int, list[tuple[Any, ...]]] = {}
-    open_calls: dict[str, _Call] = {}
-    current: _Call | None = None
-    current_iteration = 0
-    passes: list[_RecordedPass] = []
+    reader = _ChainReader(_hops(chain), composition_iterations(chain))
     for event in chain:
+        reader.read(event)
+    return reader.passes
+
+
+@dataclass(slots=True)
+class _ChainReader:
+    """Reads one chain's events in order: the tool calls and park-card rows of each iteration, the
+    agent's reported changes, and a recorded pass at each evaluation."""
+
+    hops: Mapping[str, set[str]]
+    stage_iteration: Mapping[tuple[str | None, str], int]
+    iterations: dict[int, _Iteration] = field(default_factory=dict)
+    reported: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
+    open_calls: dict[str, _Call] = field(default_factory=dict)
+    current: _Call | None = None
+    current_iteration: int = 0
+    passes: list[_RecordedPass] = field(default_factory=list)
+
+    def read(self, event: UpstreamEvent) -> None:
         kind = event.type
         if kind in semconv.MAP_CHANGE_KINDS:
-            iteration = event.int_field("iteration")
-            if iteration is not None:
-                payload = {"kind": semconv.MAP_CHANGE_KINDS[kind], **event.payload}
-                reported.setdefault(iteration, []).append(_key_of(payload))
+            self._reported_change(event)
         elif kind in (semconv.T_ITERATION_START, semconv.T_LLM_START):
             number = iteration_of(event)
             if number is not None:
-                current_iteration = number
+                self.current_iteration = number
         elif kind == semconv.T_TOOL_START:
-            name = event.str_field("toolName") or ""
-            args = event.payload.get("args")
-            current = _Call(name=name, args=args if isinstance(args, Mapping) else {})
-            iterations.setdefault(current_iteration, _Iteration()).calls.append(current)
-            call_id = event.str_field("toolCallId")
-            if call_id is not None:
-                open_calls[call_id] = current
+            self._tool_start(event)
         elif kind == semconv.T_TOOL_END:
-            call_id = event.str_field("toolCallId")
-            call = open_calls.pop(call_id, None) if call_id is not None else current
-            if call is not None:
-                call.landed = True
-            current = None
-        elif kind == semconv.T_SKILL_REJECTED and current is not None:
-            current.refused = True
-        elif kind == semconv.T_PERMISSION_CHECK and current is not None:
-            if (
-                event.payload.get("capability") == semconv.CAPABILITY_SKILL_READ
-                and event.payload.get("result") in semconv.PERMISSION_REFUSING_RESULTS
-            ):
-                current.refused = True
+            self._tool_end(event)
+        elif kind in (semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK):
+            if self.current is not None and _refuses_a_pick(event):
+                self.current.refused = True
         elif kind == semconv.T_CONTEXT_INJECTED and event.payload.get("sourceId") == PARK_CARD_ID:
-            stage = event.stage_id
-            number = stage_iteration.get((event.run_id, stage)) if stage is not None else None
-            if number is not None:
-                iterations.setdefault(number, _Iteration()).park_card_rode = True
+            self._park_card_row(event)
         elif kind == semconv.T_CONTEXT_EVALUATED:
             number = event.int_field("iteration")
-            if number is None:
-                continue
-            passes.append(_pass_of(event, number, iterations, hops, reported))
-    return passes
+            if number is not None:
+                self.passes.append(
+                    _pass_of(event, number, self.iterations, self.hops, self.reported)
+                )
+
+    def _reported_change(self, event: UpstreamEvent) -> None:
+        iteration = event.int_field("iteration")
+        if iteration is not None:
+            payload = {"kind": semconv.MAP_CHANGE_KINDS[event.type], **event.payload}
+            self.reported.setdefault(iteration, []).append(_key_of(payload))
+
+    def _tool_start(self, event: UpstreamEvent) -> None:
+        name = event.str_field("toolName") or ""
+        args = event.payload.get("args")
+        self.current = _Call(name=name, args=args if isinstance(args, Mapping) else {})
+        self.iterations.setdefault(self.current_iteration, _Iteration()).calls.append(self.current)
+        call_id = event.str_field("toolCallId")
+        if call_id is not None:
+            self.open_calls[call_id] = self.current
+
+    def _tool_end(self, event: UpstreamEvent) -> None:
+        call_id = event.str_field("toolCallId")
+        call = self.open_calls.pop(call_id, None) if call_id is not None else self.current
+        if call is not None:
+            call.landed = True
+        self.current = None
+
+    def _park_card_row(self, event: UpstreamEvent) -> None:
+        stage = event.stage_id
+        number = self.stage_iteration.get((event.run_id, stage)) if stage is not None else None
+        if number is not None:
+            self.iterations.setdefault(number, _Iteration()).park_card_rode = True
+
+
+def _refuses_a_pick(event: UpstreamEvent) -> bool:
+    """A rejection, or a permission check refusing a skill read (on the open tool call)."""
+    return event.type == semconv.T_SKILL_REJECTED or (
+        event.payload.get("capability") == semconv.CAPABILITY_SKILL_READ
+        and event.payload.get("result") in semconv.PERMISSION_REFUSING_RESULTS
+    )
 
 
 def _pass_of(

@@ -55,6 +55,7 @@ def footprint_callbacks(
     is logged and not recorded.
     """
     callbacks = importlib.import_module("langchain_core.callbacks")
+    passes = _Passes(state_pass, run, should_count)
 
     class FootprintCallbackHandler(callbacks.BaseCallbackHandler):  # type: ignore[misc, name-defined]
         """Pass-stating callback handler (see :func:`footprint_callbacks`)."""
@@ -62,68 +63,74 @@ def footprint_callbacks(
         raise_error = True  # an error in state_pass must not pass silently
         run_inline = True  # called on the thread (and context) of the model call
 
-        def __init__(self) -> None:
-            super().__init__()
-            self._staged: dict[Any, tuple[Run, ModelCall]] = {}
-
-        def _state(self, call: LangChainModelCall, run_id: Any) -> None:
-            if should_count is not None and not should_count(call):
-                return
-            target = run or current_run()
-            if target is None:
-                # No run: this call is no pass (nothing to decide), never a wrong verdict.
-                _logger.warning(
-                    "footprint_callbacks: no footprint run is open around the graph (wrap the "
-                    "invoke in `with footprint.run(...)`, or pass run=); the model call is not "
-                    "recorded"
-                )
-                return
-            staged = target.next_pass()
-            state_pass(staged, call)
-            if len(self._staged) < _MAX_OPEN_CALLS:
-                self._staged[run_id] = (target, staged)
-
-        def _land(self, run_id: Any) -> None:
-            entry = self._staged.pop(run_id, None)
-            if entry is None or not entry[1].staged:
-                return  # not counted, or a span-start-recognised span already took it
-            span = _framework_span(run_id)
-            if span is not None:
-                entry[0].land(entry[1], span)
-
-        def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
-            self._land(run_id)
-
-        def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
-            self._land(run_id)
-
         def on_chat_model_start(
             self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any
         ) -> None:
-            self._state(
-                LangChainModelCall(
-                    serialized or {},
-                    messages,
-                    kwargs.get("tags") or [],
-                    kwargs.get("metadata") or {},
-                ),
-                kwargs.get("run_id"),
-            )
+            passes.state(_model_call(serialized, messages, kwargs), kwargs.get("run_id"))
 
         def on_llm_start(
             self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any
         ) -> None:
-            self._state(
-                LangChainModelCall(
-                    serialized or {},
-                    prompts,
-                    kwargs.get("tags") or [],
-                    kwargs.get("metadata") or {},
-                ),
-                kwargs.get("run_id"),
-            )
+            passes.state(_model_call(serialized, prompts, kwargs), kwargs.get("run_id"))
+
+        def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+            passes.land(run_id)
+
+        def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+            passes.land(run_id)
 
     return FootprintCallbackHandler()
+
+
+def _model_call(
+    serialized: dict[str, Any] | None, messages: list[Any], kwargs: dict[str, Any]
+) -> LangChainModelCall:
+    return LangChainModelCall(
+        serialized or {}, messages, kwargs.get("tags") or [], kwargs.get("metadata") or {}
+    )
+
+
+class _Passes:
+    """What the handler does, free of LangChain: states a pass when a counted model call starts
+    and lands it on the framework's span when the call ends (LangChain run id -> staged pass)."""
+
+    __slots__ = ("_run", "_should_count", "_staged", "_state_pass")
+
+    def __init__(
+        self,
+        state_pass: PassHook,
+        run: Run | None,
+        should_count: Callable[[LangChainModelCall], bool] | None,
+    ) -> None:
+        self._state_pass = state_pass
+        self._run = run
+        self._should_count = should_count
+        self._staged: dict[Any, tuple[Run, ModelCall]] = {}
+
+    def state(self, call: LangChainModelCall, run_id: Any) -> None:
+        if self._should_count is not None and not self._should_count(call):
+            return
+        target = self._run or current_run()
+        if target is None:
+            # No run: this call is no pass (nothing to decide), never a wrong verdict.
+            _logger.warning(
+                "footprint_callbacks: no footprint run is open around the graph (wrap the "
+                "invoke in `with footprint.run(...)`, or pass run=); the model call is not "
+                "recorded"
+            )
+            return
+        staged = target.next_pass()
+        self._state_pass(staged, call)
+        if len(self._staged) < _MAX_OPEN_CALLS:
+            self._staged[run_id] = (target, staged)
+
+    def land(self, run_id: Any) -> None:
+        entry = self._staged.pop(run_id, None)
+        if entry is None or not entry[1].staged:
+            return  # not counted, or a span-start-recognised span already took it
+        span = _framework_span(run_id)
+        if span is not None:
+            entry[0].land(entry[1], span)
 
 
 _MAX_OPEN_CALLS = 10_000  # model calls started and not yet ended that the handler remembers

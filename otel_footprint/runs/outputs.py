@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,17 +89,9 @@ def output_tool_calls(view: SpanView) -> tuple[OutputToolCall, ...] | None:
             parts = message.get("parts")
             for part in parts if isinstance(parts, list) else ():
                 if isinstance(part, dict) and part.get("type") == "tool_call":
-                    name = part.get("name")
-                    if isinstance(name, str) and name:
-                        call_id = part.get("id")
-                        arguments = part.get("arguments")
-                        found.append(
-                            OutputToolCall(
-                                name,
-                                call_id if isinstance(call_id, str) else None,
-                                None if arguments is None else _compact(arguments),
-                            )
-                        )
+                    call = _output_tool_call(part)
+                    if call is not None:
+                        found.append(call)
         return tuple(found)
     indexed: dict[tuple[int, int], dict[str, Any]] = {}
     any_output = False
@@ -116,20 +108,23 @@ def output_tool_calls(view: SpanView) -> tuple[OutputToolCall, ...] | None:
             )
     if not any_output:
         return None
-    calls = []
-    for _, fields in sorted(indexed.items()):
-        name = fields.get("name")
-        if isinstance(name, str) and name:
-            call_id = fields.get("id")
-            arguments = fields.get("arguments")
-            calls.append(
-                OutputToolCall(
-                    name,
-                    call_id if isinstance(call_id, str) else None,
-                    None if arguments is None else _compact(arguments),
-                )
-            )
-    return tuple(calls)
+    calls = (_output_tool_call(fields) for _, fields in sorted(indexed.items()))
+    return tuple(call for call in calls if call is not None)
+
+
+def _output_tool_call(fields: Mapping[str, Any]) -> OutputToolCall | None:
+    """A tool call from its ``name``, ``id`` and ``arguments`` (a GenAI message part, or the
+    indexed attributes of one call); None without a name."""
+    name = fields.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    call_id = fields.get("id")
+    arguments = fields.get("arguments")
+    return OutputToolCall(
+        name,
+        call_id if isinstance(call_id, str) else None,
+        None if arguments is None else _compact(arguments),
+    )
 
 
 def asked_for_tools(view: SpanView) -> bool | None:

@@ -38,6 +38,7 @@ from otel_footprint.kernel.types import (
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.outputs import (
+    OutputToolCall,
     asked_for_tools,
     instrumented,
     offered_tools,
@@ -210,6 +211,11 @@ class _Reader:
         self.reasons.append(reason)
         return reason
 
+    def first(self, problem: Reason | None, code: str, message: str, span_id: str | None) -> Reason:
+        """A pass's first problem stops its build: ``problem`` when it has one (and nothing more
+        is said), else this new reason."""
+        return problem or self.add(code, message, span_id)
+
 
 def _status_failed(view: SpanView) -> bool:
     # SpanView has no status (kept minimal); read it from the two concrete views we know.
@@ -377,55 +383,130 @@ def read_run(
     rd.reasons.extend(decoded.reasons)
     rd.undecodable.update(decoded.undecodable)
     events = decoded.events
-    # One pass indexes the events; every rule below reads only the lists it needs, in run order.
-    by_type: dict[str, list[FootprintEvent]] = {}
-    by_span: dict[str, list[FootprintEvent]] = {}
-    steps: list[FootprintEvent] = []  # evaluations and the agent's own map changes
-    refusing: list[FootprintEvent] = []  # rejections and permission checks (refused picks)
-    for event in events:
-        by_type.setdefault(event.type, []).append(event)
-        by_span.setdefault(event.pointer.span_id, []).append(event)
-        if event.type in _STEP_TYPES:
-            steps.append(event)
-        elif event.type in _REFUSAL_TYPES:
-            refusing.append(event)
-    plan, enforced, plan_event = _plan_of(by_type.get(semconv.T_MAPS_MOUNTED, ()), rd)
+    index = _EventIndex.of(events)
+    plan, enforced, plan_event = _plan_of(index.of_type(semconv.T_MAPS_MOUNTED), rd)
+    span_iteration = _pass_span_iterations(run, index, first_iteration)
+    # The order of the steps below is the order of the reasons they add: keep it.
+    placed = _recorder_problems(index, rd)
+    steps = _steps_by_iteration(index.steps, span_iteration, rd)
+    injected = _injected_by_iteration(index, span_iteration)
+    passes = _passes_of(span_iteration, steps, injected, placed, plan is not None, rd)
+    pass_starts = _PassStarts(run.passes, span_iteration)
+    tool_calls = tuple(
+        _tool_call(view, index.on_span(view.span_id), pass_starts, first_iteration, rd)
+        for view in run.tools
+    )
+    passes = _with_offered_tools(passes, run.passes)
+    from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
+    tool_calls = (*tool_calls, *from_output)
+    if unrecorded is not None:
+        # A later pass needs the batch these passes dispatched (the kernel's tool results):
+        # it cannot be built.
+        first = min(unrecorded_at)
+        passes = [
+            replace(p, problem=unrecorded) if p.problem is None and p.iteration > first else p
+            for p in passes
+        ]
+    tool_calls = _without_refused_picks(tool_calls, index.refusing, run.tools, span_iteration)
+    return RunFacts(
+        run=run,
+        events=events,
+        plan=plan,
+        enforced=enforced,
+        has_map_events=any(t in index.by_type for t in semconv.MAP_CHANGE_KINDS),
+        resumed=semconv.T_PAUSE_RESUME in index.by_type,
+        paused=semconv.T_PAUSE_REQUEST in index.by_type,
+        passes=tuple(passes),
+        tool_calls=tool_calls,
+        edges=_edges_of(index.of_type(semconv.T_GRAPH_DECLARED)),
+        reasons=tuple(rd.reasons),
+        plan_event=plan_event,
+        undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),
+    )
 
-    # ── pass spans and their iterations ──
+
+@dataclass(frozen=True, slots=True)
+class _EventIndex:
+    """A leg's events indexed in one pass: every rule of :func:`read_run` reads only the lists it
+    needs, each in run order."""
+
+    by_type: Mapping[str, Sequence[FootprintEvent]]
+    by_span: Mapping[str, Sequence[FootprintEvent]]
+    steps: Sequence[FootprintEvent]
+    """Evaluations and the agent's own map changes."""
+    refusing: Sequence[FootprintEvent]
+    """Rejections and permission checks (refused picks)."""
+
+    @classmethod
+    def of(cls, events: Iterable[FootprintEvent]) -> _EventIndex:
+        by_type: dict[str, list[FootprintEvent]] = {}
+        by_span: dict[str, list[FootprintEvent]] = {}
+        steps: list[FootprintEvent] = []
+        refusing: list[FootprintEvent] = []
+        for event in events:
+            by_type.setdefault(event.type, []).append(event)
+            by_span.setdefault(event.pointer.span_id, []).append(event)
+            if event.type in _STEP_TYPES:
+                steps.append(event)
+            elif event.type in _REFUSAL_TYPES:
+                refusing.append(event)
+        return cls(by_type, by_span, steps, refusing)
+
+    def of_type(self, event_type: str) -> Sequence[FootprintEvent]:
+        return self.by_type.get(event_type, ())
+
+    def on_span(self, span_id: str) -> Sequence[FootprintEvent]:
+        return self.by_span.get(span_id, ())
+
+
+def _pass_span_iterations(
+    run: RunSpans, index: _EventIndex, first_iteration: int
+) -> dict[str, int]:
+    """Each pass span's iteration: stated on the span, else by its own evaluation, else counted
+    from ``first_iteration`` by the span's place among the leg's pass spans."""
     span_iteration: dict[str, int] = {}
     for ordinal, view in enumerate(run.passes):
         iteration = pass_iteration_of(view)
         if iteration is None:
-            own = [
-                e for e in by_span.get(view.span_id, ()) if e.type == semconv.T_CONTEXT_EVALUATED
-            ]
+            own = [e for e in index.on_span(view.span_id) if e.type == semconv.T_CONTEXT_EVALUATED]
             iteration = integral(own[0].payload.get("iteration")) if own else None
         if iteration is None:
             iteration = first_iteration + ordinal
         span_iteration[view.span_id] = iteration
-    spans_by_iteration: dict[int, list[str]] = {}
-    for span_id, iteration in span_iteration.items():
-        spans_by_iteration.setdefault(iteration, []).append(span_id)
+    return span_iteration
 
-    # ── what the recorder could not place (record.problem): a reason, and a stop at its pass ──
+
+def _recorder_problems(index: _EventIndex, rd: _Reader) -> dict[int, Reason]:
+    """What the recorder could not place (``record.problem``): a reason each, and the first one
+    of each iteration stops the replay at that pass."""
     placed: dict[int, Reason] = {}
-    for event in by_type.get(semconv.T_RECORD_PROBLEM, ()):
+    for event in index.of_type(semconv.T_RECORD_PROBLEM):
         code = _as_str(event.payload.get("code")) or "record-problem"
         reason = rd.add(code, _as_str(event.payload.get("message")) or code, event.pointer.span_id)
         at = integral(event.payload.get("iteration"))
         if at is not None:
             placed.setdefault(at, reason)
+    return placed
 
-    # ── events keyed by iteration ──
+
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    """The leg's evaluations and reported map changes keyed by iteration, and the first
+    conflicting-iteration reason of each pass span's iteration."""
+
+    evaluated: Mapping[int, Sequence[FootprintEvent]]
+    reported: Mapping[int, Sequence[FootprintEvent]]
+    conflicts: Mapping[int, Reason]
+
+
+def _steps_by_iteration(
+    steps: Sequence[FootprintEvent], span_iteration: Mapping[str, int], rd: _Reader
+) -> _Steps:
+    """Each step at its payload ``iteration``, else its pass span's; a step whose iteration
+    contradicts its pass span's is a conflict at the span's iteration."""
     evaluated: dict[int, list[FootprintEvent]] = {}
     reported: dict[int, list[FootprintEvent]] = {}
     conflicts: dict[int, Reason] = {}
-    composed_iteration: dict[str, int] = {}
-    for event in by_type.get(semconv.T_SLOT_COMPOSED, ()):
-        if event.composition_id is not None:
-            it = integral(event.payload.get("iteration"))
-            if it is not None:
-                composed_iteration[event.composition_id] = it
     for event in steps:
         it = integral(event.payload.get("iteration"))
         if it is None:
@@ -453,43 +534,74 @@ def read_run(
             continue
         target = evaluated if event.type == semconv.T_CONTEXT_EVALUATED else reported
         target.setdefault(it, []).append(event)
+    return _Steps(evaluated, reported, conflicts)
+
+
+def _injected_by_iteration(
+    index: _EventIndex, span_iteration: Mapping[str, int]
+) -> dict[int, list[InjectedRow]]:
+    """The ``context.injected`` rows by the pass they rode: the pass span they are on, else the
+    iteration of the ``slot.composed`` event of their composition; a row of neither rides none."""
+    composed_iteration: dict[str, int] = {}
+    for event in index.of_type(semconv.T_SLOT_COMPOSED):
+        if event.composition_id is not None:
+            it = integral(event.payload.get("iteration"))
+            if it is not None:
+                composed_iteration[event.composition_id] = it
     injected: dict[int, list[InjectedRow]] = {}
-    for event in by_type.get(semconv.T_CONTEXT_INJECTED, ()):
+    for event in index.of_type(semconv.T_CONTEXT_INJECTED):
         it = span_iteration.get(event.pointer.span_id)
         if it is None and event.composition_id is not None:
             it = composed_iteration.get(event.composition_id)
         if it is None:
             continue  # a row of no known pass rides no pass
-        payload = event.payload
-        chars = integral(payload.get("chars"))
-        if chars is None:
-            summary = payload.get("contentSummary")
-            chars = len(summary) if isinstance(summary, str) else 0
-        row = InjectedRow(
-            iteration=it,
-            slot=_as_str(payload.get("slot")),
-            source=_as_str(payload.get("source")),
-            source_id=_as_str(payload.get("sourceId")),
-            chars=chars,
-            event=event,
-        )
-        injected.setdefault(it, []).append(row)
+        injected.setdefault(it, []).append(_injected_row(event, it))
+    return injected
 
-    # ── one PassFacts per iteration seen on a span or in an evaluation ──
-    passes: list[PassFacts] = []
-    for iteration in sorted(set(spans_by_iteration) | set(evaluated) | set(placed)):
-        passes.append(
-            _pass_facts(
-                iteration,
-                spans_by_iteration.get(iteration, []),
-                evaluated.get(iteration, []),
-                reported.get(iteration, []),
-                injected.get(iteration, []),
-                plan is not None,
-                rd,
-                placed.get(iteration) or conflicts.get(iteration),
-            )
+
+def _injected_row(event: FootprintEvent, iteration: int) -> InjectedRow:
+    payload = event.payload
+    chars = integral(payload.get("chars"))
+    if chars is None:
+        summary = payload.get("contentSummary")
+        chars = len(summary) if isinstance(summary, str) else 0
+    return InjectedRow(
+        iteration=iteration,
+        slot=_as_str(payload.get("slot")),
+        source=_as_str(payload.get("source")),
+        source_id=_as_str(payload.get("sourceId")),
+        chars=chars,
+        event=event,
+    )
+
+
+def _passes_of(
+    span_iteration: Mapping[str, int],
+    steps: _Steps,
+    injected: Mapping[int, Sequence[InjectedRow]],
+    placed: Mapping[int, Reason],
+    needs_evaluation: bool,
+    rd: _Reader,
+) -> list[PassFacts]:
+    """One PassFacts per iteration seen on a pass span, in an evaluation or in a recorder problem;
+    one shared reason for the passes with no evaluation, and one for each iteration whose reported
+    changes belong to no pass."""
+    spans_by_iteration: dict[int, list[str]] = {}
+    for span_id, iteration in span_iteration.items():
+        spans_by_iteration.setdefault(iteration, []).append(span_id)
+    passes = [
+        _pass_facts(
+            iteration,
+            spans_by_iteration.get(iteration, []),
+            steps.evaluated.get(iteration, []),
+            steps.reported.get(iteration, []),
+            injected.get(iteration, []),
+            needs_evaluation,
+            rd,
+            placed.get(iteration) or steps.conflicts.get(iteration),
         )
+        for iteration in sorted(set(spans_by_iteration) | set(steps.evaluated) | set(placed))
+    ]
     missing = [p for p in passes if p.problem is _MISSING]
     if missing:
         listed = ", ".join(str(p.iteration) for p in missing)
@@ -500,67 +612,52 @@ def read_run(
             missing[0].span_id,
         )
         passes = [replace(p, problem=reason) if p.problem is _MISSING else p for p in passes]
-    for iteration in sorted(set(reported) - {p.iteration for p in passes}):
+    for iteration in sorted(set(steps.reported) - {p.iteration for p in passes}):
         rd.add(
             "no-model-call-span",
             f"the agent reported engagement changes for iteration {iteration}, which has neither a "
             f"model-call span nor a {semconv.EV_CONTEXT_EVALUATED} event",
-            reported[iteration][0].pointer.span_id,
+            steps.reported[iteration][0].pointer.span_id,
         )
+    return passes
 
-    pass_starts = _PassStarts(run.passes, span_iteration)
-    tool_calls = tuple(
-        _tool_call(view, by_span.get(view.span_id, []), pass_starts, first_iteration, rd)
-        for view in run.tools
-    )
-    offered = {view.span_id: offered_tools(view) for view in run.passes}
-    passes = [
+
+def _with_offered_tools(passes: list[PassFacts], views: Sequence[SpanView]) -> list[PassFacts]:
+    """``passes`` with the tools their model call was offered, where its span says."""
+    offered = {view.span_id: offered_tools(view) for view in views}
+    return [
         replace(p, offered_tools=offered[p.span_id])
         if p.span_id is not None and offered.get(p.span_id) is not None
         else p
         for p in passes
     ]
-    from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
-    tool_calls = (*tool_calls, *from_output)
-    if unrecorded is not None:
-        # A later pass needs the batch these passes dispatched (the kernel's tool results):
-        # it cannot be built.
-        first = min(unrecorded_at)
-        passes = [
-            replace(p, problem=unrecorded) if p.problem is None and p.iteration > first else p
-            for p in passes
-        ]
+
+
+def _without_refused_picks(
+    tool_calls: tuple[ToolCall, ...],
+    refusing: Sequence[FootprintEvent],
+    tool_views: Sequence[SpanView],
+    span_iteration: Mapping[str, int],
+) -> tuple[ToolCall, ...]:
+    """``tool_calls`` without the picks read from arguments that a rejection or permission check
+    on a pass or run span of the same iteration refused."""
     refusals = _refusals_by_iteration(
-        refusing, frozenset(v.span_id for v in run.tools), span_iteration
+        refusing, frozenset(v.span_id for v in tool_views), span_iteration
     )
-    if refusals:
-        tool_calls = tuple(
-            replace(
-                call,
-                picks=tuple(
-                    p
-                    for p in call.picks
-                    if not _refused(p.skill_id, refusals.get(call.iteration, ()), on_call=False)
-                ),
-            )
-            if call.picks and not call.picks_stated and call.iteration in refusals
-            else call
-            for call in tool_calls
+    if not refusals:
+        return tool_calls
+    return tuple(
+        replace(
+            call,
+            picks=tuple(
+                p
+                for p in call.picks
+                if not _refused(p.skill_id, refusals.get(call.iteration, ()), on_call=False)
+            ),
         )
-    return RunFacts(
-        run=run,
-        events=events,
-        plan=plan,
-        enforced=enforced,
-        has_map_events=any(t in by_type for t in semconv.MAP_CHANGE_KINDS),
-        resumed=semconv.T_PAUSE_RESUME in by_type,
-        paused=semconv.T_PAUSE_REQUEST in by_type,
-        passes=tuple(passes),
-        tool_calls=tool_calls,
-        edges=_edges_of(by_type.get(semconv.T_GRAPH_DECLARED, ())),
-        reasons=tuple(rd.reasons),
-        plan_event=plan_event,
-        undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),
+        if call.picks and not call.picks_stated and call.iteration in refusals
+        else call
+        for call in tool_calls
     )
 
 
@@ -574,22 +671,11 @@ def _pass_facts(
     rd: _Reader,
     conflict: Reason | None = None,
 ) -> PassFacts:
+    """The facts of one pass; its ``problem`` is the first thing found that stops its build."""
     span_id = span_ids[0] if span_ids else None
-    problem: Reason | None = conflict
-    if problem is None and len(span_ids) > 1:
-        problem = rd.add(
-            "duplicate-iteration",
-            f"{len(span_ids)} model-call spans claim iteration {iteration} "
-            f"({', '.join(span_ids)}); passes from here on are not decided",
-            span_ids[1],
-        )
-    elif problem is None and len(evaluations) > 1:
-        problem = rd.add(
-            "duplicate-iteration",
-            f"{len(evaluations)} {semconv.EV_CONTEXT_EVALUATED} events claim iteration "
-            f"{iteration}; passes from here on are not decided",
-            evaluations[1].pointer.span_id,
-        )
+    problem = (
+        conflict if conflict is not None else _duplicate_claim(iteration, span_ids, evaluations, rd)
+    )
     if span_id is None and conflict is None:
         rd.add(
             "no-model-call-span",
@@ -597,60 +683,16 @@ def _pass_facts(
             "span (chat); its decision is made but cannot be written on a pass span",
             evaluations[0].pointer.span_id if evaluations else None,
         )
-    reported: list[EngagementChange] = []
-    for event in reported_events:
-        try:
-            reported.append(_reported_change(event, iteration))
-        except JsonShapeError as error:
-            problem = problem or rd.add("bad-attribute", str(error), event.pointer.span_id)
-    card = any(row.source_id == PARK_CARD_ID for row in rows)
-    if not evaluations:
-        unreadable = next(
-            (
-                rd.undecodable[(sid, semconv.T_CONTEXT_EVALUATED)]
-                for sid in span_ids
-                if (sid, semconv.T_CONTEXT_EVALUATED) in rd.undecodable
-            ),
-            None,
-        )
-        if unreadable is not None and problem is None:
-            problem = unreadable
-        if needs_evaluation and problem is None:
-            problem = _MISSING  # one reason for all such passes, written by read_run
-        return PassFacts(
-            iteration,
-            span_id,
-            None,
-            injected=tuple(rows),
-            card_rode=card,
-            reported=tuple(reported),
-            problem=problem,
-        )
-    evaluation = evaluations[0]
-    payload = evaluation.payload
-    move = payload.get("cursorMove")
-    current_node = move_by = witness = None
-    if isinstance(move, dict):
-        current_node = _as_str(move.get("to"))
-        move_by = _as_str(move.get("by"))
-        witness = _witness_text(move.get("witness"))
-    elif move is not None:
-        problem = problem or rd.add(
-            "bad-attribute",
-            f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_CURSOR_MOVE} is not "
-            "a JSON object",
-            evaluation.pointer.span_id,
-        )
-    active = payload.get("activeIds", ())
-    active_ids = _str_tuple(active)
-    if active_ids is None:
-        problem = problem or rd.add(
-            "bad-attribute",
-            f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_ACTIVE_IDS} is not a "
-            "list of strings",
-            evaluation.pointer.span_id,
-        )
-        active_ids = ()
+    reported, problem = _reported_changes(reported_events, iteration, problem, rd)
+    evaluation = evaluations[0] if evaluations else None
+    if evaluation is None:
+        problem = _unevaluated_problem(span_ids, needs_evaluation, problem, rd)
+        move: tuple[str | None, str | None, str | None] = (None, None, None)
+        active_ids: tuple[str, ...] = ()
+    else:
+        move, problem = _cursor_move(evaluation, iteration, problem, rd)
+        active_ids, problem = _active_ids(evaluation, iteration, problem, rd)
+    current_node, move_by, witness = move
     return PassFacts(
         iteration=iteration,
         span_id=span_id,
@@ -660,10 +702,105 @@ def _pass_facts(
         witness=witness,
         active_ids=active_ids,
         injected=tuple(rows),
-        card_rode=card,
-        reported=tuple(reported),
+        card_rode=any(row.source_id == PARK_CARD_ID for row in rows),
+        reported=reported,
         problem=problem,
     )
+
+
+def _duplicate_claim(
+    iteration: int,
+    span_ids: Sequence[str],
+    evaluations: Sequence[FootprintEvent],
+    rd: _Reader,
+) -> Reason | None:
+    """A reason when more than one model-call span, or else more than one evaluation, claims
+    ``iteration``."""
+    if len(span_ids) > 1:
+        return rd.add(
+            "duplicate-iteration",
+            f"{len(span_ids)} model-call spans claim iteration {iteration} "
+            f"({', '.join(span_ids)}); passes from here on are not decided",
+            span_ids[1],
+        )
+    if len(evaluations) > 1:
+        return rd.add(
+            "duplicate-iteration",
+            f"{len(evaluations)} {semconv.EV_CONTEXT_EVALUATED} events claim iteration "
+            f"{iteration}; passes from here on are not decided",
+            evaluations[1].pointer.span_id,
+        )
+    return None
+
+
+def _reported_changes(
+    events: Sequence[FootprintEvent], iteration: int, problem: Reason | None, rd: _Reader
+) -> tuple[tuple[EngagementChange, ...], Reason | None]:
+    """The agent's readable reported changes of the pass, and its problem: ``problem``, else the
+    first unreadable change's reason."""
+    reported: list[EngagementChange] = []
+    for event in events:
+        try:
+            reported.append(_reported_change(event, iteration))
+        except JsonShapeError as error:
+            problem = rd.first(problem, "bad-attribute", str(error), event.pointer.span_id)
+    return tuple(reported), problem
+
+
+def _unevaluated_problem(
+    span_ids: Sequence[str], needs_evaluation: bool, problem: Reason | None, rd: _Reader
+) -> Reason | None:
+    """The problem of a pass with no evaluation: ``problem``, else the reason its evaluation could
+    not be decoded, else (when the run has a plan) the placeholder read_run replaces."""
+    if problem is not None:
+        return problem
+    unreadable = next(
+        (
+            rd.undecodable[(sid, semconv.T_CONTEXT_EVALUATED)]
+            for sid in span_ids
+            if (sid, semconv.T_CONTEXT_EVALUATED) in rd.undecodable
+        ),
+        None,
+    )
+    if unreadable is not None:
+        return unreadable
+    return _MISSING if needs_evaluation else None
+
+
+def _cursor_move(
+    evaluation: FootprintEvent, iteration: int, problem: Reason | None, rd: _Reader
+) -> tuple[tuple[str | None, str | None, str | None], Reason | None]:
+    """The evaluation's cursor move as (to, by, witness), and the pass's problem."""
+    move = evaluation.payload.get("cursorMove")
+    if isinstance(move, dict):
+        to, by = _as_str(move.get("to")), _as_str(move.get("by"))
+        return (to, by, _witness_text(move.get("witness"))), problem
+    if move is not None:
+        problem = rd.first(
+            problem,
+            "bad-attribute",
+            f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_CURSOR_MOVE} is not "
+            "a JSON object",
+            evaluation.pointer.span_id,
+        )
+    return (None, None, None), problem
+
+
+def _active_ids(
+    evaluation: FootprintEvent, iteration: int, problem: Reason | None, rd: _Reader
+) -> tuple[tuple[str, ...], Reason | None]:
+    """The evaluation's active ids (none when unreadable), and the pass's problem."""
+    active_ids = _str_tuple(evaluation.payload.get("activeIds", ()))
+    if active_ids is not None:
+        return active_ids, problem
+    problem = rd.first(
+        problem,
+        "bad-attribute",
+        f"{semconv.EV_CONTEXT_EVALUATED} (iteration {iteration}): {semconv.F_ACTIVE_IDS} is not a "
+        "list of strings",
+        evaluation.pointer.span_id,
+    )
+    return (), problem
 
 
 class _PassStarts:
@@ -783,24 +920,9 @@ def _output_tool_calls(
             if asked or (asked is None and instrumented(view)):
                 unrecorded.append(iteration)
             continue
-        for index, call in enumerate(calls):
-            found.append(
-                ToolCall(
-                    trace_id=view.trace_id,
-                    span_id=view.span_id,
-                    name=call.name,
-                    call_id=call.call_id or f"{view.span_id}#{index}",
-                    iteration=iteration,
-                    start_time_unix_nano=view.end_time_unix_nano,
-                    failed=False,
-                    arguments=_json_or_none(call.arguments_text),
-                    arguments_text=call.arguments_text,
-                    result=None,
-                    picks=(),
-                    picks_stated=False,
-                    events=(),
-                )
-            )
+        found.extend(
+            _output_tool_call(view, iteration, index, call) for index, call in enumerate(calls)
+        )
     reason: Reason | None = None
     if unrecorded:
         reason = rd.add(
@@ -811,21 +933,47 @@ def _output_tool_calls(
             "called cannot be told; passes after them are not decided",
         )
     if found:
-        results: dict[str, str] = {}
-        for view in run.passes:
-            for call_id, text in tool_results(view):
-                results.setdefault(call_id, text)
-        found = [
-            replace(call, result=results[call.call_id]) if call.call_id in results else call
-            for call in found
-        ]
-        found = [
-            replace(call, picks=_picks_of(call.name, call.arguments, False, (), False))
-            if call.name == semconv.READ_SKILL_TOOL
-            else call
-            for call in found
-        ]
+        found = _with_results_and_picks(found, run.passes)
     return found, reason, tuple(unrecorded)
+
+
+def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputToolCall) -> ToolCall:
+    """The ``index``-th tool call of a pass span's recorded output, as a ToolCall (no result or
+    picks yet); a call without an id is named after its span and place."""
+    return ToolCall(
+        trace_id=view.trace_id,
+        span_id=view.span_id,
+        name=call.name,
+        call_id=call.call_id or f"{view.span_id}#{index}",
+        iteration=iteration,
+        start_time_unix_nano=view.end_time_unix_nano,
+        failed=False,
+        arguments=_json_or_none(call.arguments_text),
+        arguments_text=call.arguments_text,
+        result=None,
+        picks=(),
+        picks_stated=False,
+        events=(),
+    )
+
+
+def _with_results_and_picks(found: list[ToolCall], passes: Sequence[SpanView]) -> list[ToolCall]:
+    """Calls read from the output, with their results from the passes' input messages and the
+    picks of the read_skill ones."""
+    results: dict[str, str] = {}
+    for view in passes:
+        for call_id, text in tool_results(view):
+            results.setdefault(call_id, text)
+    found = [
+        replace(call, result=results[call.call_id]) if call.call_id in results else call
+        for call in found
+    ]
+    return [
+        replace(call, picks=_picks_of(call.name, call.arguments, False, (), False))
+        if call.name == semconv.READ_SKILL_TOOL
+        else call
+        for call in found
+    ]
 
 
 def _json_or_none(text: str | None) -> Any | None:

@@ -219,6 +219,38 @@ def tags_field(text: str) -> dict[str, str]:
     return tags
 
 
+def text(value: Any) -> str:
+    """A tag value as Jaeger's search compares it (bools lowercase, ints as digits)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def matching(spans: Sequence[JaegerSpan], tags: Mapping[str, str]) -> list[JaegerSpan]:
+    """The spans on which every pair holds (Jaeger 2's memory store: a span tag, a process tag or a
+    field of one of its logs), so a test can say *which* span of a returned trace matched."""
+
+    def holds(span: JaegerSpan, key: str, value: str) -> bool:
+        sources: list[Mapping[str, Any]] = [span.tags, span.process_tags, *span.logs]
+        return any(key in src and text(src[key]) == value for src in sources)
+
+    return [s for s in spans if all(holds(s, k, v) for k, v in tags.items())]
+
+
+def search(
+    jaeger: JaegerClient, service: str, tags: Mapping[str, str], trace_id: str
+) -> list[JaegerSpan]:
+    """Search ``tags`` in ``service`` (polling: the chain delivers asynchronously) until the trace is
+    found; the spans of that trace that satisfy the search."""
+    found = poll(
+        lambda: jaeger.find(service, tags),
+        lambda traces: trace_id in traces,
+        timeout=WAIT_S,
+        what=f"trace {trace_id} in Jaeger for tags {tags}",
+    )
+    return matching(found[trace_id], tags)
+
+
 # --- processes ---------------------------------------------------------------------------------
 
 
@@ -421,6 +453,10 @@ class Hop(Process):
         return self.addresses["grpc"]
 
     @property
+    def http(self) -> str:
+        return self.addresses["http"]
+
+    @property
     def telemetry(self) -> str:
         return self.addresses["telemetry"]
 
@@ -433,6 +469,23 @@ class Hop(Process):
             if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " "):
                 total += float(line.rsplit(" ", 1)[1])
         return total
+
+
+def jaeger_hop(data_dir: Path, backend_collector: str, token: str) -> Hop:
+    """``otel-footprint serve`` as collector-config/jaeger/otel-footprint.yaml deploys it (OTLP in
+    behind bearer ``token``, annotated OTLP/gRPC out to ``backend_collector``, ``host:port``), on
+    free loopback ports; a short release grace (the tests send whole traces), no fsync. Not started."""
+    return Hop(
+        data_dir,
+        f"http://{backend_collector}",
+        "--config",
+        str(CONFIGS / "jaeger" / "otel-footprint.yaml"),
+        "--set",
+        "processing.release_grace=0.3s",
+        "--set",
+        "exporters.otlp.queue.fsync=false",
+        env={"FOOTPRINT_TOKEN": token},
+    )
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ failing loudly when an export does not succeed (the SDK itself only logs export 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Literal, TypeAlias
 
@@ -51,12 +51,18 @@ class CheckedExporter(SpanExporter):
 
 
 def make_exporter(
-    protocol: OtlpProtocol, *, http_url: str, grpc_endpoint: str | None
+    protocol: OtlpProtocol,
+    *,
+    http_url: str,
+    grpc_endpoint: str | None,
+    headers: Mapping[str, str] | None = None,
 ) -> SpanExporter:
     """An OTLP span exporter: ``http_url`` is the full ``.../v1/traces`` URL, ``grpc_endpoint``
-    is ``host:port`` (plaintext)."""
+    is ``host:port`` (plaintext); ``headers`` go with every export (OTLP/HTTP only)."""
     if protocol == "http/protobuf":
-        return HttpSpanExporter(endpoint=http_url, timeout=10)
+        return HttpSpanExporter(
+            endpoint=http_url, timeout=10, headers=dict(headers) if headers else None
+        )
     if grpc_endpoint is None:
         raise ValueError("an OTLP/gRPC export needs a gRPC endpoint")
     return GrpcSpanExporter(endpoint=grpc_endpoint, insecure=True, timeout=10)

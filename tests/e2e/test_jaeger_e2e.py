@@ -38,15 +38,18 @@ from .otel_stack import (
     REPO,
     WAIT_S,
     Collector,
-    Hop,
     JaegerClient,
     JaegerSpan,
     env_or_skip,
+    jaeger_hop,
     load_config,
+    matching,
     otel_footprint_command,
     poll,
     running,
+    search,
     tags_field,
+    text,
 )
 from .sdk_export import CheckedExporter
 
@@ -82,38 +85,6 @@ def jaeger_otlp() -> str:
 
 
 # --- what Jaeger must answer -------------------------------------------------------------------
-
-
-def text(value: Any) -> str:
-    """A tag value as Jaeger's search compares it (bools lowercase, ints as digits)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def matching(spans: Sequence[JaegerSpan], tags: Mapping[str, str]) -> list[JaegerSpan]:
-    """The spans on which every pair holds (Jaeger 2's memory store: a span tag, a process tag or a
-    field of one of its logs), so a test can say *which* span of a returned trace matched."""
-
-    def holds(span: JaegerSpan, key: str, value: str) -> bool:
-        sources: list[Mapping[str, Any]] = [span.tags, span.process_tags, *span.logs]
-        return any(key in src and text(src[key]) == value for src in sources)
-
-    return [s for s in spans if all(holds(s, k, v) for k, v in tags.items())]
-
-
-def search(
-    jaeger: JaegerClient, service: str, tags: Mapping[str, str], trace_id: str
-) -> list[JaegerSpan]:
-    """Search ``tags`` in ``service`` (polling: the chain delivers asynchronously) until the trace is
-    found; the spans of that trace that satisfy the search."""
-    found = poll(
-        lambda: jaeger.find(service, tags),
-        lambda traces: trace_id in traces,
-        timeout=WAIT_S,
-        what=f"trace {trace_id} in Jaeger for tags {tags}",
-    )
-    return matching(found[trace_id], tags)
 
 
 def assert_verdicts_in_jaeger(jaeger: JaegerClient, runs: Runs) -> None:
@@ -221,17 +192,7 @@ def assert_verdicts_in_jaeger(jaeger: JaegerClient, runs: Runs) -> None:
 def test_agent_edge_collector_hop_backend_collector_jaeger(
     jaeger: JaegerClient, otelcol_bin: str, backend_collector: str, tmp_path: Path
 ) -> None:
-    hop = Hop(
-        tmp_path / "hop",
-        f"http://{backend_collector}",
-        "--config",
-        str(CONFIGS / "jaeger" / "otel-footprint.yaml"),
-        "--set",
-        "processing.release_grace=0.3s",
-        "--set",
-        "exporters.otlp.queue.fsync=false",
-        env={"FOOTPRINT_TOKEN": TOKEN},
-    )
+    hop = jaeger_hop(tmp_path / "hop", backend_collector, TOKEN)
     edge_cfg = load_config(CONFIGS / "jaeger" / "edge-collector.yaml")
     edge = Collector(otelcol_bin, edge_cfg, tmp_path, "edge", env={"FOOTPRINT_TOKEN": TOKEN})
     with running(hop, edge):

@@ -21,20 +21,18 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 
 import { SpanKind, context, trace } from '@opentelemetry/api';
-import { ExportResultCode } from '@opentelemetry/core';
 import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { encodePayload, names as N } from '@otel-footprint/recorder';
 
+import { CheckedExporter, checkExported, failer, flushAndShutdown, tracesUrl } from './agent_support.mjs';
+
 const MAX_PASSES = 1000; // bounded: two spans per pass must fit the batch queue below
 const QUEUE_SIZE = 4096;
 
-function fail(status, message) {
-  process.stderr.write(`agent.mjs: ${message}\n`);
-  process.exit(status);
-}
+const fail = failer('agent.mjs');
 
 // --- the scripted scenario -------------------------------------------------------------------------
 
@@ -221,36 +219,9 @@ function runAgent(tracer, { passes, runId }) {
 
 // --- export plumbing -------------------------------------------------------------------------------
 
-/** Delegates to the OTLP exporter and remembers every result: the SDK only logs failed exports. */
-class CheckedExporter {
-  constructor(inner) {
-    this.inner = inner;
-    this.exported = 0;
-    this.failures = [];
-  }
-
-  export(spans, resultCallback) {
-    this.inner.export(spans, (result) => {
-      if (result.code === ExportResultCode.SUCCESS) this.exported += spans.length;
-      else this.failures.push(result.error?.message ?? `export of ${spans.length} span(s) failed`);
-      resultCallback(result);
-    });
-  }
-
-  shutdown() {
-    return this.inner.shutdown();
-  }
-
-  forceFlush() {
-    return this.inner.forceFlush ? this.inner.forceFlush() : Promise.resolve();
-  }
-}
-
 function makeExporter(protocol, endpoint, timeoutMillis) {
   if (protocol === 'grpc') return new GrpcTraceExporter({ url: endpoint, timeoutMillis });
-  // OTLP/HTTP: a base URL gets the signal path; a full traces URL is used as given.
-  const url = /\/v1\/traces\/?$/.test(endpoint) ? endpoint : `${endpoint.replace(/\/+$/, '')}/v1/traces`;
-  return new ProtoTraceExporter({ url, timeoutMillis });
+  return new ProtoTraceExporter({ url: tracesUrl(endpoint), timeoutMillis });
 }
 
 function parseCli(argv) {
@@ -314,14 +285,7 @@ async function main() {
   });
   const tracer = provider.getTracer('otel-footprint-node-agent', '0.1.0');
   const result = runAgent(tracer, cli);
-  try {
-    await provider.forceFlush();
-    await provider.shutdown();
-  } catch (err) {
-    // A failed batch rejects the flush with the exporter's errors; CheckedExporter recorded them too.
-    const errors = Array.isArray(err) ? err : [err];
-    for (const e of errors) exporter.failures.push(e?.message ?? String(e));
-  }
+  await flushAndShutdown(provider, exporter);
   const spans = 1 + cli.passes + result.toolCalls;
   process.stdout.write(
     `${JSON.stringify({
@@ -336,9 +300,7 @@ async function main() {
       endpoint: cli.endpoint,
     })}\n`,
   );
-  if (exporter.failures.length > 0 || exporter.exported !== spans) {
-    fail(1, `exported ${exporter.exported}/${spans} span(s) to ${cli.endpoint}: ${[...new Set(exporter.failures)].join('; ')}`);
-  }
+  checkExported(fail, exporter, spans, cli.endpoint);
 }
 
 await main();

@@ -30,6 +30,21 @@ export const SCENARIO = Object.freeze({
   },
 });
 
+/** The options of the scenario's run (the recorder's `run`) for `tracer`, shadow mode. */
+export function runOptions(tracer, runId) {
+  const S = SCENARIO;
+  return {
+    tracer,
+    agent: S.agent,
+    runId,
+    maps: [{ id: 'skill-map', memberIds: S.members, toolNames: [S.zoneTool] }],
+    renewalGrace: 3,
+    enforced: false,
+    userPrompt: S.userPrompt,
+    graph: S.graph,
+  };
+}
+
 /** What goes into pass `iteration`, stated on `pass` (a recorder ModelCall) before the model call. */
 export function statePass(pass, iteration) {
   const S = SCENARIO;

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { SpanKind, context, trace } from '@opentelemetry/api';
 
 import * as footprint from '../dist/index.js';
-import { described, sdk } from './support.mjs';
+import { described, sdk, sdkWithHook } from './support.mjs';
 
 const N = footprint.names;
 
@@ -26,39 +26,33 @@ function instrumentedCall(tracer, attributes, name = 'chat m') {
 
 const events = (span) => span.events.map((e) => [e.name, e.attributes]);
 
-test('a pass stated on the run lands on the next model-call span, with its number', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
-  try {
-    footprint.run({ tracer, agent: 'a', runId: 'r' }, (run) => {
-      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a guard: nothing stated
-      statePass(run.nextPass());
-      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' });
-      instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a summary: nothing stated
-      assert.equal(run.iteration, 1);
-      run.answer('done');
-    });
-    const [, guard, pass, summary] = order.spans;
-    assert.equal(hook.attached, 1);
-    assert.deepEqual([guard.events, summary.events], [[], []]);
-    assert.equal(guard.attributes[N.PASS_ITERATION], undefined);
-    assert.equal(pass.attributes[N.PASS_ITERATION], 1);
-    assert.deepEqual(
-      pass.events.map((e) => e.name),
-      [N.EV_CONTEXT_EVALUATED, N.EV_CONTEXT_INJECTED, N.EV_CONTEXT_INJECTED, N.EV_SLOT_COMPOSED, N.EV_SLOT_COMPOSED],
-    );
+test('a pass stated on the run lands on the next model-call span, with its number', async (t) => {
+  const { hook, order, tracer } = sdkWithHook(t);
+  footprint.run({ tracer, agent: 'a', runId: 'r' }, (run) => {
+    instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a guard: nothing stated
+    statePass(run.nextPass());
+    instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' });
+    instrumentedCall(tracer, { [N.GEN_AI_OPERATION_NAME]: 'chat' }); // a summary: nothing stated
+    assert.equal(run.iteration, 1);
+    run.answer('done');
+  });
+  const [, guard, pass, summary] = order.spans;
+  assert.equal(hook.attached, 1);
+  assert.deepEqual([guard.events, summary.events], [[], []]);
+  assert.equal(guard.attributes[N.PASS_ITERATION], undefined);
+  assert.equal(pass.attributes[N.PASS_ITERATION], 1);
+  assert.deepEqual(
+    pass.events.map((e) => e.name),
+    [N.EV_CONTEXT_EVALUATED, N.EV_CONTEXT_INJECTED, N.EV_CONTEXT_INJECTED, N.EV_SLOT_COMPOSED, N.EV_SLOT_COMPOSED],
+  );
 
-    // The same statements through the recorder's own span (no hook) give the same events.
-    const own = sdk();
-    footprint.run({ tracer: own.tracer, agent: 'a', runId: 'r' }, (run) => {
-      run.modelCall('m', {}, (call) => statePass(call));
-    });
-    assert.deepEqual(events(pass), events(own.order.spans[1]));
-    await own.provider.shutdown();
-  } finally {
-    await hook.shutdown();
-    await provider.shutdown();
-  }
+  // The same statements through the recorder's own span (no hook) give the same events.
+  const own = sdk();
+  footprint.run({ tracer: own.tracer, agent: 'a', runId: 'r' }, (run) => {
+    run.modelCall('m', {}, (call) => statePass(call));
+  });
+  assert.deepEqual(events(pass), events(own.order.spans[1]));
+  await own.provider.shutdown();
 });
 
 for (const [library, attributes, name] of [
@@ -66,23 +60,19 @@ for (const [library, attributes, name] of [
   ['OpenInference (openinference.span.kind)', { [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM }, 'OpenAI Chat Completions'],
   ['older OpenLLMetry (llm.request.type)', { [N.LLM_REQUEST_TYPE]: 'completion' }, 'openai.completion'],
 ]) {
-  test(`recognised at start: ${library}`, async () => {
-    const hook = footprint.footprintHook();
-    const { provider, order, tracer } = sdk([hook]);
+  test(`recognised at start: ${library}`, async (t) => {
+    const { order, tracer } = sdkWithHook(t);
     footprint.run({ tracer, agent: 'a' }, (run) => {
       statePass(run.nextPass());
       instrumentedCall(tracer, attributes, name);
     });
     assert.equal(order.spans[1].attributes[N.PASS_ITERATION], 1);
     assert.equal(order.spans[1].events.length, 5);
-    await hook.shutdown();
-    await provider.shutdown();
   });
 }
 
-test('a span whose recognising attributes come just after its start (OpenInference) is attached', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('a span whose recognising attributes come just after its start (OpenInference) is attached', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   footprint.run({ tracer, agent: 'a' }, (run) => {
     const other = tracer.startSpan('HTTP POST'); // not a model call: watched, then left alone
     other.setAttribute('http.method', 'POST');
@@ -96,13 +86,10 @@ test('a span whose recognising attributes come just after its start (OpenInferen
   assert.deepEqual([http.events.length, http.attributes[N.PASS_ITERATION]], [0, undefined]);
   assert.deepEqual([llm.events.length, llm.attributes[N.PASS_ITERATION]], [5, 1]);
   assert.equal(Object.hasOwn(llm, 'setAttribute'), false, 'the watch is removed');
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('the model-call helper makes no second span under an instrumentation, and its own without one', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('the model-call helper makes no second span under an instrumentation, and its own without one', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   footprint.run({ tracer, agent: 'a' }, (run) => {
     run.modelCall('m', { provider: 'p' }, (call) => {
       statePass(call);
@@ -121,13 +108,10 @@ test('the model-call helper makes no second span under an instrumentation, and i
   assert.equal(own.attributes[N.GEN_AI_PROVIDER_NAME], 'p');
   assert.equal(own.events.length, 5);
   assert.ok(own.startTime[0] * 1e3 + own.startTime[1] / 1e6 <= own.endTime[0] * 1e3 + own.endTime[1] / 1e6);
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('a stated pass no model call took is counted, not written anywhere', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('a stated pass no model call took is counted, not written anywhere', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   let leg;
   footprint.run({ tracer, agent: 'a' }, (run) => {
     leg = run;
@@ -141,13 +125,10 @@ test('a stated pass no model call took is counted, not written anywhere', async 
     assert.equal(problem.attributes[N.F_ITERATION], 1);
     assert.match(problem.attributes[N.F_MESSAGE], /no model-call span started inside the run/);
   }
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('a span name alone, or a GenAI operation that is no model call, is no pass (as in Python)', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('a span name alone, or a GenAI operation that is no model call, is no pass (as in Python)', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   let leg;
   footprint.run({ tracer, agent: 'a' }, (run) => {
     leg = run;
@@ -160,13 +141,10 @@ test('a span name alone, or a GenAI operation that is no model call, is no pass 
   // The run says why, once semconv.py has the recorder's problem event (record.problem).
   const said = order.spans[0].events.map((e) => e.name);
   assert.deepEqual(said, N.EV_RECORD_PROBLEM === undefined ? [N.EV_TURN_START] : [N.EV_TURN_START, N.EV_RECORD_PROBLEM]);
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('run.evaluated / injected / composed state the next pass; a helper around it is the same pass', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('run.evaluated / injected / composed state the next pass; a helper around it is the same pass', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   footprint.run({ tracer, agent: 'a' }, (run) => {
     const pass = run.evaluated(['billing']);
     assert.equal(run.injected('system-prompt', 'base', { content: 'x' }), pass);
@@ -186,8 +164,6 @@ test('run.evaluated / injected / composed state the next pass; a helper around i
   assert.equal(llm.attributes[N.GEN_AI_USAGE_INPUT_TOKENS], undefined);
   assert.equal(runSpan.events.at(-1).name, N.EV_CONTEXT_EVALUATED);
   assert.equal(runSpan.events.at(-1).attributes[N.F_ITERATION], 1);
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
 test('outside a run, and after the hook is shut down, spans are left alone', async () => {
@@ -280,9 +256,8 @@ async function problemsOf(runSpan, fn) {
   return warnings.map((w) => /: ([a-z-]+): /.exec(w)?.[1]).filter(Boolean);
 }
 
-test('a framework span and the client span inside it are one call; two open calls side by side are not', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('a framework span and the client span inside it are one call; two open calls side by side are not', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   const llm = { [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM };
   const chat = { [N.GEN_AI_OPERATION_NAME]: 'chat' };
   const problems = await problemsOf(
@@ -307,13 +282,10 @@ test('a framework span and the client span inside it are one call; two open call
     [1, undefined, 2],
   );
   assert.deepEqual(problems, ['concurrent-model-calls']);
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('run.land puts a staged pass on a span the hook could not recognise at its start', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('run.land puts a staged pass on a span the hook could not recognise at its start', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   footprint.run({ tracer, agent: 'a' }, (run) => {
     const pass = run.nextPass();
     statePass(pass);
@@ -323,13 +295,10 @@ test('run.land puts a staged pass on a span the hook could not recognise at its 
     span.end();
   });
   assert.deepEqual([order.spans[1].attributes[N.PASS_ITERATION], order.spans[1].events.length], [1, 5]);
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('a pass staged while another run is current says so when it goes unattached', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('a pass staged while another run is current says so when it goes unattached', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   const outer = footprint.startRun({ tracer, agent: 'outer', runId: 'outer' });
   const problems = await problemsOf(
     () => order.spans[0],
@@ -343,13 +312,10 @@ test('a pass staged while another run is current says so when it goes unattached
     const [event] = order.spans[0].events.filter((e) => e.name === N.EV_RECORD_PROBLEM);
     assert.match(event.attributes[N.F_MESSAGE], /staged while run no run was the current run/);
   }
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
-test('two runs interleaved in async tasks: each pass lands in its own run', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('two runs interleaved in async tasks: each pass lands in its own run', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   const agent = (name) =>
     footprint.run({ tracer, agent: name, runId: name }, async (run) => {
       for (let i = 0; i < 3; i += 1) {
@@ -368,6 +334,4 @@ test('two runs interleaved in async tasks: each pass lands in its own run', asyn
     assert.deepEqual(evaluated.attributes[N.F_ACTIVE_IDS], [span.name.slice(5)]);
   }
   assert.deepEqual(passes.filter((s) => s.name === 'chat a').map((s) => s.attributes[N.PASS_ITERATION]), [1, 2, 3]);
-  await hook.shutdown();
-  await provider.shutdown();
 });

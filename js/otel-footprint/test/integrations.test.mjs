@@ -6,14 +6,13 @@ import { test } from 'node:test';
 import { SpanKind } from '@opentelemetry/api';
 
 import * as footprint from '../dist/index.js';
-import { sdk } from './support.mjs';
+import { sdk, sdkWithHook } from './support.mjs';
 
 const N = footprint.names;
 const args = (input) => ({ modelData: { input, instructions: 'be brief' }, agent: { name: 'support' }, context: undefined });
 
-test('the filter states a pass before each model call and passes the input on unchanged', async () => {
-  const hook = footprint.footprintHook();
-  const { provider, order, tracer } = sdk([hook]);
+test('the filter states a pass before each model call and passes the input on unchanged', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
   const seen = [];
   await footprint.run({ tracer, agent: 'a' }, async () => {
     const filter = footprint.footprintCallModelInputFilter((pass, call) => {
@@ -37,8 +36,6 @@ test('the filter states a pass before each model call and passes the input on un
       [2, [N.EV_CONTEXT_EVALUATED]],
     ],
   );
-  await hook.shutdown();
-  await provider.shutdown();
 });
 
 test('a wrapped filter runs first; outside a run the filter says what is missing', async () => {

@@ -38,6 +38,17 @@ export function sdk(first = []) {
   return { provider, exporter, order, tracer: provider.getTracer('vectors') };
 }
 
+/** `sdk` with the span-start hook first; the hook and the provider are shut down when test `t` ends. */
+export function sdkWithHook(t) {
+  const hook = footprint.footprintHook();
+  const kit = sdk([hook]);
+  t.after(async () => {
+    await hook.shutdown();
+    await kit.provider.shutdown();
+  });
+  return { hook, ...kit };
+}
+
 /** One attribute value typed as OTLP carries it (an integral JavaScript number is an int). */
 export function typed(value) {
   if (typeof value === 'boolean') return { bool: value };
