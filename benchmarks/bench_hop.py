@@ -17,6 +17,7 @@ OTLP/gRPC receiver counts what arrives. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -376,6 +377,175 @@ def memory_per_held_span(tmp: Path, held_spans: int, threads: int) -> dict[str, 
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# The OTLP/HTTP receiver: throughput, and service under slow / idle connections
+# ---------------------------------------------------------------------------------------------
+
+
+def send_all_http(address: str, requests: list[bytes], threads: int) -> list[float]:
+    """POST every request over keep-alive connections; returns each request's latency (s)."""
+    import http.client
+
+    host, port = address.rsplit(":", 1)
+    work: queue.Queue[bytes] = queue.Queue()
+    for r in requests:
+        work.put(r)
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        mine: list[float] = []
+        while True:
+            try:
+                data = work.get_nowait()
+            except queue.Empty:
+                break
+            while True:
+                started = time.perf_counter()
+                try:
+                    conn.request(
+                        "POST",
+                        "/v1/traces",
+                        body=data,
+                        headers={"Content-Type": "application/x-protobuf"},
+                    )
+                    resp = conn.getresponse()
+                    resp.read()
+                except (OSError, http.client.HTTPException):
+                    conn.close()
+                    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+                    continue
+                if resp.status == 200:
+                    mine.append(time.perf_counter() - started)
+                    break
+                if resp.status not in (429, 503):
+                    raise RuntimeError(f"HTTP {resp.status}")
+                time.sleep(0.05)
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return latencies
+
+
+def http_throughput(
+    tmp: Path, spans: int, threads: int, warmup: list[bytes], requests: list[bytes]
+) -> dict[str, float]:
+    """Spans/s through the OTLP/HTTP receiver (annotation off: the receiver, journal, forward)."""
+    sink = CountingSink()
+    hop = Hop(tmp / "http", f"127.0.0.1:{sink.port}", "processing.annotate=false")
+    try:
+        warm_spans = len(warmup) * TRACES_PER_REQUEST * SPANS_PER_TRACE
+        send_all_http(hop.addresses["http"], warmup, threads)
+        if not sink.wait_for(warm_spans, 60):
+            raise RuntimeError("warm-up spans did not arrive")
+        cpu0 = _cpu_seconds(hop.proc.pid)
+        started = time.perf_counter()
+        latencies = sorted(send_all_http(hop.addresses["http"], requests, threads))
+        sent = time.perf_counter()
+        if not sink.wait_for(warm_spans + spans, 300):
+            raise RuntimeError(f"only {sink.count - warm_spans} of {spans} spans arrived")
+        cpu = _cpu_seconds(hop.proc.pid) - cpu0
+    finally:
+        hop.stop()
+        sink.server.stop(0)
+    elapsed = sent - started
+    return {
+        "requests": len(requests),
+        "requests_per_second": round(len(requests) / elapsed, 1),
+        "spans_per_second": round(spans / elapsed, 1),
+        "p50_ms": round(1000 * latencies[len(latencies) // 2], 2),
+        "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2),
+        "hop_cpu_seconds": round(cpu, 3),
+    }
+
+
+def http_under_slow_connections(tmp: Path, connections: int, seconds: float) -> dict[str, float]:
+    """A legitimate client's success rate while ``connections`` slow or idle connections are open.
+
+    Half the attackers connect and send nothing; half send the request's headers one byte per
+    second (slowloris). The legitimate client opens a fresh connection per request, one request
+    every 0.1 s, each with a 5 s timeout.
+    """
+    import http.client
+    import socket
+
+    sink = CountingSink()
+    hop = Hop(tmp / "slow", f"127.0.0.1:{sink.port}", "processing.annotate=false")
+    host, port = hop.addresses["http"].rsplit(":", 1)
+    stop = threading.Event()
+    attackers: list[socket.socket] = []
+    opened = 0
+
+    def slowloris() -> None:
+        nonlocal opened
+        for _ in range(connections):
+            try:
+                sock = socket.create_connection((host, int(port)), timeout=5)
+            except OSError:
+                continue
+            attackers.append(sock)
+            opened += 1
+        header = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nX-Pad: "
+        at = 0
+        while not stop.wait(1.0):
+            for i, sock in enumerate(list(attackers)):
+                if i % 2:
+                    continue  # the idle half sends nothing at all
+                try:
+                    sock.send(header[at % len(header) : at % len(header) + 1] or b"a")
+                except OSError:
+                    # Closed by the server: reconnect, as an attacker would.
+                    attackers.remove(sock)
+                    with contextlib.suppress(OSError):
+                        attackers.append(socket.create_connection((host, int(port)), timeout=5))
+            at += 1
+
+    (body,) = build_requests(SPANS_PER_TRACE, 50_000_000)
+    thread = threading.Thread(target=slowloris, daemon=True)
+    ok = failed = 0
+    try:
+        thread.start()
+        time.sleep(2.0)  # the connections are open
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection(host, int(port), timeout=5)
+                conn.request(
+                    "POST",
+                    "/v1/traces",
+                    body=body,
+                    headers={"Content-Type": "application/x-protobuf"},
+                )
+                status = conn.getresponse().status
+                conn.close()
+                ok += status == 200
+                failed += status != 200
+            except (OSError, http.client.HTTPException):
+                failed += 1
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        for sock in attackers:
+            sock.close()
+        hop.stop()
+        sink.server.stop(0)
+    return {
+        "slow_connections": opened,
+        "seconds": seconds,
+        "legitimate_ok": ok,
+        "legitimate_failed": failed,
+        "success_ratio": round(ok / max(1, ok + failed), 4),
+    }
+
+
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     ordered = sorted(runs, key=lambda r: r["spans_per_second"])
     return ordered[len(ordered) // 2]
@@ -398,7 +568,17 @@ def main() -> int:
         help="throughput runs per mode, alternating modes; the median run is reported (noisy VMs)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="measure only the OTLP/HTTP receiver: throughput, and a legitimate client's success "
+        "under --slow-connections slow/idle connections for --slow-seconds",
+    )
+    parser.add_argument("--slow-connections", type=int, default=500)
+    parser.add_argument("--slow-seconds", type=float, default=30.0)
     args = parser.parse_args()
+    if args.http:
+        return http_main(args)
     spans = (
         args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
     )
@@ -463,6 +643,26 @@ def main() -> int:
         f"({memory['held_spans']:.0f} spans held, RSS +{memory['rss_delta_bytes'] / 2**20:.1f} MiB; "
         f"~{memory['wire_bytes_per_span']:.0f} B/span on the wire)"
     )
+    return 0
+
+
+def http_main(args: argparse.Namespace) -> int:
+    spans = (
+        args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
+    )
+    warmup = build_requests(3000, 0)
+    requests = build_requests(spans, 1_000_000)
+    with tempfile.TemporaryDirectory(prefix="bench-hop-http-") as d:
+        tmp = Path(d)
+        runs = []
+        for i in range(max(1, args.repeat)):
+            (tmp / str(i)).mkdir()
+            runs.append(http_throughput(tmp / str(i), spans, args.threads, warmup, requests))
+        slow = http_under_slow_connections(tmp, args.slow_connections, args.slow_seconds)
+    result = {"throughput": _median(runs), "slow_connections": slow}
+    if args.repeat > 1:
+        result["runs_spans_per_second"] = {"http": [r["spans_per_second"] for r in runs]}
+    print(json.dumps(result, indent=2))
     return 0
 
 

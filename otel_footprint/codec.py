@@ -240,6 +240,11 @@ def _json_value(event_type: str, field: str, value: str) -> Any:
             f"{semconv.event_name_of(event_type)}: attribute {semconv.PREFIX}{field} "
             f"is not valid JSON ({exc.msg} at {exc.pos})"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number past the digit limit, deep nesting
+        raise EventDecodeError(
+            f"{semconv.event_name_of(event_type)}: attribute {semconv.PREFIX}{field} "
+            f"cannot be read ({type(exc).__name__})"
+        ) from None
 
 
 def decode_event(

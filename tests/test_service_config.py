@@ -98,28 +98,43 @@ def test_no_forward_endpoint_is_an_error() -> None:
         c.load(None, {}, BASE_ENV)
 
 
-def test_non_loopback_needs_tls_or_a_token_or_an_explicit_opt_in() -> None:
-    flags = c.flag_layer(grpc="0.0.0.0:4317", forward="127.0.0.1:9")
+def test_non_loopback_needs_tls_and_a_token_or_an_explicit_opt_in(tmp_path: Path) -> None:
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("x")
+    key.write_text("x")
+    tls = [
+        f"receivers.otlp.protocols.grpc.tls.cert_file={cert}",
+        f"receivers.otlp.protocols.grpc.tls.key_file={key}",
+    ]
+    token = ["receivers.otlp.auth.bearer_token=s3cret"]
+
+    def load(*sets: str) -> c.HopConfig:
+        flags = c.flag_layer(grpc="0.0.0.0:4317", forward="127.0.0.1:9", sets=list(sets))
+        return c.load(None, flags, BASE_ENV)
+
     with pytest.raises(c.ConfigError, match="not a loopback address"):
+        load()
+    with pytest.raises(c.ConfigError, match="bearer token over plaintext"):
+        load(*token)
+    with pytest.raises(c.ConfigError, match="needs both TLS"):
+        load(*tls)
+    assert c.serves_accounts(load(*tls, *token).receivers)
+    opted_in = load(*tls, "receivers.otlp.allow_insecure_non_loopback=true").receivers
+    # TLS without a token (allowed by the opt-in) never serves accounts off loopback.
+    assert not c.serves_accounts(opted_in)
+    assert c.serves_accounts(c.load(None, c.flag_layer(forward="127.0.0.1:9"), BASE_ENV).receivers)
+
+
+def test_the_telemetry_endpoint_off_loopback_needs_its_own_opt_in() -> None:
+    flags = c.flag_layer(telemetry="0.0.0.0:13133", forward="127.0.0.1:9")
+    with pytest.raises(c.ConfigError, match=r"service\.telemetry\.endpoint"):
         c.load(None, flags, BASE_ENV)
-    c.load(
-        None,
-        c.flag_layer(
-            grpc="0.0.0.0:4317",
-            forward="127.0.0.1:9",
-            sets=["receivers.otlp.auth.bearer_token=s3cret"],
-        ),
-        BASE_ENV,
+    flags = c.flag_layer(
+        telemetry="0.0.0.0:13133",
+        forward="127.0.0.1:9",
+        sets=["service.telemetry.allow_non_loopback=true"],
     )
-    c.load(
-        None,
-        c.flag_layer(
-            grpc="0.0.0.0:4317",
-            forward="127.0.0.1:9",
-            sets=["receivers.otlp.allow_insecure_non_loopback=true"],
-        ),
-        BASE_ENV,
-    )
+    assert not c.load(None, flags, BASE_ENV).service.telemetry_endpoint.is_loopback
 
 
 def test_set_flags_and_units(tmp_path: Path) -> None:

@@ -87,9 +87,14 @@ def _http(
         req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, dict(resp.headers), resp.read()
+            return resp.status, _lower(resp.headers.items()), resp.read()
     except urllib.error.HTTPError as err:
-        return err.code, dict(err.headers), err.read()
+        return err.code, _lower(err.headers.items()), err.read()
+
+
+def _lower(items: Any) -> dict[str, str]:
+    """Header names are case-insensitive: keyed lower-cased."""
+    return {str(k).lower(): str(v) for k, v in items}
 
 
 def _declared_oversize(address: str, length: int) -> int:
@@ -220,7 +225,7 @@ def test_health_and_prometheus_metrics(hop: HopProcess) -> None:
     health = json.loads(body)
     assert health["status"] == "ok" and "runs_held" in health
     status, headers, body = _http(f"http://{hop.telemetry}/metrics", method="GET")
-    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
     text = body.decode()
     assert "# TYPE otel_footprint_spans_received_total counter" in text
     assert "otel_footprint_decision_latency_seconds_bucket" in text
@@ -427,7 +432,7 @@ def test_a_full_queue_answers_retry_later_with_retry_information(tmp_path: Path)
         codes = [s for s, _, _ in statuses]
         assert 200 in codes and 503 in codes
         refused = next(h for s, h, _ in statuses if s == 503)
-        assert int(refused["Retry-After"]) >= 1
+        assert int(refused["retry-after"]) >= 1
 
         channel = grpc.insecure_channel(proc.grpc)
         export = channel.unary_unary(

@@ -142,11 +142,13 @@ def test_prometheus_text_format() -> None:
     assert "# TYPE otel_footprint_things_total counter" in text
     assert 'otel_footprint_things_total{kind="a\\"b"} 2' in text
     assert "otel_footprint_level 1.5" in text
-    assert 'otel_footprint_wait_seconds_bucket{le="0.1"} 1' in text
-    assert 'otel_footprint_wait_seconds_bucket{le="1"} 1' in text
-    assert 'otel_footprint_wait_seconds_bucket{le="+Inf"} 2' in text
-    assert "otel_footprint_wait_seconds_count 2" in text
+    assert 'otel_footprint_wait_seconds_bucket{le="0.1"} 1.0' in text
+    assert 'otel_footprint_wait_seconds_bucket{le="1.0"} 1.0' in text
+    assert 'otel_footprint_wait_seconds_bucket{le="+Inf"} 2.0' in text
+    assert "otel_footprint_wait_seconds_count 2.0" in text
+    assert "_created" not in text
     assert gauge.value() == 1.5
+    assert counter.value('a"b') == 2
     with pytest.raises(ValueError):
         counter.inc(-1, "a")
 

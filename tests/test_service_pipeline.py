@@ -322,3 +322,28 @@ def test_recovered_complete_runs_are_decided_not_released_as_overflow(tmp_path: 
     assert metrics.runs_released_overflow.value("runs") == 0
     for run in runs:
         assert _attrs(out[bytes(run.span_id)])[semconv.RUN_COMPLETE] is True
+
+
+def test_the_same_request_twice_within_the_grace_leaves_nothing_held(tmp_path: Path) -> None:
+    """Issue 13, defect 3: a sender's retry must not leak a held journal record."""
+    clock = Clock()
+    pipeline, journal, _metrics = _pipeline(tmp_path, clock)
+    run = _span(1, "invoke_agent", footprint__run__id="r1")
+    chat = _span(1, "chat", parent=run.span_id)
+    request = _request(run, chat)
+    pipeline.ingest_traces(request, None, "test")
+    clock.now += 0.3
+    pipeline.ingest_traces(request, None, "test")  # the retry, 0.3 s later
+    assert len(journal.pending_seqs()) == 1
+    clock.now += 1.5
+    assert pipeline.process_due() == 1
+    out = _forwarded(journal)
+    assert set(out) == {bytes(run.span_id), bytes(chat.span_id)}
+    pipeline.flush()
+    assert journal.pending_seqs() == []
+    journal.close()
+    # After a restart nothing comes back to be sent again.
+    again = Journal(tmp_path / "queue", fsync=False)
+    replay = again.open()
+    assert replay.held == [] and replay.outbound == 0
+    again.close()

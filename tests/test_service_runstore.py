@@ -88,6 +88,21 @@ def test_an_unreachable_redis_degrades_to_no_state() -> None:
     assert store.get("run") is None
 
 
+def test_a_ttl_is_set_and_an_acl_user_url_is_read(redis_url: str) -> None:
+    import redis
+
+    store = RedisRunStore(redis_url, key_prefix="ttl:", ttl=60)
+    store.put("run-1", b"v")
+    raw = redis.Redis.from_url(redis_url)
+    assert 0 < raw.ttl("ttl:run-1") <= 60
+    raw.close()
+    store.close()
+    # The default user named explicitly (redis://default:pw@...) is the same account.
+    named = RedisRunStore(redis_url.replace("://:pw@", "://default:pw@"), key_prefix="ttl:")
+    assert named.get("run-1") == b"v"
+    named.close()
+
+
 def test_a_wrong_password_is_reported_as_no_state(redis_url: str) -> None:
     bad = RedisRunStore(redis_url.replace(":pw@", ":nope@"))
     assert bad.get("run-9") is None

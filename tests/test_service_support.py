@@ -310,18 +310,42 @@ class HopProcess:
         if hasattr(self, "_stderr"):
             self._stderr.close()
 
-    def metrics(self) -> dict[str, float]:
+    def metrics(self) -> Samples:
         """The Prometheus exposition as ``{'name{labels}': value}``."""
         import urllib.request
 
         with urllib.request.urlopen(f"http://{self.telemetry}/metrics", timeout=5) as resp:
             text = resp.read().decode()
-        out: dict[str, float] = {}
+        out = Samples()
         for line in text.splitlines():
             if line and not line.startswith("#"):
                 key, _, value = line.rpartition(" ")
                 out[key] = float(value)
         return out
+
+
+class Samples(dict[str, float]):
+    """Prometheus samples by ``name{labels}``; label order does not matter in a lookup."""
+
+    @staticmethod
+    def _key(key: object) -> object:
+        if not isinstance(key, str) or "{" not in key:
+            return key
+        name, _, labels = key.partition("{")
+        parts = sorted(p for p in labels.rstrip("}").split(",") if p)
+        return name + "{" + ",".join(parts) + "}"
+
+    def __setitem__(self, key: str, value: float) -> None:
+        super().__setitem__(str(self._key(key)), value)
+
+    def __getitem__(self, key: str) -> float:
+        return super().__getitem__(str(self._key(key)))
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(str(self._key(key)), default)
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._key(key))
 
 
 # ---------------------------------------------------------------------------------------------

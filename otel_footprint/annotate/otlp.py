@@ -103,6 +103,15 @@ def _delimited(tag: bytes, payload: bytes) -> bytes:
     return tag + _varint(len(payload)) + payload
 
 
+def length_delimited(field_number: int, payload: bytes) -> bytes:
+    """Protobuf field ``field_number`` (wire type 2: bytes, string or message) holding ``payload``.
+
+    The project's one varint writer, shared with the hop's query service (which frames stored
+    messages without re-encoding them).
+    """
+    return _delimited(_varint(field_number << 3 | _LEN), payload)
+
+
 def _any_value_bytes(value: AttributeValue) -> bytes:
     """The ``AnyValue`` message of ``value`` (the same cases, in the same order, as to_any_value)."""
     if isinstance(value, bool):

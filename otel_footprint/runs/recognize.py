@@ -41,7 +41,19 @@ ROLE_KEYS: frozenset[str] = frozenset(
 
 
 def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
-    """Classify a span from its attributes (``attribute(key)`` returns the value or None)."""
+    """Classify a span from its attributes (``attribute(key)`` returns the value or None).
+
+    Only scalar values name a role: a list or a map where a name belongs (a sender's bug, or a
+    hostile request) is read as absent, never as an error.
+    """
+    return _role_of_scalars(lambda key: _scalar(attribute(key)))
+
+
+def _scalar(value: Any) -> Any | None:
+    return value if isinstance(value, str | int | float) else None
+
+
+def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
     named = attribute(semconv.RUN_ID) is not None
     operation = attribute(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:

@@ -155,6 +155,10 @@ class RunBuffer:
     def bytes_held(self) -> int:
         return self.core.bytes_held
 
+    def holds_record(self, seq: int) -> bool:
+        """Whether a held span or event still refers to journal record ``seq``."""
+        return seq in self._refs
+
     def cached_traces(self) -> int:
         """Decided traces kept in the decision cache (for late spans)."""
         return self.core.cached_traces()

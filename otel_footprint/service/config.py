@@ -7,6 +7,7 @@ checked against one schema: an unknown key is an error naming it and the valid k
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -153,6 +154,10 @@ class ExporterConfig:
     compression: Literal["none", "gzip"]
     retry: RetryConfig
     queue: QueueConfig
+    max_request_bytes: int = 4 << 20
+    """Requests to the next hop are split to at most this size (the Collector's default limit)."""
+    dead_letter_max_bytes: int = 256 << 20
+    """Bound of ``<data_dir>/dead-letter.otlp``, where requests that can never be delivered go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,6 +417,8 @@ SCHEMA: Schema = {
             "timeout": parse_duration,
             "compression": _enum("none", "gzip"),
             "forward_logs": _bool,
+            "max_request_size": parse_size,
+            "dead_letter": {"max_size": parse_size},
             "tls": dict(_TLS_CLIENT),
             "retry": {
                 "initial_interval": parse_duration,
@@ -439,6 +446,7 @@ SCHEMA: Schema = {
         "shutdown_timeout": parse_duration,
         "telemetry": {
             "endpoint": parse_hostport,
+            "allow_non_loopback": _bool,
             "logs": {"level": _enum("debug", "info", "warning", "error")},
             "metrics": {
                 "otlp": {
@@ -490,6 +498,8 @@ DEFAULTS: dict[str, Any] = {
             "timeout": "10s",
             "compression": "none",
             "forward_logs": True,
+            "max_request_size": "4MiB",
+            "dead_letter": {"max_size": "256MiB"},
             "retry": {"initial_interval": "200ms", "max_interval": "5s", "max_elapsed_time": "0s"},
             "queue": {
                 "max_size": "1GiB",
@@ -504,6 +514,7 @@ DEFAULTS: dict[str, Any] = {
         "shutdown_timeout": "15s",
         "telemetry": {
             "endpoint": "127.0.0.1:13133",
+            "allow_non_loopback": False,
             "logs": {"level": "info"},
             "metrics": {"otlp": {"interval": "10s"}},
         },
@@ -804,6 +815,8 @@ def _exporter(tree: Mapping[str, Any], endpoint_source: str) -> ExporterConfig:
             batch_max_bytes=queue["batch_max_size"],
             fsync=queue["fsync"],
         ),
+        max_request_bytes=exp["max_request_size"],
+        dead_letter_max_bytes=exp["dead_letter"]["max_size"],
     )
 
 
@@ -828,6 +841,41 @@ def _phoenix_annotations(tree: Mapping[str, Any]) -> PhoenixAnnotationsConfig | 
         max_attempts=section["max_attempts"],
         max_pending=section["max_pending"],
     )
+
+
+def _check_binds(receivers: ReceiversConfig) -> None:
+    """The bind rule: a receiver off loopback needs TLS and a bearer token (or the explicit opt-in).
+
+    A token alone would cross the network in the clear, and TLS alone lets any TLS client send
+    spans and read accounts (the query service shares the gRPC port).
+    """
+    if receivers.allow_insecure_non_loopback:
+        return
+    for rec, name in ((receivers.grpc, "grpc"), (receivers.http, "http")):
+        if rec.endpoint.is_loopback:
+            continue
+        where = f"receivers.otlp.protocols.{name}.endpoint {rec.endpoint} is not a loopback address"
+        if rec.tls is None and receivers.bearer_token is not None:
+            raise ConfigError(
+                f"{where}: a bearer token over plaintext would cross the network in the clear; "
+                f"configure TLS (receivers.otlp.protocols.{name}.tls.cert_file/key_file), or set "
+                "receivers.otlp.allow_insecure_non_loopback: true"
+            )
+        if rec.tls is None or receivers.bearer_token is None:
+            raise ConfigError(
+                f"{where} and needs both TLS (tls.cert_file/key_file) and a bearer token "
+                "(receivers.otlp.auth.bearer_token); configure both, or set "
+                "receivers.otlp.allow_insecure_non_loopback: true"
+            )
+
+
+def serves_accounts(receivers: ReceiversConfig) -> bool:
+    """Whether the query service (GetRun, StreamVerdicts: accounts with prompt words) may be served.
+
+    On loopback always; off loopback only behind a bearer token, whatever else is configured
+    (TLS alone authenticates the server, not the reader).
+    """
+    return receivers.grpc.endpoint.is_loopback or receivers.bearer_token is not None
 
 
 def _default_data_dir(environ: Mapping[str, str]) -> Path:
@@ -877,17 +925,16 @@ def build(
         allow_insecure_non_loopback=otlp["allow_insecure_non_loopback"],
         grpc_workers=otlp["grpc_workers"],
     )
-    for rec, name in ((receivers.grpc, "grpc"), (receivers.http, "http")):
-        if rec.endpoint.is_loopback or receivers.allow_insecure_non_loopback:
-            continue
-        if rec.tls is None and receivers.bearer_token is None:
-            raise ConfigError(
-                f"receivers.otlp.protocols.{name}.endpoint {rec.endpoint} is not a loopback address "
-                "and neither TLS (tls.cert_file/key_file) nor a bearer token (auth.bearer_token) is "
-                "configured; configure one, or set receivers.otlp.allow_insecure_non_loopback: true"
-            )
+    _check_binds(receivers)
 
     svc = tree["service"]
+    telemetry = svc["telemetry"]["endpoint"]
+    if not telemetry.is_loopback and not svc["telemetry"]["allow_non_loopback"]:
+        raise ConfigError(
+            f"service.telemetry.endpoint {telemetry} is not a loopback address and health/metrics "
+            "have neither TLS nor a token; bind it to loopback (scrape through a sidecar), or set "
+            "service.telemetry.allow_non_loopback: true"
+        )
     data_dir = Path(svc.get("data_dir") or _default_data_dir(env))
     proc = tree["processing"]
     store = proc["run_store"]
@@ -902,6 +949,11 @@ def build(
     if store["kind"] == "redis" and not store.get("url"):
         raise ConfigError(
             "processing.run_store.url is required for kind: redis (redis://host:6379/0)"
+        )
+    if store["kind"] == "redis" and importlib.util.find_spec("redis") is None:
+        raise ConfigError(
+            "processing.run_store.kind: redis needs redis-py, the optional redis extra: "
+            "pip install 'otel-footprint[redis]'"
         )
     if store.get("url") and not str(store["url"]).startswith(("redis://", "rediss://")):
         raise ConfigError(

@@ -5,16 +5,18 @@ concatenation (an OTLP export request is a repeated field, so concatenated reque
 request). A record is marked done only after the next hop accepted it. Retryable answers
 (UNAVAILABLE, RESOURCE_EXHAUSTED, 429/502/503/504, ...) back off exponentially with jitter and
 honour the server's retry hint; the batch stays in the journal meanwhile, so an outage or a restart
-loses nothing.
+loses nothing. A request over ``max_request_bytes`` (or refused for its size) is split; one that can
+never be delivered (a single item too large, a permanent refusal) goes to the dead-letter file, so
+it never blocks the records behind it.
 """
 
 from __future__ import annotations
 
+import collections
 import gzip
 import http.client
 import random
 import ssl
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -29,16 +31,24 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_footprint.service import jsonlog
 from otel_footprint.service.config import ExporterConfig
+from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.journal import KIND_OUT_LOGS, KIND_OUT_TRACES, Journal, Record
 from otel_footprint.service.metrics import HopMetrics
-from otel_footprint.service.otlp import CONTENT_PROTOBUF, LOGS_SERVICE, TRACE_SERVICE
+from otel_footprint.service.otlp import (
+    CONTENT_PROTOBUF,
+    LOGS_SERVICE,
+    TRACE_SERVICE,
+    split_request,
+)
+from otel_footprint.service.worker import Worker
 
 _log = jsonlog.get("forward")
 
 TRACE_METHOD = f"/{TRACE_SERVICE}/Export"
 LOGS_METHOD = f"/{LOGS_SERVICE}/Export"
 
-Verdict = Literal["ok", "retry", "permanent"]
+Verdict = Literal["ok", "retry", "permanent", "too_large"]
+"""``too_large``: refused for its size (not retryable as is; split it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +65,6 @@ _GRPC_RETRYABLE = frozenset(
     {
         grpc.StatusCode.CANCELLED,
         grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
         grpc.StatusCode.ABORTED,
         grpc.StatusCode.OUT_OF_RANGE,
         grpc.StatusCode.UNAVAILABLE,
@@ -90,7 +99,8 @@ class GrpcSender:
 
     def __init__(self, cfg: ExporterConfig) -> None:
         self.cfg = cfg
-        options = [("grpc.max_send_message_length", 64 << 20)]
+        # Requests are split to cfg.max_request_bytes before sending; this is only a backstop.
+        options = [("grpc.max_send_message_length", max(64 << 20, cfg.max_request_bytes))]
         if cfg.secure:
             creds = grpc.ssl_channel_credentials(
                 root_certificates=cfg.tls.ca_file.read_bytes() if cfg.tls.ca_file else None,
@@ -128,6 +138,13 @@ class GrpcSender:
             message = f"{code.name if code else 'UNKNOWN'}: {details}"
             if code in _GRPC_RETRYABLE:
                 return Outcome("retry", message, _grpc_retry_delay(error))
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                # OTLP: retryable only when the server says it can recover (RetryInfo); without it
+                # this is a size limit (the next hop's, or this channel's own send limit).
+                delay = _grpc_retry_delay(error)
+                if delay is not None:
+                    return Outcome("retry", message, delay)
+                return Outcome("too_large", message)
             return Outcome("permanent", message)
         partial = response.partial_success
         rejected = (
@@ -200,6 +217,8 @@ class HttpSender:
         message = f"HTTP {status}: {_http_error_message(data)}"
         if status in _HTTP_RETRYABLE:
             return Outcome("retry", message, _retry_after(response.getheader("Retry-After")))
+        if status == 413:
+            return Outcome("too_large", message)
         return Outcome("permanent", message)
 
     def close(self) -> None:
@@ -255,35 +274,36 @@ class Forwarder:
         sender: Sender | None = None,
         sleep: Callable[[float], bool] | None = None,
         on_settled: Callable[[list[int], bool], None] | None = None,
+        dead_letter: DeadLetterFile | None = None,
     ) -> None:
         self.cfg = cfg
+        self.dead_letter = dead_letter
+        """Where requests the next hop can never take are set aside (None: dropped, logged)."""
         self.journal = journal
         self.metrics = metrics
         self.on_settled = on_settled
         """Told which journal records left the queue, and whether the next hop took them."""
         self.sender = sender or make_sender(cfg)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name="otel-footprint-forward", daemon=True
-        )
+        self._worker = Worker("otel-footprint-forward", self._step)
+        self._stop = self._worker.stopping
         self._sleep = sleep or self._stop.wait
         self.last_error: str | None = None
         self.last_success: float | None = None
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            batch = self.journal.take_outbound(self.cfg.queue.batch_max_bytes, timeout=0.2)
-            if not batch:
-                continue
-            try:
-                self._deliver(batch)
-            except Exception:  # never let the forwarder die: the batch stays pending on disk
-                _log.exception("forwarding failed unexpectedly; will retry")
-                self.journal.give_back(batch)
-                self._sleep(self.cfg.retry.max_interval)
+    def _step(self) -> bool:
+        batch = self.journal.take_outbound(self.cfg.queue.batch_max_bytes, timeout=0.2)
+        if not batch:
+            return True
+        try:
+            self._deliver(batch)
+        except Exception:  # the batch stays pending on disk; the worker logs and goes on
+            self.journal.give_back(batch)
+            self._sleep(self.cfg.retry.max_interval)
+            raise
+        return True
 
     def _deliver(self, batch: list[Record]) -> None:
         kind = batch[0].kind
@@ -293,13 +313,81 @@ class Forwarder:
             self.journal.mark_done(seqs)
             return
         payload = b"".join(self.journal.read(r) for r in batch)
+        # Pieces still to send, in order. A request over the next hop's size limit is split (spans
+        # are independent); an item too large even alone, or one the next hop refuses for good, is
+        # set aside in the dead-letter file: nothing that can never be delivered blocks the queue.
+        work: collections.deque[tuple[bytes, int]] = collections.deque()
+        if len(payload) <= self.cfg.max_request_bytes:
+            work.append((payload, count))
+        else:
+            work.extend(self._split(kind, payload, count, self.cfg.max_request_bytes))
+        all_taken = True
+        while work:
+            piece, items = work.popleft()
+            verdict, message = self._send(kind, piece, items)
+            if verdict == "stopped":
+                # Shutting down: the whole batch stays pending (pieces already sent go again).
+                self.journal.give_back(batch)
+                return
+            if verdict == "ok":
+                continue
+            if verdict == "too_large" and items > 1:
+                work.extendleft(reversed(self._split(kind, piece, items, max(1, len(piece) // 2))))
+                continue
+            all_taken = False
+            self._set_aside(kind, piece, items, message)
+        self.journal.mark_done(seqs)
+        self._settled(seqs, all_taken)
+
+    def _split(self, kind: int, payload: bytes, items: int, limit: int) -> list[tuple[bytes, int]]:
+        """``payload`` as requests of at most ``limit`` bytes; items too large alone are set aside."""
+        try:
+            pieces, oversized = split_request(kind == KIND_OUT_TRACES, payload, limit)
+        except DecodeError as exc:  # cannot happen for our own records (crc-checked); never block
+            self._set_aside(kind, payload, items, f"not a valid OTLP request: {exc}")
+            return []
+        self.metrics.forward_splits.inc()
+        for alone, n in oversized:
+            self._set_aside(
+                kind,
+                alone,
+                n,
+                f"a single item of {len(alone)} bytes exceeds the {limit}-byte limit",
+            )
+        return pieces
+
+    def _set_aside(self, kind: int, payload: bytes, items: int, reason: str) -> None:
+        signal = "traces" if kind == KIND_OUT_TRACES else "logs"
+        self.metrics.forward_failed.inc(1, signal)
+        kept = self.dead_letter is not None and self.dead_letter.add(kind, payload, items, reason)
+        if kept:
+            self.metrics.dead_lettered.inc(items, signal)
+        else:
+            self.metrics.dead_letter_dropped.inc(items, signal)
+        _log.error(
+            "the next hop can never take this request; set it aside in the dead-letter file"
+            if kept
+            else "the next hop can never take this request and the dead-letter file is full; "
+            "dropping it",
+            extra={
+                "signal": signal,
+                "items": items,
+                "bytes": len(payload),
+                "error": reason,
+                "dead_letter": str(self.dead_letter.path) if self.dead_letter else None,
+            },
+        )
+
+    def _send(self, kind: int, payload: bytes, count: int) -> tuple[str, str]:
+        """Send one request until it is taken, refused for good or the forwarder stops.
+
+        Returns ``("ok" | "too_large" | "refused" | "stopped", message)``.
+        """
         started = time.monotonic()
         attempt = 0
         while True:
             outcome = self.sender.send(kind, payload)
             if outcome.verdict == "ok":
-                self.journal.mark_done(seqs)
-                self._settled(seqs, True)
                 (
                     self.metrics.spans_forwarded
                     if kind == KIND_OUT_TRACES
@@ -315,19 +403,13 @@ class Forwarder:
                     _log.info("next hop reachable again", extra={"after_attempts": attempt + 1})
                 self.last_error = None
                 self.last_success = time.time()
-                return
+                return "ok", ""
+            if outcome.verdict == "too_large":
+                return "too_large", outcome.message
             elapsed = time.monotonic() - started
             max_elapsed = self.cfg.retry.max_elapsed_time
             if outcome.verdict == "permanent" or (max_elapsed > 0 and elapsed >= max_elapsed):
-                signal = "traces" if kind == KIND_OUT_TRACES else "logs"
-                self.metrics.forward_failed.inc(1, signal)
-                _log.error(
-                    "next hop refused a batch; dropping it",
-                    extra={"signal": signal, "items": count, "error": outcome.message},
-                )
-                self.journal.mark_done(seqs)
-                self._settled(seqs, False)
-                return
+                return "refused", outcome.message
             self.metrics.forward_retries.inc()
             if self.last_error != outcome.message:
                 _log.warning(
@@ -338,8 +420,7 @@ class Forwarder:
             delay = self._backoff(attempt, outcome.delay)
             attempt += 1
             if self._sleep(delay) or self._stop.is_set():
-                self.journal.give_back(batch)
-                return
+                return "stopped", outcome.message
 
     def _settled(self, seqs: list[int], delivered: bool) -> None:
         if self.on_settled is None:
@@ -366,7 +447,5 @@ class Forwarder:
         return self.journal.outbound_count == 0
 
     def stop(self) -> None:
-        self._stop.set()
-        self.journal.wake()
-        self._thread.join(timeout=max(5.0, self.cfg.timeout + 1))
+        self._worker.stop(max(5.0, self.cfg.timeout + 1), wake=self.journal.wake)
         self.sender.close()

@@ -7,24 +7,25 @@ drained until the shutdown deadline; whatever was not forwarded stays in the jou
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
-
-import grpc
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
-from otel_footprint.service.config import HopConfig, HostPort
+from otel_footprint.service.config import HopConfig, HostPort, serves_accounts
+from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
+from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.forward import Forwarder
-from otel_footprint.service.journal import Journal
+from otel_footprint.service.journal import Journal, Replay
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.phoenix import PhoenixAnnotations
@@ -33,11 +34,25 @@ from otel_footprint.service.receivers import GrpcReceiver, HttpReceiver
 from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
 from otel_footprint.service.verdicts import VerdictLog
 
+if TYPE_CHECKING:
+    from otel_footprint.service.query import QueryService
+
 _log = jsonlog.get("hop")
 
 
 class StartupError(RuntimeError):
     """The hop cannot start (data directory in use, address in use, a forwarding loop, ...)."""
+
+
+_T = TypeVar("_T")
+
+
+def _bind(what: str, endpoint: HostPort, listen: Callable[[], _T]) -> _T:
+    """``listen()``, with a bind failure reported as a :class:`StartupError` naming the listener."""
+    try:
+        return listen()
+    except (OSError, RuntimeError) as exc:
+        raise StartupError(f"cannot listen for {what} on {endpoint}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +76,21 @@ class Hop:
         self.store: RunStore | None = None
         self.verdicts: VerdictLog | None = None
         self.phoenix: PhoenixAnnotations | None = None
+        self.query: QueryService | None = None
         self._meter_provider: Any = None
+        self._stack: contextlib.ExitStack | None = None
+        self._deadline = 0.0
+        """Monotonic time by which the queue must be drained (set by :meth:`stop`)."""
+        self._grace = 0.0
+        self._drained = True
+        self._pending_at_stop = 0
 
     # -- start ---------------------------------------------------------------------------------
 
     def _lock_data_dir(self, data_dir: Path) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        # 0700: the journal, run state and accounts hold span content and prompt words.
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        data_dir.chmod(0o700)
         fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -95,17 +119,71 @@ class Hop:
                 )
 
     def start(self) -> Bound:
+        """Open everything in order; each step registers its own undoing, so a failed start
+        releases what it had acquired, and :meth:`stop` unwinds the same stack in reverse."""
+        with contextlib.ExitStack() as stack:
+            bound = self._start(stack)
+            self._stack = stack.pop_all()
+        return bound
+
+    def _start(self, stack: contextlib.ExitStack) -> Bound:
         cfg = self.cfg
-        proc = cfg.processing
         data_dir = cfg.service.data_dir
         self._lock_data_dir(data_dir)
+        stack.callback(self._unlock)
+        self._start_otel_metrics()
+        if self._meter_provider is not None:
+            stack.callback(self._meter_provider.shutdown)
+        replay = self._open_state(stack)
+        self._build_pipeline()
+        self.pipeline.recover(replay)
+        # /health answers from here on, and (its stop registered before the delivery path's)
+        # keeps answering "stopping" until everything held was flushed and drained.
+        self.ops = _bind(
+            "health/metrics",
+            cfg.service.telemetry_endpoint,
+            lambda: OpsServer(cfg.service.telemetry_endpoint, self.metrics.registry, self.health),
+        )
+        stack.callback(self.ops.stop)
+        self._start_delivery(stack)
+        grpc_bound, http_bound = self._start_receivers(stack)
+        ops_bound = self.ops.start()
+        self._check_loop([grpc_bound, http_bound])
+        self.bound = Bound(grpc_bound, http_bound, ops_bound)
+        _log.info(
+            "otel-footprint serve started",
+            extra={
+                "grpc": str(grpc_bound),
+                "http": str(http_bound),
+                "telemetry": str(ops_bound),
+                "forward": f"{cfg.exporter.protocol} {cfg.exporter.traces_target}",
+                "annotate": cfg.processing.annotate,
+                "phoenix_annotations": (
+                    self.phoenix.cfg.endpoint if self.phoenix is not None else None
+                ),
+                "data_dir": str(data_dir),
+                "config_sources": list(cfg.sources),
+            },
+        )
+        return self.bound
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _open_state(self, stack: contextlib.ExitStack) -> Replay:
+        """The journal (replayed), the run store and the verdict log; returns the replay."""
+        cfg = self.cfg
+        proc = cfg.processing
         self.journal = Journal(
-            data_dir / "queue",
+            cfg.service.data_dir / "queue",
             segment_bytes=cfg.exporter.queue.segment_bytes,
             max_bytes=cfg.exporter.queue.max_bytes,
             fsync=cfg.exporter.queue.fsync,
         )
         replay = self.journal.open()
+        stack.callback(self._close_journal)
         if proc.run_store.kind == "sqlite":
             self.store = SqliteRunStore(proc.run_store.path)
         elif proc.run_store.kind == "redis":
@@ -115,11 +193,24 @@ class Hop:
             )
         else:
             self.store = MemoryRunStore()
+        if isinstance(self.store, SqliteRunStore | RedisRunStore):
+            stack.callback(self.store.close)
         # Accounts stay per instance even with a shared Redis store: the query service answers for
         # the runs this hop decided. Only a memory store keeps them in memory too.
         accounts = proc.run_store.path.with_name("accounts.sqlite")
         in_memory = proc.run_store.kind == "memory"
         self.verdicts = VerdictLog(None if in_memory else accounts, proc.recent_verdicts)
+        stack.callback(self.verdicts.close)
+        return replay
+
+    def _close_journal(self) -> None:
+        self._pending_at_stop = self.journal.outbound_count
+        self.journal.close()
+
+    def _build_pipeline(self) -> None:
+        cfg = self.cfg
+        proc = cfg.processing
+        assert self.store is not None and self.verdicts is not None
         stage = self._stage
         if stage is None:
             stage = FootprintAnnotation(self.store) if proc.annotate else NoAnnotation()
@@ -151,78 +242,80 @@ class Hop:
             commit_hooks=hooks,
             phoenix=self.phoenix,
         )
-        self.pipeline.recover(replay)
+        self.dead_letter = DeadLetterFile(
+            cfg.service.data_dir / DEAD_LETTER_FILE,
+            cfg.exporter.dead_letter_max_bytes,
+            fsync=cfg.exporter.queue.fsync,
+        )
         self.forwarder = Forwarder(
             cfg.exporter,
             self.journal,
             self.metrics,
             on_settled=self.phoenix.settled if self.phoenix is not None else None,
+            dead_letter=self.dead_letter,
         )
-        if self.phoenix is not None:
-            self.phoenix.start()
-        self.forwarder.start()
-        self.pipeline.start()
 
+    def _start_delivery(self, stack: contextlib.ExitStack) -> None:
+        """Phoenix poster, forwarder and release worker; stopped (in reverse) after the pipeline
+        was flushed and the queue drained until the shutdown deadline."""
+        if self.phoenix is not None:
+            phoenix = self.phoenix
+            self.phoenix.start()
+            # What is left of the deadline (at least a second) for annotations already due.
+            stack.callback(lambda: phoenix.stop(max(self._deadline, time.monotonic() + 1.0)))
+        self.forwarder.start()
+        stack.callback(self.forwarder.stop)
+        stack.callback(self._drain)
+        self.pipeline.start()
+        stack.callback(self.pipeline.flush)
+
+    def _drain(self) -> None:
+        self._drained = self.forwarder.drain(self._deadline)
+
+    def _start_receivers(self, stack: contextlib.ExitStack) -> tuple[HostPort, HostPort]:
+        cfg = self.cfg
         token = cfg.receivers.bearer_token
         self.http = HttpReceiver(cfg.receivers.http, self.pipeline, self.metrics, token=token)
-        extra: list[grpc.GenericRpcHandler[Any, Any]] = []
-        self.query = None
         self.grpc = GrpcReceiver(
             cfg.receivers.grpc,
             self.pipeline,
             self.metrics,
             token=token,
             workers=cfg.receivers.grpc_workers,
-            extra_handlers=extra,
         )
+        self.query = self._query_service()
+        grpc_bound = _bind("OTLP/gRPC", cfg.receivers.grpc.endpoint, self.grpc.start)
+        stack.callback(lambda: self.grpc.stop(self._grace))
+        http_bound = _bind("OTLP/HTTP", cfg.receivers.http.endpoint, self.http.start)
+        stack.callback(self.http.stop)
+        if self.verdicts is not None:
+            stack.callback(self.verdicts.end_streams)
+        if self.query is not None:
+            stack.callback(self.query.close)
+        return grpc_bound, http_bound
+
+    def _query_service(self) -> QueryService | None:
+        cfg = self.cfg
+        assert self.verdicts is not None
+        if not serves_accounts(cfg.receivers):
+            _log.warning(
+                "query service not served: the gRPC receiver is off loopback without a "
+                "bearer token, and accounts quote the user's prompt",
+                extra={"grpc": str(cfg.receivers.grpc.endpoint)},
+            )
+            return None
         try:
             from otel_footprint.service.query import QueryService
 
-            self.query = QueryService(self.verdicts, self.grpc.check_auth)
-            self.grpc.server.add_generic_rpc_handlers((self.query.handler(),))
+            query = QueryService(self.verdicts, self.grpc.check_auth)
+            self.grpc.server.add_generic_rpc_handlers((query.handler(),))
         except (ImportError, RuntimeError) as exc:
             # The generated code needs the protobuf/grpcio it was generated with; OTLP works without it.
             _log.warning(
                 "query service disabled: its generated code cannot load", extra={"error": str(exc)}
             )
-        try:
-            grpc_bound = self.grpc.start()
-        except (OSError, RuntimeError) as exc:
-            raise StartupError(
-                f"cannot listen for OTLP/gRPC on {cfg.receivers.grpc.endpoint}: {exc}"
-            ) from exc
-        try:
-            http_bound = self.http.start()
-        except OSError as exc:
-            raise StartupError(
-                f"cannot listen for OTLP/HTTP on {cfg.receivers.http.endpoint}: {exc}"
-            ) from exc
-        try:
-            self.ops = OpsServer(cfg.service.telemetry_endpoint, self.metrics.registry, self.health)
-        except OSError as exc:
-            raise StartupError(
-                f"cannot listen for health/metrics on {cfg.service.telemetry_endpoint}: {exc}"
-            ) from exc
-        ops_bound = self.ops.start()
-        self._check_loop([grpc_bound, http_bound])
-        self._start_otel_metrics()
-        self.bound = Bound(grpc_bound, http_bound, ops_bound)
-        _log.info(
-            "otel-footprint serve started",
-            extra={
-                "grpc": str(grpc_bound),
-                "http": str(http_bound),
-                "telemetry": str(ops_bound),
-                "forward": f"{cfg.exporter.protocol} {cfg.exporter.traces_target}",
-                "annotate": proc.annotate,
-                "phoenix_annotations": (
-                    self.phoenix.cfg.endpoint if self.phoenix is not None else None
-                ),
-                "data_dir": str(data_dir),
-                "config_sources": list(cfg.sources),
-            },
-        )
-        return self.bound
+            return None
+        return query
 
     def _start_otel_metrics(self) -> None:
         otlp = self.cfg.service.otlp_metrics
@@ -258,12 +351,17 @@ class Hop:
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         ok = not self._stopping and self.pipeline.is_running
+        pending, disk = self.journal.sizes()
         details: dict[str, Any] = {
             "uptime_seconds": round(time.monotonic() - self._started, 3),
             "runs_held": self.pipeline.buffer.runs_held,
             "spans_held": self.pipeline.buffer.spans_held,
             "queue_batches": self.journal.outbound_count,
-            "queue_bytes": self.journal.disk_bytes,
+            # The same numbers as the queue_bytes / queue_disk_bytes metrics: pending payload
+            # bytes, and what the segment files take on disk (compaction keeps it near pending).
+            "queue_bytes": pending,
+            "queue_disk_bytes": disk,
+            "dead_letter_bytes": self.dead_letter.size,
             "forward_last_error": self.forwarder.last_error,
         }
         if self._stopping:
@@ -273,36 +371,21 @@ class Hop:
     # -- stop ----------------------------------------------------------------------------------
 
     def stop(self, out: TextIO | None = None) -> bool:
-        """Graceful shutdown; True when everything held was forwarded before the deadline."""
+        """Graceful shutdown; True when everything held was forwarded before the deadline.
+
+        Unwinds the start stack: receivers close, the buffer is flushed, the queue drained until
+        ``service.shutdown_timeout``; whatever was not forwarded stays in the journal. Stopping a
+        hop that never started (or already stopped) does nothing.
+        """
+        if self._stack is None:
+            return self._drained
         self._stopping = True
-        deadline = time.monotonic() + self.cfg.service.shutdown_timeout
-        grace = min(2.0, self.cfg.service.shutdown_timeout / 4)
-        if self.query is not None:
-            self.query.close()
-        if self.verdicts is not None:
-            self.verdicts.end_streams()
-        self.grpc.stop(grace)
-        self.http.stop()
-        self.pipeline.flush()
-        drained = self.forwarder.drain(deadline)
-        self.forwarder.stop()
-        if self.phoenix is not None:
-            # What is left of the deadline (at least a second) for annotations already due.
-            self.phoenix.stop(max(deadline, time.monotonic() + 1.0))
-        pending = self.journal.outbound_count
-        self.journal.close()
-        self.ops.stop()
-        if isinstance(self.store, SqliteRunStore | RedisRunStore):
-            self.store.close()
-        if self.verdicts is not None:
-            self.verdicts.close()
-        if self._meter_provider is not None:
-            self._meter_provider.shutdown()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._deadline = time.monotonic() + self.cfg.service.shutdown_timeout
+        self._grace = min(2.0, self.cfg.service.shutdown_timeout / 4)
+        stack, self._stack = self._stack, None
+        stack.close()
         _log.info(
             "otel-footprint serve stopped",
-            extra={"drained": drained, "pending_batches": pending},
+            extra={"drained": self._drained, "pending_batches": self._pending_at_stop},
         )
-        return drained
+        return self._drained

@@ -4,7 +4,9 @@ One append-only log of records in size-bounded segment files under ``<data_dir>/
 is either *held* input (spans waiting in the run buffer, footprint log records waiting to be
 joined) or *outbound* (a batch waiting to be forwarded). A record is marked done in place (one
 status byte) when its spans have been re-queued as outbound, or forwarded; a segment whose records
-are all done is deleted. After a crash the pending records are replayed: held input goes back into
+are all done is deleted, and a segment pinned by a few long-pending records is compacted (those
+records copied forward) so the files stay within twice the pending bytes plus the active segment.
+After a crash the pending records are replayed: held input goes back into
 the run buffer, outbound batches back to the forwarder. Delivery is therefore at-least-once: a
 crash between forwarding and marking may send a batch twice, never zero times.
 """
@@ -53,6 +55,8 @@ class _Segment:
     first_seq: int
     size: int = 0
     pending: int = 0
+    live: int = 0
+    """Bytes (header and payload) of this segment's pending records."""
     active: bool = False
 
 
@@ -109,12 +113,17 @@ class Journal:
         self._pending_bytes = 0
         self._out_pending = 0
         self._closed = False
+        self._last_first = 0
+        self.compacted_segments = 0
+        """Segments rewritten by compaction (their pending records copied forward)."""
+        self.compacted_bytes = 0
 
     # -- opening and replay --------------------------------------------------------------------
 
     def open(self) -> Replay:
         """Scan existing segments, keep the pending records, start a new active segment."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.directory.chmod(0o700)
         replay = Replay()
         max_seq = 0
         for path in sorted(self.directory.glob("seg-*.log")):
@@ -127,6 +136,7 @@ class Journal:
                 continue
             fd = os.open(path, os.O_RDWR)
             seg = _Segment(path, fd, first)
+            self._last_first = max(self._last_first, first)
             data = _read_all(fd)
             offset = 0
             while offset < len(data):
@@ -142,8 +152,13 @@ class Journal:
                     break
                 status, record, payload_at = parsed
                 max_seq = max(max_seq, record.seq)
-                if status == _PENDING:
+                if status == _PENDING and record.seq in self._where:
+                    # A record compaction copied forward; the process died before the old
+                    # segment was removed. The first copy stands; this one is done.
+                    os.pwrite(fd, bytes([_DONE]), offset + _STATUS_OFFSET)
+                elif status == _PENDING:
                     seg.pending += 1
+                    seg.live += _HEADER.size + record.length
                     self._where[record.seq] = (seg, offset, record)
                     self._pending_bytes += record.length
                     if record.kind in OUT_KINDS:
@@ -165,10 +180,14 @@ class Journal:
         return replay
 
     def _new_active(self) -> None:
-        path = self.directory / f"seg-{self._next_seq:020d}.log"
+        # Named by the next sequence number, kept strictly increasing: compaction can start a
+        # segment before any new record was numbered, and replay reads segments in name order.
+        first = max(self._next_seq, self._last_first + 1)
+        self._last_first = first
+        path = self.directory / f"seg-{first:020d}.log"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        seg = _Segment(path, fd, self._next_seq, active=True)
-        self._segments[self._next_seq] = seg
+        seg = _Segment(path, fd, first, active=True)
+        self._segments[first] = seg
         self._active = seg
         if self.fsync:
             # The new file's directory entry must survive a crash too.
@@ -220,6 +239,7 @@ class Journal:
                 self._where[seq] = (seg, offset, record)
                 offset += _HEADER.size + len(payload)
                 seg.pending += 1
+                seg.live += _HEADER.size + len(payload)
                 self._pending_bytes += len(payload)
                 seqs.append(seq)
                 if kind in OUT_KINDS:
@@ -238,6 +258,10 @@ class Journal:
             return seqs
 
     def _rotate(self) -> None:
+        self._roll()
+        self._compact()
+
+    def _roll(self) -> None:
         # Called with the lock held: make the old segment durable, then start a new one.
         old = self._active
         assert old is not None
@@ -248,6 +272,69 @@ class Journal:
         self._new_active()
         if old.pending == 0:
             self._drop_segment(old)
+
+    def _compact(self) -> None:
+        """Copy the pending records of sparse segments forward, so disk tracks what is pending.
+
+        A segment is freed only when all its records are done, so a few long-held records (runs
+        waiting for their run span) could pin many segments of delivered data. Called with the
+        lock held after a rotation or when records are done: while the segment files hold more than twice the pending bytes
+        plus the active segment, the sparsest finished segment's pending records are rewritten
+        into the active segment (same sequence numbers), made durable, and the old file removed
+        before the lock is released. A crash between the copy and the removal leaves two pending
+        copies of a sequence number; :meth:`open` keeps the first.
+        """
+        active = self._active
+        assert active is not None
+        live = sum(seg.live for seg in self._segments.values())
+        if self._disk_bytes - active.size <= 2 * live:
+            return
+        candidates = sorted(
+            (seg for seg in self._segments.values() if not seg.active),
+            key=lambda seg: seg.live / max(seg.size, 1),
+        )
+        for seg in candidates:
+            if self._disk_bytes - active.size <= 2 * live:
+                break
+            if seg.live * 2 > seg.size:
+                break  # the rest are at least half pending already
+            if active.size > 0 and active.size + seg.live > self.segment_bytes:
+                self._roll()  # keep the active segment within its size
+                assert self._active is not None
+                active = self._active
+            self._move_records(seg, active)
+
+    def _move_records(self, seg: _Segment, active: _Segment) -> None:
+        moved = sorted(
+            (offset, record)
+            for (where_seg, offset, record) in self._where.values()
+            if where_seg is seg
+        )
+        chunks: list[bytes] = []
+        offset = active.size
+        placed: list[tuple[int, Record]] = []
+        for old_offset, record in moved:
+            data = os.pread(seg.fd, _HEADER.size + record.length, old_offset)
+            chunks.append(data)
+            placed.append((offset, record))
+            offset += len(data)
+        data = b"".join(chunks)
+        _write_all(active.fd, data, active.size)
+        if self.fsync:
+            os.fdatasync(active.fd)
+        for new_offset, record in placed:
+            self._where[record.seq] = (active, new_offset, record)
+            active.pending += 1
+            active.live += _HEADER.size + record.length
+        active.size += len(data)
+        self._disk_bytes += len(data)
+        seg.pending = 0
+        seg.live = 0
+        self._drop_segment(seg)
+        if self.fsync:
+            _fsync_dir(self.directory)
+        self.compacted_segments += 1
+        self.compacted_bytes += len(data)
 
     def sync(self, seq: int) -> None:
         """Return once every record up to ``seq`` is on disk (one fsync serves many waiters)."""
@@ -283,6 +370,7 @@ class Journal:
                 seg, offset, record = where
                 os.pwrite(seg.fd, bytes([_DONE]), offset + _STATUS_OFFSET)
                 seg.pending -= 1
+                seg.live -= _HEADER.size + record.length
                 self._pending_bytes -= record.length
                 if record.kind in OUT_KINDS:
                     self._out_pending -= 1
@@ -291,6 +379,11 @@ class Journal:
                     self._cached_bytes -= len(cached)
                 if seg.pending == 0 and not seg.active:
                     self._drop_segment(seg)
+            if self._closed or self._active is None:
+                return
+            # A cheap test first (pending payload without headers); the exact one in _compact.
+            if self._disk_bytes - self._active.size > 2 * self._pending_bytes:
+                self._compact()
 
     # -- the forwarder's side ------------------------------------------------------------------
 
@@ -328,8 +421,8 @@ class Journal:
             if where is None:
                 raise KeyError(f"journal record {record.seq} is not pending")
             seg, offset, _ = where
-            fd = seg.fd
-        data = os.pread(fd, record.length, offset + _HEADER.size)
+            # Under the lock: compaction may move the record and close its old segment.
+            data = os.pread(seg.fd, record.length, offset + _HEADER.size)
         if len(data) != record.length:
             raise OSError(f"journal segment {seg.path} is shorter than its index says")
         return data
@@ -349,11 +442,18 @@ class Journal:
 
     @property
     def disk_bytes(self) -> int:
+        """Bytes of the segment files: pending records, done ones not yet reclaimed, headers."""
         return self._disk_bytes
 
     @property
     def pending_bytes(self) -> int:
+        """Payload bytes of the records not yet done (held input and outbound)."""
         return self._pending_bytes
+
+    def sizes(self) -> tuple[int, int]:
+        """``(pending_bytes, disk_bytes)`` read together (one consistent moment)."""
+        with self._lock:
+            return self._pending_bytes, self._disk_bytes
 
     def pending_seqs(self) -> list[int]:
         with self._lock:

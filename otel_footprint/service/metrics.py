@@ -1,124 +1,80 @@
-"""The hop's self-metrics: one small registry, rendered as Prometheus text and bridged to OTel metrics.
+"""The hop's self-metrics on prometheus_client, rendered for ``/metrics`` and bridged to OTel metrics.
 
-The Prometheus exposition is written here (it is a few lines of text) so the hop needs no client
-library; the same numbers are offered to an OpenTelemetry ``Meter`` when OTLP metrics are configured.
+Each hop has its own ``CollectorRegistry`` (tests run several hops in one process); the names,
+labels and help texts are declared once in :class:`HopMetrics`. The same numbers are offered to an
+OpenTelemetry ``Meter`` when OTLP metrics are configured (``service.telemetry.metrics.otlp``).
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-LabelValues = tuple[str, ...]
-
 PREFIX = "otel_footprint_"
 
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _format_number(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
+# Only the value series: no ``_created`` timestamp beside each counter and histogram.
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
-def _labels(names: Sequence[str], values: LabelValues, extra: str = "") -> str:
-    parts = [f'{n}="{_escape(v)}"' for n, v in zip(names, values, strict=True)]
-    if extra:
-        parts.append(extra)
-    return "{" + ",".join(parts) + "}" if parts else ""
+class Counter:
+    """A monotonically increasing count (``<name>_total`` in the exposition)."""
 
-
-class _Metric:
-    kind = "untyped"
-
-    def __init__(self, name: str, help_text: str, label_names: Sequence[str] = ()) -> None:
-        self.name = PREFIX + name
+    def __init__(
+        self, registry: CollectorRegistry, name: str, help_text: str, label_names: Sequence[str]
+    ) -> None:
+        self.name = PREFIX + name + "_total"
         self.help = help_text
         self.label_names = tuple(label_names)
-        self._lock = threading.Lock()
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} {self.kind}"]
-        lines.extend(self._samples())
-        return lines
-
-    def _samples(self) -> list[str]:  # pragma: no cover - overridden
-        return []
-
-
-_M = TypeVar("_M", bound=_Metric)
-
-
-class Counter(_Metric):
-    """A monotonically increasing count (``_total`` in the exposition)."""
-
-    kind = "counter"
-
-    def __init__(self, name: str, help_text: str, label_names: Sequence[str] = ()) -> None:
-        super().__init__(name + "_total", help_text, label_names)
-        self._values: dict[LabelValues, float] = {}
-        if not label_names:
-            self._values[()] = 0.0
+        self._registry = registry
+        self._counter = prometheus_client.Counter(
+            PREFIX + name, help_text, self.label_names, registry=registry
+        )
 
     def inc(self, amount: float = 1.0, *labels: str) -> None:
-        if amount < 0:
-            raise ValueError(f"{self.name}: a counter cannot decrease")
-        with self._lock:
-            self._values[labels] = self._values.get(labels, 0.0) + amount
+        (self._counter.labels(*labels) if labels else self._counter).inc(amount)
 
     def value(self, *labels: str) -> float:
-        with self._lock:
-            return self._values.get(labels, 0.0)
+        found = self._registry.get_sample_value(
+            self.name, dict(zip(self.label_names, labels, strict=True))
+        )
+        return found or 0.0
 
-    def items(self) -> list[tuple[LabelValues, float]]:
-        with self._lock:
-            return sorted(self._values.items())
-
-    def _samples(self) -> list[str]:
+    def items(self) -> list[tuple[tuple[str, ...], float]]:
         return [
-            f"{self.name}{_labels(self.label_names, lv)} {_format_number(v)}"
-            for lv, v in self.items()
+            (tuple(sample.labels[n] for n in self.label_names), sample.value)
+            for family in self._counter.collect()
+            for sample in family.samples
+            if sample.name == self.name
         ]
 
 
-class Gauge(_Metric):
-    """A value that goes up and down; either set directly or read from a callback at scrape time."""
+class Gauge:
+    """A value that goes up and down; set directly or read from a callback at scrape time."""
 
-    kind = "gauge"
-
-    def __init__(
-        self,
-        name: str,
-        help_text: str,
-        read: Callable[[], float] | None = None,
-    ) -> None:
-        super().__init__(name, help_text)
-        self._read = read
-        self._value = 0.0
+    def __init__(self, registry: CollectorRegistry, name: str, help_text: str) -> None:
+        self.name = PREFIX + name
+        self.help = help_text
+        self._gauge = prometheus_client.Gauge(self.name, help_text, registry=registry)
+        self._read: Callable[[], float] | None = None
 
     def set(self, value: float) -> None:
-        self._value = value
+        self._gauge.set(value)
 
     def set_reader(self, read: Callable[[], float]) -> None:
         """Read the value from ``read`` at scrape time instead of a stored number."""
         self._read = read
+        self._gauge.set_function(lambda: float(read()))
 
     def value(self) -> float:
-        return float(self._read()) if self._read is not None else self._value
-
-    def _samples(self) -> list[str]:
-        return [f"{self.name} {_format_number(self.value())}"]
+        if self._read is not None:
+            return float(self._read())
+        return next(s.value for family in self._gauge.collect() for s in family.samples)
 
 
 DEFAULT_SECONDS_BUCKETS = (
@@ -138,86 +94,66 @@ DEFAULT_SECONDS_BUCKETS = (
 )
 
 
-class Histogram(_Metric):
-    """Observations in fixed buckets (cumulative in the exposition, as Prometheus expects)."""
-
-    kind = "histogram"
+class Histogram:
+    """Observations in fixed buckets (in seconds)."""
 
     def __init__(
-        self, name: str, help_text: str, buckets: Sequence[float] = DEFAULT_SECONDS_BUCKETS
+        self, registry: CollectorRegistry, name: str, help_text: str, buckets: Sequence[float]
     ) -> None:
-        super().__init__(name, help_text)
-        self.buckets = tuple(sorted(buckets))
-        self._counts = [0] * (len(self.buckets) + 1)
-        self._sum = 0.0
-        self._count = 0
+        self.name = PREFIX + name
+        self.help = help_text
+        self._registry = registry
+        self._histogram = prometheus_client.Histogram(
+            self.name, help_text, buckets=tuple(buckets), registry=registry
+        )
         self._listeners: list[Callable[[float], None]] = []
 
     def observe(self, value: float) -> None:
-        index = bisect.bisect_left(self.buckets, value)
-        with self._lock:
-            self._counts[index] += 1
-            self._sum += value
-            self._count += 1
+        self._histogram.observe(value)
         for listener in self._listeners:
             listener(value)
 
     @property
     def count(self) -> int:
-        return self._count
+        return int(self._registry.get_sample_value(self.name + "_count") or 0)
 
     @property
     def sum(self) -> float:
-        return self._sum
+        return self._registry.get_sample_value(self.name + "_sum") or 0.0
 
     def add_listener(self, listener: Callable[[float], None]) -> None:
         self._listeners.append(listener)
 
-    def _samples(self) -> list[str]:
-        with self._lock:
-            counts, total, count = list(self._counts), self._sum, self._count
-        lines: list[str] = []
-        running = 0
-        for bound, n in zip((*self.buckets, math.inf), counts, strict=True):
-            running += n
-            lines.append(f'{self.name}_bucket{{le="{_format_number(bound)}"}} {running}')
-        lines.append(f"{self.name}_sum {_format_number(total)}")
-        lines.append(f"{self.name}_count {count}")
-        return lines
-
 
 class Registry:
-    """Every metric of one hop, in registration order."""
+    """Every metric of one hop, in one ``CollectorRegistry``."""
 
     def __init__(self) -> None:
-        self._metrics: list[_Metric] = []
+        self.collector = CollectorRegistry(auto_describe=True)
+        self._metrics: list[Counter | Gauge | Histogram] = []
 
     def counter(self, name: str, help_text: str, label_names: Sequence[str] = ()) -> Counter:
-        return self._add(Counter(name, help_text, label_names))
+        metric = Counter(self.collector, name, help_text, label_names)
+        self._metrics.append(metric)
+        return metric
 
     def gauge(self, name: str, help_text: str, read: Callable[[], float] | None = None) -> Gauge:
-        return self._add(Gauge(name, help_text, read))
+        metric = Gauge(self.collector, name, help_text)
+        if read is not None:
+            metric.set_reader(read)
+        self._metrics.append(metric)
+        return metric
 
     def histogram(
         self, name: str, help_text: str, buckets: Sequence[float] = DEFAULT_SECONDS_BUCKETS
     ) -> Histogram:
-        return self._add(Histogram(name, help_text, buckets))
-
-    def _add(self, metric: _M) -> _M:
-        if any(m.name == metric.name for m in self._metrics):
-            raise ValueError(f"metric {metric.name} registered twice")
+        metric = Histogram(self.collector, name, help_text, buckets)
         self._metrics.append(metric)
         return metric
 
-    def metrics(self) -> list[_Metric]:
-        return list(self._metrics)
-
     def render_prometheus(self) -> str:
         """The Prometheus text exposition format (version 0.0.4)."""
-        lines: list[str] = []
-        for metric in self._metrics:
-            lines.extend(metric.render())
-        return "\n".join(lines) + "\n"
+        return prometheus_client.generate_latest(self.collector).decode()
 
     def bind_otel(self, meter: Meter) -> None:
         """Offer every metric to an OpenTelemetry meter (observable counters/gauges, histograms)."""
@@ -232,7 +168,7 @@ class Registry:
                 meter.create_observable_gauge(
                     otel_name, callbacks=[_gauge_callback(metric)], description=metric.help
                 )
-            elif isinstance(metric, Histogram):
+            else:
                 instrument = meter.create_histogram(otel_name, unit="s", description=metric.help)
                 metric.add_listener(instrument.record)
 
@@ -290,6 +226,19 @@ class HopMetrics:
         self.forward_failed = r.counter(
             "forward_failed", "Batches the next hop refused permanently (not retried).", ("signal",)
         )
+        self.forward_splits = r.counter(
+            "forward_splits", "Requests split because they exceeded the forward request size."
+        )
+        self.dead_lettered = r.counter(
+            "dead_lettered",
+            "Spans or log records the next hop can never take, set aside in the dead-letter file.",
+            ("signal",),
+        )
+        self.dead_letter_dropped = r.counter(
+            "dead_letter_dropped",
+            "Spans or log records that could not be delivered and found the dead-letter file full.",
+            ("signal",),
+        )
         self.spans_rejected_downstream = r.counter(
             "spans_rejected_downstream",
             "Spans the next hop reported as rejected (partial success).",
@@ -334,6 +283,11 @@ class HopMetrics:
         )
         self.queue_bytes = r.gauge(
             "queue_bytes", "Bytes of pending records in the disk journal (held input and outbound)."
+        )
+        self.queue_disk_bytes = r.gauge(
+            "queue_disk_bytes",
+            "Bytes the disk journal's segment files take (pending records plus finished ones not "
+            "yet reclaimed; compaction keeps it near queue_bytes).",
         )
         self.queue_batches = r.gauge(
             "queue_batches", "Batches waiting in the disk queue to be forwarded."

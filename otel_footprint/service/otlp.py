@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -47,10 +47,18 @@ class BadRequestError(Exception):
     """A request the receiver must refuse; ``http_status`` and the gRPC-equivalent reason."""
 
     def __init__(self, http_status: int, reason: str, message: str) -> None:
+        message = safe_text(message)
         super().__init__(message)
         self.http_status = http_status
         self.reason = reason
         self.message = message
+
+
+def safe_text(text: str, limit: int = 1000) -> str:
+    """``text`` made encodable (a lone surrogate from a hostile body becomes U+FFFD), bounded."""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,67 +78,6 @@ def gunzip_bounded(data: bytes, limit: int) -> bytes:
     if not inflater.eof:
         raise BadRequestError(400, "malformed", "gzip body is truncated")
     return out
-
-
-MAX_CHUNK_LINE: Final = 4096
-"""Longest chunk-size line (hex size plus chunk extensions) or trailer line accepted."""
-MAX_TRAILER_LINES: Final = 32
-_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
-
-
-class ByteStream(Protocol):
-    """What the chunked reader needs of a connection's buffered input (or a BytesIO in tests)."""
-
-    def read(self, size: int, /) -> bytes: ...
-
-    def readline(self, size: int, /) -> bytes: ...
-
-
-def _framing(message: str) -> BadRequestError:
-    return BadRequestError(400, "malformed", f"bad chunked framing: {message}")
-
-
-def _line(stream: ByteStream, what: str) -> bytes:
-    line = stream.readline(MAX_CHUNK_LINE + 1)
-    if not line.endswith(b"\n"):
-        if len(line) > MAX_CHUNK_LINE:
-            raise _framing(f"{what} longer than {MAX_CHUNK_LINE} bytes")
-        raise _framing(f"the body ended inside a {what}")
-    return line
-
-
-def read_chunked(stream: ByteStream, limit: int) -> bytes:
-    """The data of a ``Transfer-Encoding: chunked`` body (RFC 9112 §7.1), read off ``stream``.
-
-    Stops reading as soon as the declared chunk sizes pass ``limit`` (413), so an oversized body is
-    never buffered; bad framing (a size that is not hex, a missing CRLF, a body that ends early) is a
-    400. Chunk extensions are ignored and trailer fields are read and discarded. Either error leaves
-    the stream mid-body: the caller must close the connection after answering.
-    """
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        line = _line(stream, "chunk-size line")
-        size_text = line.split(b";", 1)[0].strip()
-        if not _CHUNK_SIZE.fullmatch(size_text):
-            raise _framing(f"chunk size {size_text[:40]!r} is not a hexadecimal number")
-        size = int(size_text, 16)
-        if size == 0:
-            break
-        total += size
-        if total > limit:
-            raise BadRequestError(413, "too_large", f"chunked body exceeds {limit} bytes")
-        data = stream.read(size)
-        if len(data) != size:
-            raise _framing(f"the body ended inside a chunk ({len(data)} of {size} bytes)")
-        parts.append(data)
-        if stream.readline(3) not in (b"\r\n", b"\n"):
-            raise _framing("a chunk is not followed by CRLF")
-    # The trailer section: header-like lines up to an empty line (nothing in OTLP uses them).
-    for _ in range(MAX_TRAILER_LINES + 1):
-        if _line(stream, "trailer line") in (b"\r\n", b"\n"):
-            return b"".join(parts)
-    raise _framing(f"more than {MAX_TRAILER_LINES} trailer lines")
 
 
 _ID_FIELDS: Final = {
@@ -178,6 +125,27 @@ def _hex_ids_to_base64(node: Any, path: str = "") -> Any:
     return node
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(node: Any) -> bool:
+    """Whether a decoded JSON value holds a string with an unpaired surrogate (keys included)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def media_type(content_type: str) -> str:
     """The media type of a ``Content-Type`` value, without parameters (``; charset=...``)."""
     return content_type.split(";", 1)[0].strip().lower()
@@ -204,12 +172,34 @@ def decode_body(
             raw = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise BadRequestError(400, "malformed", f"body is not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise BadRequestError(400, "malformed", "body is JSON nested too deeply") from None
+        if not isinstance(raw, dict):
+            raise BadRequestError(
+                400, "malformed", f"an OTLP/JSON body is an object, not {type(raw).__name__}"
+            )
+        if _SURROGATE_ESCAPE.search(body) and _has_lone_surrogate(raw):
+            # Valid JSON, but not Unicode: OTLP strings are UTF-8 (and protobuf fails on them).
+            raise BadRequestError(
+                400, "malformed", "body holds a lone UTF-16 surrogate escape (not valid Unicode)"
+            )
         try:
             json_format.ParseDict(_hex_ids_to_base64(raw), message, ignore_unknown_fields=True)
-        except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
+        except (
+            json_format.ParseError,
+            binascii.Error,
+            TypeError,
+            ValueError,
+            AttributeError,
+            KeyError,
+            IndexError,
+            SystemError,  # upb's JSON reader on input it does not expect
+        ) as exc:
             raise BadRequestError(
                 400, "malformed", f"body is not a valid OTLP/JSON message: {exc}"
             ) from exc
+        except RecursionError:
+            raise BadRequestError(400, "malformed", "body is JSON nested too deeply") from None
         return message
     raise BadRequestError(
         415,
@@ -220,7 +210,7 @@ def decode_body(
 
 def status_body(code: int, message: str, content_type: str) -> tuple[bytes, str]:
     """A ``google.rpc.Status`` error body in the request's encoding (OTLP/HTTP failure response)."""
-    status = status_pb2.Status(code=code, message=message)
+    status = status_pb2.Status(code=code, message=safe_text(message))
     if media_type(content_type) == CONTENT_JSON:
         return json_format.MessageToJson(status).encode(), CONTENT_JSON
     return status.SerializeToString(), CONTENT_PROTOBUF
@@ -451,3 +441,81 @@ def footprint_log_subset(request: ExportLogsServiceRequest) -> ExportLogsService
                 target_sl.log_records.append(record)
                 kept = True
     return out if kept else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Splitting a request that is too large for the next hop
+# ---------------------------------------------------------------------------------------------
+
+_FRAME_SLACK: Final = 64
+"""Bytes of framing (tags and lengths of resource, scope and item blocks) allowed per piece."""
+
+
+def split_request(
+    traces: bool, payload: bytes, limit: int
+) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int]]]:
+    """Split a serialized export request into requests of at most ``limit`` bytes.
+
+    Spans (and log records) are independent, so any partition that keeps each item under its own
+    resource and scope is the same data. Returns ``(pieces, oversized)`` as ``(payload, items)``
+    pairs: ``oversized`` are single items that are too large even alone (with their resource and
+    scope). Raises :class:`DecodeError` when ``payload`` is not a request.
+    """
+    request: Any  # the two request types share their shape (resource, scope, item blocks)
+    if traces:
+        request = ExportTraceServiceRequest.FromString(payload)
+    else:
+        request = ExportLogsServiceRequest.FromString(payload)
+    pieces: list[tuple[bytes, int]] = []
+    oversized: list[tuple[bytes, int]] = []
+    current: Any = type(request)()
+    size = 0
+    items = 0
+
+    def close() -> None:
+        nonlocal current, size, items
+        if items:
+            pieces.append((current.SerializeToString(), items))
+        current, size, items = type(request)(), 0, 0
+
+    outer = request.resource_spans if traces else request.resource_logs
+    for block in outer:
+        head = block.resource.ByteSize() + len(block.schema_url) + _FRAME_SLACK
+        scopes = block.scope_spans if traces else block.scope_logs
+        for scope_block in scopes:
+            scope_head = scope_block.scope.ByteSize() + len(scope_block.schema_url) + _FRAME_SLACK
+            records = scope_block.spans if traces else scope_block.log_records
+            target: Any = None
+            for record in records:
+                cost = record.ByteSize() + 16
+                if head + scope_head + cost > limit:
+                    alone = type(request)()
+                    _add_item(alone, block, scope_block, record, traces)
+                    oversized.append((alone.SerializeToString(), 1))
+                    continue
+                if target is not None and size + cost <= limit:
+                    (target.spans if traces else target.log_records).add().CopyFrom(record)
+                    size += cost
+                else:
+                    if size + head + scope_head + cost > limit:
+                        close()
+                    target = _add_item(current, block, scope_block, record, traces)
+                    size += head + scope_head + cost
+                items += 1
+            target = None
+    close()
+    return pieces, oversized
+
+
+def _add_item(out: Any, block: Any, scope_block: Any, record: Any, traces: bool) -> Any:
+    """Append ``record`` under a fresh copy of its resource and scope; returns the scope block."""
+    new_block = (out.resource_spans if traces else out.resource_logs).add()
+    if block.HasField("resource"):
+        new_block.resource.CopyFrom(block.resource)
+    new_block.schema_url = block.schema_url
+    new_scope = (new_block.scope_spans if traces else new_block.scope_logs).add()
+    if scope_block.HasField("scope"):
+        new_scope.scope.CopyFrom(scope_block.scope)
+    new_scope.schema_url = scope_block.schema_url
+    (new_scope.spans if traces else new_scope.log_records).add().CopyFrom(record)
+    return new_scope

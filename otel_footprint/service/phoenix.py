@@ -29,6 +29,7 @@ from otel_footprint.annotate.phoenix import (
 from otel_footprint.service import jsonlog
 from otel_footprint.service.config import PhoenixAnnotationsConfig
 from otel_footprint.service.metrics import HopMetrics
+from otel_footprint.service.worker import Worker
 
 if TYPE_CHECKING:
     from otel_footprint.service.annotation import Decision
@@ -60,10 +61,8 @@ class PhoenixAnnotations:
         self._ready: collections.deque[Annotation] = collections.deque()
         self._in_flight = 0
         self._closed = False
-        self._abort = threading.Event()
-        self._thread = threading.Thread(
-            target=self._work, name="otel-footprint-phoenix", daemon=True
-        )
+        self._worker = Worker("otel-footprint-phoenix", self._step)
+        self._abort = self._worker.stopping
         metrics.phoenix_annotations_pending.set_reader(
             lambda: self._waiting_count + len(self._ready) + self._in_flight
         )
@@ -132,40 +131,39 @@ class PhoenixAnnotations:
     # -- the poster thread ---------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
 
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                while not self._ready and not self._closed:
-                    self._wake.wait()
-                if not self._ready or self._abort.is_set():
-                    return
-                chunk = [self._ready.popleft() for _ in range(min(MAX_CHUNK, len(self._ready)))]
-                self._in_flight = len(chunk)
-            try:
-                result = self._post(
-                    self.cfg.endpoint,
-                    chunk,
-                    timeout=self.cfg.timeout,
-                    max_attempts=self.cfg.max_attempts,
-                    retry_delay=self.cfg.retry_delay,
-                    headers=dict(self.cfg.headers),
-                    sleep=self._abort.wait,
-                    opener=self._opener,
-                )
-            except Exception as exc:  # never let the poster die: count and go on
-                _log.exception("posting Phoenix annotations failed")
-                result = PostResult(0, len(chunk), (repr(exc),))
-            for error in result.errors:
-                _log.warning(
-                    "Phoenix refused or could not take annotations", extra={"error": error}
-                )
-            self.metrics.phoenix_annotations_posted.inc(result.posted)
-            self.metrics.phoenix_annotations_failed.inc(result.failed)
-            with self._lock:
-                self._in_flight = 0
-                self._wake.notify_all()
+    def _step(self) -> bool:
+        """Post one chunk of ready annotations; False once closed with nothing left."""
+        with self._lock:
+            while not self._ready and not self._closed:
+                self._wake.wait()
+            if not self._ready or self._abort.is_set():
+                return False
+            chunk = [self._ready.popleft() for _ in range(min(MAX_CHUNK, len(self._ready)))]
+            self._in_flight = len(chunk)
+        try:
+            result = self._post(
+                self.cfg.endpoint,
+                chunk,
+                timeout=self.cfg.timeout,
+                max_attempts=self.cfg.max_attempts,
+                retry_delay=self.cfg.retry_delay,
+                headers=dict(self.cfg.headers),
+                sleep=self._abort.wait,
+                opener=self._opener,
+            )
+        except Exception as exc:  # never let the poster die: count and go on
+            _log.exception("posting Phoenix annotations failed")
+            result = PostResult(0, len(chunk), (repr(exc),))
+        for error in result.errors:
+            _log.warning("Phoenix refused or could not take annotations", extra={"error": error})
+        self.metrics.phoenix_annotations_posted.inc(result.posted)
+        self.metrics.phoenix_annotations_failed.inc(result.failed)
+        with self._lock:
+            self._in_flight = 0
+            self._wake.notify_all()
+        return True
 
     def stop(self, deadline: float) -> None:
         """Post what is ready until ``deadline`` (monotonic), then drop the rest (counted)."""
@@ -183,5 +181,4 @@ class PhoenixAnnotations:
         if left:
             self.metrics.phoenix_annotations_dropped.inc(left, "shutdown")
             _log.warning("Phoenix annotations left unsent at shutdown", extra={"count": left})
-        if self._thread.is_alive():
-            self._thread.join(timeout=self.cfg.timeout + 1)
+        self._worker.join(timeout=self.cfg.timeout + 1)

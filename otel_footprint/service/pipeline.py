@@ -9,6 +9,7 @@ only then retires the held input records.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -48,8 +49,10 @@ from otel_footprint.service.otlp import (
 )
 from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.verdicts import VerdictLog
+from otel_footprint.service.worker import Worker
 
 _log = jsonlog.get("pipeline")
+_early = jsonlog.Throttled(_log, interval=10.0)
 
 GROUP_COMMIT_RELEASES = 64
 """At most this many decided traces share one journal append and fsync (when that many are due)."""
@@ -148,15 +151,14 @@ class Pipeline:
         self._forced: list[Release] = []
         self._pending_release_bytes = 0
         self._stop = False
-        self._worker = threading.Thread(
-            target=self._run, name="otel-footprint-release", daemon=True
-        )
+        self._worker = Worker("otel-footprint-release", self._step)
         m = metrics
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
         m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self._pending_release_bytes)
         m.decision_cache_traces.set_reader(self.buffer.cached_traces)
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
+        m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
 
     # -- startup -------------------------------------------------------------------------------
@@ -171,7 +173,11 @@ class Pipeline:
                     request = ExportTraceServiceRequest.FromString(payload)
                     infos = classify(request)
                     size = len(payload) // max(len(infos), 1)
-                    self._forced.extend(self.buffer.hold(infos, record.seq, size, now))
+                    forced = self.buffer.hold(infos, record.seq, size, now)
+                    self._forced.extend(forced)
+                    if self._unreferenced(record.seq, forced):
+                        # Every span a duplicate of one held from an earlier record.
+                        self.journal.mark_done([record.seq])
                     spans += len(infos)
                 elif record.kind == KIND_HELD_LOGS:
                     logs = ExportLogsServiceRequest.FromString(payload)
@@ -225,6 +231,7 @@ class Pipeline:
         infos = classify(request)
         size_each = max(len(wire) // total, 1)
         late_annotated = 0
+        duplicate: int | None = None
         with self._lock:
             self._admit()
             hold, late, passed = self.buffer.route(infos)
@@ -246,9 +253,15 @@ class Pipeline:
                 records.append((KIND_OUT_TRACES, payload, len(outbound)))
             last = self._append(records)
             if hold:
-                releases = self.buffer.hold(hold, last - len(records) + 1, size_each, self.clock())
+                held_seq = last - len(records) + 1
+                releases = self.buffer.hold(hold, held_seq, size_each, self.clock())
                 self._queue_releases(releases)
+                if self._unreferenced(held_seq, releases):
+                    duplicate = held_seq
         self.journal.sync(last)
+        if duplicate is not None:
+            # A sender's retry of spans still held: the first copy stands, this record is done.
+            self.journal.mark_done([duplicate])
         self.metrics.spans_received.inc(total, transport)
         if passed:
             self.metrics.spans_passed_through.inc(len(passed))
@@ -258,6 +271,12 @@ class Pipeline:
         if passed or late:
             self.metrics.spans_queued.inc(len(passed) + len(late))
         return total
+
+    def _unreferenced(self, seq: int, releases: Sequence[Release]) -> bool:
+        """Whether no held span refers to record ``seq`` and no pending release will retire it."""
+        if self.buffer.holds_record(seq):
+            return False
+        return not any(seq in r.seqs_done for r in releases)
 
     def _annotate_late(self, item: LateSpan) -> bool:
         try:
@@ -326,18 +345,20 @@ class Pipeline:
 
     # -- the release worker --------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if self._stop:
-                    return
-                releases, orphans = self._take_due()
-                if not releases and not orphans:
-                    due = self.buffer.next_due()
-                    wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
-                    self._wake.wait(wait)
-                    continue
-            self._settle(releases, orphans)
+    def _step(self) -> bool:
+        # One turn of the release worker (a failing settle is logged by the Worker; its held
+        # input stays in the journal).
+        with self._lock:
+            if self._stop:
+                return False
+            releases, orphans = self._take_due()
+            if not releases and not orphans:
+                due = self.buffer.next_due()
+                wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
+                self._wake.wait(wait)
+                return True
+        self._settle(releases, orphans)
+        return True
 
     def _take_due(self) -> tuple[list[Release], list[int]]:
         # Called with the lock held.
@@ -461,9 +482,13 @@ class Pipeline:
             if unit.run_arrived is not None:
                 m.release_delay.observe(max(0.0, now - unit.run_arrived))
         if release.cause in ("overflow", "timeout"):
-            _log.warning(
+            # One line per cause and limit per interval (runs_released_* count every trace):
+            # under overload a line per trace would flood the log.
+            _early.log(
+                logging.WARNING,
+                f"{release.cause}:{release.limit}",
                 "released a trace early",
-                extra={
+                {
                     "trace_id": release.trace_id.hex(),
                     "cause": release.cause,
                     "limit": release.limit,
@@ -478,8 +503,7 @@ class Pipeline:
         with self._lock:
             self._stop = True
             self._wake.notify_all()
-        if self._worker.is_alive():
-            self._worker.join()
+        self._worker.join()
         with self._lock:
             releases, orphans = self._take_due()
             releases += self.buffer.release_everything(self.clock())
@@ -488,4 +512,4 @@ class Pipeline:
 
     @property
     def is_running(self) -> bool:
-        return self._worker.is_alive()
+        return self._worker.is_alive

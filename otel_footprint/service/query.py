@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 
+from otel_footprint.annotate.otlp import length_delimited
 from otel_footprint.service.verdicts import VerdictLog
 
 SERVICE = "otel_footprint.v1.RunQuery"
@@ -60,7 +61,7 @@ class QueryService:
         if not legs:
             context.abort(grpc.StatusCode.NOT_FOUND, f"no decided run with id {request.run_id!r}")
         # GetRunResponse { repeated RunAccount legs = 1; }: frame the stored messages directly.
-        return b"".join(_length_delimited(1, leg) for leg in legs)
+        return b"".join(length_delimited(1, leg) for leg in legs)
 
     def _stream(self, request: object, context: grpc.ServicerContext) -> Iterator[bytes]:
         from otel_footprint.service.proto_gen import footprint_query_pb2 as pb
@@ -83,19 +84,3 @@ class QueryService:
 
     def close(self) -> None:
         self._alive.clear()
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _length_delimited(field: int, payload: bytes) -> bytes:
-    return _varint((field << 3) | 2) + _varint(len(payload)) + payload

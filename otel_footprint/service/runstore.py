@@ -7,10 +7,8 @@ uses SQLite in its data directory; instances behind the ``loadbalancing`` export
 
 from __future__ import annotations
 
-import contextlib
-import socket
+import os
 import sqlite3
-import ssl
 import threading
 import urllib.parse
 from collections.abc import Sequence
@@ -25,6 +23,12 @@ _log = jsonlog.get("runstore")
 def open_sqlite(path: Path) -> sqlite3.Connection:
     """A SQLite file for the hop's state (run state, accounts): WAL, shared across threads."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # 0600: run state and accounts quote the user's prompt. SQLite gives its -wal and -shm files
+    # the database file's mode, so creating the file private first covers them too.
+    for existing in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if existing.exists():
+            existing.chmod(0o600)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the tail).
@@ -125,11 +129,13 @@ class SqliteRunStore:
 
 
 class RedisRunStore:
-    """A run store shared by several hops (scale-out): Redis ``GET``/``SET`` over RESP, no client lib.
+    """A run store shared by several hops (scale-out): Redis ``GET``/``SET`` through redis-py.
 
     A resumed leg is a new trace, so the ``loadbalancing`` exporter may route it to another hop;
-    that hop reads the earlier leg's state here. An unreachable Redis degrades to "no earlier leg"
-    (the engine then says so with a reason) instead of failing the run.
+    that hop reads the earlier leg's state here. redis-py brings the connection pool, TLS
+    (``rediss://``, with its ``ssl_*`` URL parameters), ACL users and timeouts; it is the optional
+    ``redis`` extra (``pip install 'otel-footprint[redis]'``). An unreachable Redis degrades to "no
+    earlier leg" (the engine then says so with a reason) instead of failing the run.
     """
 
     def __init__(
@@ -143,112 +149,42 @@ class RedisRunStore:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("redis", "rediss") or not parts.hostname:
             raise ValueError(f"not a redis:// URL: {url!r}")
-        self.host = parts.hostname
-        self.port = parts.port or 6379
-        self.tls = parts.scheme == "rediss"
-        self.password = urllib.parse.unquote(parts.password) if parts.password else None
-        self.username = urllib.parse.unquote(parts.username) if parts.username else None
-        path = parts.path.strip("/")
-        self.db = int(path) if path else 0
+        try:
+            import redis
+        except ImportError as exc:  # the config refuses kind: redis without it; a library user
+            raise RuntimeError(REDIS_MISSING) from exc
+        self._errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+        self._client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            health_check_interval=30,
+        )
         self.key_prefix = key_prefix
         self.ttl = int(ttl)
-        self.timeout = timeout
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._reader: Any = None
-
-    # -- RESP ----------------------------------------------------------------------------------
-
-    def _connect(self) -> None:
-        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        if self.tls:
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
-        self._sock = sock
-        self._reader = sock.makefile("rb")
-        if self.password is not None:
-            args = (
-                ["AUTH", self.username, self.password] if self.username else ["AUTH", self.password]
-            )
-            self._call(*args)
-        if self.db:
-            self._call("SELECT", str(self.db))
-
-    def _call(self, *args: str | bytes) -> Any:
-        assert self._sock is not None
-        out = [f"*{len(args)}\r\n".encode()]
-        for arg in args:
-            data = arg.encode() if isinstance(arg, str) else arg
-            out.append(f"${len(data)}\r\n".encode() + data + b"\r\n")
-        self._sock.sendall(b"".join(out))
-        return self._reply()
-
-    def _reply(self) -> Any:
-        line = self._reader.readline()
-        if not line:
-            raise ConnectionError("redis closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RedisError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            size = int(rest)
-            if size < 0:
-                return None
-            data = self._reader.read(size + 2)
-            return bytes(data[:-2])
-        if kind == b"*":
-            return [self._reply() for _ in range(int(rest))]
-        raise ConnectionError(f"unexpected redis reply {line[:20]!r}")
-
-    def _command(self, *args: str | bytes) -> Any:
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    if self._sock is None:
-                        self._connect()
-                    return self._call(*args)
-                except (OSError, ConnectionError):
-                    self._close_socket()
-                    if attempt == 2:
-                        raise
-            return None
-
-    def _close_socket(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.close()
-        self._sock = None
-        self._reader = None
-
-    # -- RunStore ------------------------------------------------------------------------------
 
     def get(self, key: str) -> bytes | None:
         try:
-            value = self._command("GET", self.key_prefix + key)
-        except (OSError, ConnectionError, RedisError) as exc:
+            value = self._client.get(self.key_prefix + key)
+        except self._errors as exc:
             _log.warning("run store unreachable; deciding without it", extra={"error": str(exc)})
             return None
         return value if isinstance(value, bytes) else None
 
     def put(self, key: str, value: bytes) -> None:
-        args: list[str | bytes] = ["SET", self.key_prefix + key, value]
-        if self.ttl > 0:
-            args += ["EX", str(self.ttl)]
         try:
-            self._command(*args)
-        except (OSError, ConnectionError, RedisError) as exc:
+            self._client.set(self.key_prefix + key, value, ex=self.ttl if self.ttl > 0 else None)
+        except self._errors as exc:
             _log.warning(
                 "run store unreachable; a later leg will not see this one",
                 extra={"error": str(exc)},
             )
 
     def close(self) -> None:
-        with self._lock:
-            self._close_socket()
+        self._client.close()
 
 
-class RedisError(Exception):
-    """An error reply from Redis."""
+REDIS_MISSING = (
+    "processing.run_store.kind: redis needs redis-py, the optional redis extra: "
+    "pip install 'otel-footprint[redis]'"
+)
