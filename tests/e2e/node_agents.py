@@ -6,6 +6,10 @@ All of them run against ``tests/fake_openai.py`` on loopback, scripted by :func:
 ``scripted-<n>`` calls ``screen_open`` ``n - 1`` times, then answers. What a backend shows of a run is
 read into :class:`SeenSpan` (one shape for Phoenix's and Jaeger's spans), and :func:`verdicts_of`
 takes the run's verdicts and each pass's out of it: one rule for both backends.
+
+Like is compared with like: every agent sends the scenario's tools with each model call, and the
+Python agent states them (``Run.frame``) exactly when the instrumentation under test records them
+(:func:`records_offered_tools`), so both runs give the integrity checks the same inputs.
 """
 
 from __future__ import annotations
@@ -53,6 +57,14 @@ RUN_VERDICT = (
     sc.SIGNALS,
     sc.SUMMARY,
     sc.SUMMARY_TONE,
+    sc.INTEGRITY_STATE,
+    sc.INTEGRITY_FINDINGS,
+    sc.INTEGRITY_ADVISORIES,
+    sc.INTEGRITY_KINDS,
+    sc.INTEGRITY_UNREACHABLE,
+    sc.INTEGRITY_SUMMARY,
+    sc.INTEGRITY_MISMATCH,
+    *(sc.integrity_row_attribute(check, seam) for check, seam in sc.INTEGRITY_ROWS),
 )
 PASS_VERDICT = (
     sc.ENG_ENGAGED_MAPS,
@@ -62,19 +74,37 @@ PASS_VERDICT = (
     sc.ENG_SERVED_WHILE_PARKED,
     sc.ENG_SERVED_CHARS_WHILE_PARKED,
     sc.ENG_MISMATCH,
+    sc.INTEGRITY_STATE,
+    sc.INTEGRITY_FINDINGS,
+    sc.INTEGRITY_ADVISORIES,
+    sc.INTEGRITY_KINDS,
 )
+FINDING = (sc.IF_KIND, sc.IF_SEAM, sc.IF_SUBJECTS, sc.IF_ITERATION, sc.IF_ADVISORY, sc.IF_MESSAGE)
+"""What a pass's integrity finding says (its evidence points at the run's own span ids: left out)."""
+COMPOSE = sc.integrity_evaluation_name("invariant-violation", "compose")
+OFFERED_TOOLS_RECORDED_BY = frozenset({"openinference", "traceloop"})
+"""The JavaScript instrumentations that record the tools a model call offers on its span
+(OpenInference ``llm.tools.*``, OpenLLMetry ``llm.request.functions.*``). ``otel``
+(@opentelemetry/instrumentation-openai) records none, nor does the recorder's own span (``none``)."""
+
+
+def records_offered_tools(instrumentation: str) -> bool:
+    """Whether openai_agent.mjs under ``instrumentation`` records the offered tools: then the
+    Python agent must state them too (``python_agent(..., offered_tools=True)``)."""
+    return instrumentation in OFFERED_TOOLS_RECORDED_BY
 
 
 @functools.cache
 def scenario() -> dict[str, Any]:
-    """The agents' scenario, read from tests/node/scenario.mjs (one source for both languages)."""
+    """The agents' scenario, read from tests/node/scenario.mjs (one source for both languages),
+    with ``requestTools``: the tools each model call offers, in the chat request's shape."""
     done = subprocess.run(
         [
             "node",
             "--input-type=module",
             "-e",
-            "const { SCENARIO } = await import('./scenario.mjs');"
-            "process.stdout.write(JSON.stringify(SCENARIO));",
+            "const { SCENARIO, requestTools } = await import('./scenario.mjs');"
+            "process.stdout.write(JSON.stringify({ ...SCENARIO, requestTools: requestTools() }));",
         ],
         cwd=NODE_PROJECT,
         capture_output=True,
@@ -116,11 +146,22 @@ def require_node_packages() -> Path:
 # --- the agents --------------------------------------------------------------------------------
 
 
-def python_agent(tracer: Any, run_id: str, server: FakeOpenAI, s: dict[str, Any]) -> int:
-    """The same work on the Python recorder (its own model-call spans), against the same server."""
+def python_agent(
+    tracer: Any,
+    run_id: str,
+    server: FakeOpenAI,
+    s: dict[str, Any],
+    *,
+    offered_tools: bool = False,
+) -> int:
+    """The same work on the Python recorder (its own model-call spans), against the same server.
+    Each call offers the scenario's tools, as openai_agent.mjs's do; ``offered_tools``: the agent
+    states them on its model-call span (``Run.frame``), as the instrumentations of
+    :data:`OFFERED_TOOLS_RECORDED_BY` record them on theirs."""
+    tools: list[dict[str, Any]] = s["requestTools"]
 
     def create(messages: list[dict[str, Any]]) -> dict[str, Any]:
-        body = json.dumps({"model": MODEL, "messages": messages}).encode()
+        body = json.dumps({"model": MODEL, "messages": messages, "tools": tools}).encode()
         request = urllib.request.Request(
             f"{server.url}/chat/completions",
             data=body,
@@ -163,6 +204,8 @@ def python_agent(tracer: Any, run_id: str, server: FakeOpenAI, s: dict[str, Any]
                     "tools", "skill", source_id=skill, content=f"{s['zoneTool']}: zone audit data"
                 )
                 call.composed("tools")
+                if offered_tools:
+                    run.frame(call, tools=tools)
                 message = create(messages)["choices"][0]["message"]
             messages.append(message)
             if not message.get("tool_calls"):
@@ -317,6 +360,10 @@ def verdicts_of(spans: Sequence[SeenSpan], run_id: str) -> dict[str, Any]:
                     for name, e in span.events
                     if name in (sc.EV_ENGAGEMENT_ENGAGED, sc.EV_ENGAGEMENT_PARKED)
                 ],
+                "findings": [
+                    tuple(e.get(field) for field in FINDING)
+                    for e in span.events_named(sc.EV_INTEGRITY_FINDING)
+                ],
             }
             for iteration, span in sorted(by_iteration.items())
         },
@@ -328,9 +375,11 @@ def _listed(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) and value.startswith("[") else value
 
 
-def assert_stuck_turn(got: Mapping[str, Any]) -> None:
+def assert_stuck_turn(got: Mapping[str, Any], *, offered_tools: bool) -> None:
     """The verdicts are the stuck turn's: shadow mode, complete; engaged on pass 1, parked on the
-    fourth call, zone-audit riding on after."""
+    fourth call, zone-audit riding on after. With the offered tools recorded, the parked map's
+    ``get_zone_info`` still offered on pass 4 fails the compose check (filed once: the same defect
+    on the later passes stands on that finding); without them it is unknown."""
     assert got["run"][sc.RUN_MODE] == sc.MODE_SHADOW and got["run"][sc.RUN_COMPLETE] is True
     assert got["passes"][1]["changes"] == [(sc.EV_ENGAGEMENT_ENGAGED, "skill-map", "lexical")]
     assert got["passes"][4]["changes"] == [(sc.EV_ENGAGEMENT_PARKED, "skill-map", "lexical")]
@@ -344,3 +393,16 @@ def assert_stuck_turn(got: Mapping[str, Any]) -> None:
         ["zone-audit"],
         ["zone-audit"],
     ]
+    compose = got["evaluations"][COMPOSE]
+    if not offered_tools:
+        assert compose == "unknown"
+        assert got["run"][sc.ROW_INVARIANT_VIOLATION_COMPOSE] == "unreachable"
+        return
+    assert compose == "fail" and got["run"][sc.ROW_INVARIANT_VIOLATION_COMPOSE] == "fail"
+    assert "integrity.invariant-violation" in _listed(got["run"][sc.SIGNALS])
+    assert got["run"][sc.SUMMARY_TONE] == "bad"
+    findings = {i: p["findings"] for i, p in got["passes"].items() if p["findings"]}
+    assert list(findings) == [4], findings
+    [(kind, seam, subjects, iteration, *_)] = findings[4]
+    assert (kind, seam, int(iteration)) == ("invariant-violation", "compose", 4)
+    assert _listed(subjects) == ["map:skill-map", "tool:get_zone_info"]

@@ -3,14 +3,16 @@ of the three JavaScript instrumentations, recorded with ``@otel-footprint/record
 Agents SDK agent send OTLP/HTTP through ``otel-footprint serve`` (collector-config/jaeger/
 otel-footprint.yaml, bearer token and all) and the backend Collector (``scripts/otelcol.sh start``)
 to Jaeger v2 (``scripts/jaeger.sh start``). Each run is found in Jaeger by its run id; its verdicts
-equal the Python agent's doing the same work through the same chain; and the Python run's verdicts,
+equal the Python agent's doing the same work through the same chain (stating the offered tools when
+the instrumentation under test records them: the same integrity inputs); and the Python run's verdicts,
 typed as a Jaeger search, find exactly the TypeScript run's span, pass by pass.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from .node_agents import (
     from_jaeger,
     passes_by_iteration,
     python_agent,
+    records_offered_tools,
     require_node_packages,
     run_agents_sdk_agent,
     run_openai_agent,
@@ -133,24 +136,36 @@ def hop(backend_collector: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 @pytest.fixture(scope="module")
-def python_run(jaeger: JaegerClient, hop: Hop, server: FakeOpenAI, openai_agent: Path) -> InJaeger:
-    """The Python agent's run through the same hop, Collector and Jaeger: the verdicts to match."""
-    run_id = f"py-jaeger-{uuid.uuid4().hex[:12]}"
-    exporter = make_exporter(
-        "http/protobuf",
-        http_url=f"http://{hop.http}/v1/traces",
-        grpc_endpoint=None,
-        headers={"Authorization": f"Bearer {TOKEN}"},
-    )
-    with exporting_provider(exporter, f"py-jaeger-{run_id}", min_spans=SPANS) as provider:
-        passes = python_agent(
-            provider.get_tracer("python-agent"), run_id, scripted(server), scenario()
+def python_run(
+    jaeger: JaegerClient, hop: Hop, server: FakeOpenAI, openai_agent: Path
+) -> Callable[[bool], InJaeger]:
+    """The Python agent's run through the same hop, Collector and Jaeger, stating the offered tools
+    or not (one run of each, on first use): the verdicts to match."""
+
+    @functools.cache
+    def reference(offered_tools: bool) -> InJaeger:
+        run_id = f"py-jaeger-{uuid.uuid4().hex[:12]}"
+        exporter = make_exporter(
+            "http/protobuf",
+            http_url=f"http://{hop.http}/v1/traces",
+            grpc_endpoint=None,
+            headers={"Authorization": f"Bearer {TOKEN}"},
         )
-    assert passes == PASSES
-    run = in_jaeger(jaeger, E2E_SERVICE_NAME, run_id, SPANS)
-    assert run.verdicts["parents"] == [True]
-    assert_stuck_turn(run.verdicts)
-    return run
+        with exporting_provider(exporter, f"py-jaeger-{run_id}", min_spans=SPANS) as provider:
+            passes = python_agent(
+                provider.get_tracer("python-agent"),
+                run_id,
+                scripted(server),
+                scenario(),
+                offered_tools=offered_tools,
+            )
+        assert passes == PASSES
+        run = in_jaeger(jaeger, E2E_SERVICE_NAME, run_id, SPANS)
+        assert run.verdicts["parents"] == [True]
+        assert_stuck_turn(run.verdicts, offered_tools=offered_tools)
+        return run
+
+    return reference
 
 
 @pytest.mark.parametrize("instrumentation", ["otel", "openinference", "traceloop"])
@@ -159,7 +174,7 @@ def test_typescript_agent_in_jaeger_gets_the_python_agents_verdicts(
     hop: Hop,
     server: FakeOpenAI,
     openai_agent: Path,
-    python_run: InJaeger,
+    python_run: Callable[[bool], InJaeger],
     instrumentation: str,
 ) -> None:
     run_id = f"ts-jaeger-{instrumentation}-{uuid.uuid4().hex[:12]}"
@@ -170,10 +185,12 @@ def test_typescript_agent_in_jaeger_gets_the_python_agents_verdicts(
         jaeger, f"otel-footprint-openai-agent-{instrumentation}", run_id, summary["spans"]
     )
     assert ts.trace_id == summary["traceId"]
-    assert ts.verdicts == python_run.verdicts
+    offered_tools = records_offered_tools(instrumentation)
+    python = python_run(offered_tools)
+    assert ts.verdicts == python.verdicts
     assert ts.verdicts["parents"] == [True]  # each pass span is the client span, under the run
-    assert_stuck_turn(ts.verdicts)
-    assert_found_by_python_verdicts(jaeger, python_run, ts)
+    assert_stuck_turn(ts.verdicts, offered_tools=offered_tools)
+    assert_found_by_python_verdicts(jaeger, python, ts)
     assert hop.metric("otel_footprint_spans_annotated_total") > 0
 
 
@@ -182,15 +199,17 @@ def test_agents_sdk_agent_in_jaeger_gets_the_python_agents_verdicts(
     hop: Hop,
     server: FakeOpenAI,
     openai_agent: Path,
-    python_run: InJaeger,
+    python_run: Callable[[bool], InJaeger],
 ) -> None:
+    """The SDK's LLM spans record no offered tools: the Python run that states none is the match."""
+    python = python_run(False)
     run_id = f"ts-jaeger-agents-sdk-{uuid.uuid4().hex[:12]}"
     summary = run_agents_sdk_agent(server, f"http://{hop.http}", run_id, env=NODE_ENV)
     assert (summary["passes"], summary["toolCalls"], summary["attached"]) == (PASSES, 5, PASSES)
     ts = in_jaeger(jaeger, "otel-footprint-agents-sdk-agent", run_id, summary["spans"])
     got = dict(ts.verdicts)
     got.pop("parents")  # the SDK's LLM spans sit under its turn spans
-    expected = dict(python_run.verdicts)
+    expected = dict(python.verdicts)
     expected.pop("parents")
     assert got == expected
-    assert_found_by_python_verdicts(jaeger, python_run, ts)
+    assert_found_by_python_verdicts(jaeger, python, ts)

@@ -2,13 +2,15 @@
 in turn and recorded with ``@otel-footprint/recorder``, against the fake OpenAI-compatible server on
 loopback (tests/fake_openai.py), through ``otel-footprint serve`` into Phoenix: the verdicts Phoenix
 shows are the ones of the Python agent doing the same work with the Python recorder (compared here,
-pass by pass); so are the OpenAI Agents SDK agent's. The agents and the verdict reading are
+pass by pass; the Python agent states the offered tools when the instrumentation under test records
+them, so both sides give the integrity checks the same inputs); so are the OpenAI Agents SDK agent's. The agents and the verdict reading are
 tests/e2e/node_agents.py's (shared with the Jaeger path, tests/e2e/test_node_jaeger.py)."""
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from .node_agents import (
     assert_stuck_turn,
     from_phoenix,
     python_agent,
+    records_offered_tools,
     require_node_packages,
     run_agents_sdk_agent,
     run_openai_agent,
@@ -74,19 +77,31 @@ def hop(phoenix: PhoenixClient, tmp_path_factory: pytest.TempPathFactory) -> Ite
 @pytest.fixture(scope="module")
 def python_verdicts(
     phoenix: PhoenixClient, hop: HopProcess, server: FakeOpenAI, openai_agent: Path
-) -> dict[str, Any]:
-    """The Python agent's run through the same hop: the verdicts to match."""
-    project = f"e2e-openai-python-{uuid.uuid4().hex[:8]}"
-    run_id = f"py-openai-{uuid.uuid4().hex[:12]}"
-    exporter = make_exporter(
-        "http/protobuf", http_url=f"http://{hop.http}/v1/traces", grpc_endpoint=None
-    )
-    with exporting_provider(exporter, project, min_spans=2 * PASSES) as provider:
-        passes = python_agent(
-            provider.get_tracer("python-agent"), run_id, scripted(server), scenario()
+) -> Callable[[bool], dict[str, Any]]:
+    """The Python agent's run through the same hop, stating the offered tools or not (one run of
+    each, on first use): the verdicts to match."""
+
+    @functools.cache
+    def reference(offered_tools: bool) -> dict[str, Any]:
+        project = f"e2e-openai-python-{uuid.uuid4().hex[:8]}"
+        run_id = f"py-openai-{uuid.uuid4().hex[:12]}"
+        exporter = make_exporter(
+            "http/protobuf", http_url=f"http://{hop.http}/v1/traces", grpc_endpoint=None
         )
-    assert passes == PASSES
-    return verdicts(phoenix, project, run_id, spans=SPANS)
+        with exporting_provider(exporter, project, min_spans=2 * PASSES) as provider:
+            passes = python_agent(
+                provider.get_tracer("python-agent"),
+                run_id,
+                scripted(server),
+                scenario(),
+                offered_tools=offered_tools,
+            )
+        assert passes == PASSES
+        got = verdicts(phoenix, project, run_id, spans=SPANS)
+        assert_stuck_turn(got, offered_tools=offered_tools)
+        return got
+
+    return reference
 
 
 @pytest.mark.parametrize(
@@ -104,7 +119,7 @@ def test_typescript_agent_gets_the_python_agents_verdicts(
     hop: HopProcess,
     server: FakeOpenAI,
     openai_agent: Path,
-    python_verdicts: dict[str, Any],
+    python_verdicts: Callable[[bool], dict[str, Any]],
     project_name: str,
     instrumentation: str,
     style: str,
@@ -119,10 +134,11 @@ def test_typescript_agent_gets_the_python_agents_verdicts(
         f"--project={project_name}",
     )
     got = verdicts(phoenix, project_name, run_id, spans=summary["spans"])
-    assert got == python_verdicts
+    offered_tools = records_offered_tools(instrumentation)
+    assert got == python_verdicts(offered_tools)
     assert got["parents"] == [True]  # each pass span is the client span, right under the run
     # And they are the stuck turn's: engaged on pass 1, parked on the fourth call, riding on after.
-    assert_stuck_turn(got)
+    assert_stuck_turn(got, offered_tools=offered_tools)
 
 
 # --- the OpenAI Agents SDK (@openai/agents) traced by its OpenInference instrumentation -----------
@@ -167,17 +183,17 @@ def test_agents_sdk_agent_gets_the_python_agents_verdicts(
     hop: HopProcess,
     server: FakeOpenAI,
     openai_agent: Path,
-    python_verdicts: dict[str, Any],
+    python_verdicts: Callable[[bool], dict[str, Any]],
     project_name: str,
 ) -> None:
     """The SDK's own agent and turn spans stay inside the recorder's run (issue 10's run grouping),
-    so its passes get the Python agent's verdicts."""
+    so its passes get the Python agent's verdicts (its LLM spans record no offered tools)."""
     run_id = f"ts-agents-sdk-{uuid.uuid4().hex[:12]}"
     summary = run_agents_sdk_agent(
         server, f"http://{hop.http}", run_id, f"--project={project_name}"
     )
     got = verdicts(phoenix, project_name, run_id, spans=summary["spans"])
     got.pop("parents")  # the SDK's LLM spans sit under its turn spans
-    expected = dict(python_verdicts)
+    expected = dict(python_verdicts(False))
     expected.pop("parents")
     assert got == expected

@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import { footprintHook, names as N, run as footprintRun } from '@otel-footprint/recorder';
 
 import { checkExported, failer, flushAndShutdown, parseAgentCli, startTracing } from './agent_support.mjs';
-import { SCENARIO, runOptions, statePass } from './scenario.mjs';
+import { SCENARIO, requestTools, runOptions, statePass } from './scenario.mjs';
 
 const require = createRequire(import.meta.url);
 const fail = failer('openai_agent.mjs');
@@ -51,10 +51,7 @@ async function agentLoop(client, tracer, { runId, passes, style }) {
       { role: 'system', content: `${S.basePrompt}\n${S.skillBody}` },
       { role: 'user', content: S.userPrompt },
     ];
-    const tools = S.toolRows.map(([name, description]) => ({
-      type: 'function',
-      function: { name, description, parameters: { type: 'object', properties: {} } },
-    }));
+    const tools = requestTools();
     let modelCalls = 0;
     let toolCalls = 0;
     for (;;) {

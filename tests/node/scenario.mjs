@@ -30,6 +30,15 @@ export const SCENARIO = Object.freeze({
   },
 });
 
+/** The tools every pass offers the model, as the OpenAI chat request's `tools` (the Python agent of
+ * tests/e2e/node_agents.py sends, and states, this very list). */
+export function requestTools() {
+  return SCENARIO.toolRows.map(([name, description]) => ({
+    type: 'function',
+    function: { name, description, parameters: { type: 'object', properties: {} } },
+  }));
+}
+
 /** The options of the scenario's run (the recorder's `run`) for `tracer`, shadow mode. */
 export function runOptions(tracer, runId) {
   const S = SCENARIO;
