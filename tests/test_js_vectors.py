@@ -74,8 +74,27 @@ def test_vectors_cover_every_event_type_the_recorder_emits(js_vectors: ModuleTyp
         semconv.EV_MAP_PARKED,
         semconv.EV_PAUSE_REQUEST,
         semconv.EV_PAUSE_RESUME,
+        # the integrity inputs (issue 17)
+        semconv.EV_TOOL_DECLARED,
+        semconv.EV_INTEGRITY_CONFIG,
+        semconv.EV_EXTERNAL_GROUND,
+        semconv.EV_WIRE_MANIFEST,
+        semconv.EV_WINDOW_COMPACTED,
+        semconv.EV_TOOL_RESULT_SHAPE,
+        semconv.EV_CONTEXT_ERROR,
+        semconv.EV_CLAIMS_DECLARED,
+        semconv.EV_EVIDENCE_GROUNDING,
+        semconv.EV_SEMANTICS_DECLARED,
     }
     assert written_by_recorder <= emitted
+    # Run.frame writes the GenAI conventions' own attributes on the pass span.
+    frame = {
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+    }
+    assert frame <= {a for v in recorder for s in v["spans"] for a in s["attributes"]}
     encode = json.loads((ROOT / "js" / "otel-footprint" / "vectors" / "encode.json").read_text())
     assert {v["name"] for v in encode} >= semconv.INPUT_EVENTS
 
