@@ -430,7 +430,10 @@ def _integrity_step(run: footprint.Run, target: Any, step: Mapping[str, Any]) ->
         run.window_compacted(step["droppedObservations"], **_kwargs(step, "droppedObservations"))
     elif op == "contextError":
         run.context_error(
-            step["kind"], step["seam"], step["subjects"], **_kwargs(step, "kind", "seam", "subjects")
+            step["kind"],
+            step["seam"],
+            step["subjects"],
+            **_kwargs(step, "kind", "seam", "subjects"),
         )
     elif op == "evidenceGrounding":
         run.evidence_grounding(**_kwargs(step))

@@ -371,7 +371,9 @@ class ToolCall:
         }
         self._run.emit(self.span, semconv.T_PERMISSION_CHECK, payload)
 
-    def result_shape(self, shape: Literal["rowset", "absence", "bespoke"], *, rows: int | None = None) -> None:
+    def result_shape(
+        self, shape: Literal["rowset", "absence", "bespoke"], *, rows: int | None = None
+    ) -> None:
         """The shape of what the tool really returned (``tool.result_shape``): ``rowset`` (with
         ``rows``), ``absence`` or ``bespoke``, whatever the model was served. Arms ``empty-lookup``."""
         if shape not in _RESULT_SHAPES:

@@ -26,6 +26,7 @@ export {
 export {
   DEFAULT_RENEWAL_GRACE,
   type ColumnSpec,
+  type ColumnType,
   type ContextErrorOptions,
   type DeclareToolOptions,
   type EmitAs,

@@ -617,8 +617,11 @@ export class ToolCall {
 /** The shape of a tool's raw return ({@link ToolCall.resultShape}). */
 export type ResultShape = 'rowset' | 'absence' | 'bespoke';
 
-/** A result column's type, or `{type, nullable}` ({@link DeclareToolOptions.resultColumns}). */
-export type ColumnSpec = 'number' | 'string' | 'boolean' | 'date' | { readonly type: 'number' | 'string' | 'boolean' | 'date'; readonly nullable?: boolean };
+/** The type of a result column. */
+export type ColumnType = 'number' | 'string' | 'boolean' | 'date';
+
+/** A result column: its type, or `{type, nullable}` ({@link DeclareToolOptions.resultColumns}). */
+export type ColumnSpec = ColumnType | { readonly type: ColumnType; readonly nullable?: boolean };
 
 /** Options of {@link Run.declareTool}. */
 export interface DeclareToolOptions {
@@ -1161,7 +1164,9 @@ export class Run implements ModelSpanSink {
    */
   toolSemantics(call: ToolCall, options: ToolSemanticsOptions = {}): void {
     const semantics: Record<string, unknown> = { facts: (options.facts ?? []).map((row) => ({ ...row })) };
-    if (options.series !== undefined && options.series.length > 0) semantics['series'] = options.series.map((p) => ({ ...p }));
+    if (options.series !== undefined && options.series.length > 0) {
+      semantics['series'] = options.series.map((point) => ({ ...point }));
+    }
     if (options.measuredAt !== undefined) semantics['provenance'] = { measured_at: options.measuredAt };
     this.emit(call.span, names.T_SEMANTICS_DECLARED, {
       toolName: call.name,
