@@ -341,16 +341,18 @@ def _kwargs(step: Mapping[str, Any], *positional: str) -> dict[str, Any]:
     return out
 
 
-def _run_steps(target: Any, steps: Sequence[Mapping[str, Any]], stack: ExitStack) -> None:
+def _run_steps(
+    target: Any, steps: Sequence[Mapping[str, Any]], stack: ExitStack, run: footprint.Run
+) -> None:
     for step in steps:
         op = step["op"]
         if op == "modelCall":
             with target.model_call(step["model"], **_kwargs(step, "model")) as call:
-                _run_steps(call, step.get("steps", ()), stack)
+                _run_steps(call, step.get("steps", ()), stack, run)
         elif op == "toolCall":
             try:
                 with target.tool_call(step["name"], **_kwargs(step, "name", "raises")) as call:
-                    _run_steps(call, step.get("steps", ()), stack)
+                    _run_steps(call, step.get("steps", ()), stack, run)
                     if step.get("raises"):
                         raise RuntimeError(step["raises"])
             except RuntimeError as error:
@@ -389,8 +391,65 @@ def _run_steps(target: Any, steps: Sequence[Mapping[str, Any]], stack: ExitStack
             target.event(step["type"], step["payload"])
         elif op == "emit":
             footprint.emit(step["type"], step["payload"], composition_id=step.get("compositionId"))
+        elif op in _INTEGRITY_OPS:
+            _integrity_step(run, target, step)
         else:
             raise ValueError(f"unknown op {op!r}")
+
+
+# The integrity inputs (issue 17): Run methods (whichever block the step sits in), the frame of the
+# enclosing model call (else of the run's next pass), the semantics of the enclosing tool call.
+_INTEGRITY_OPS = frozenset(
+    {
+        "declareTool",
+        "integritySettings",
+        "externalGround",
+        "wireManifest",
+        "windowCompacted",
+        "contextError",
+        "evidenceGrounding",
+        "declareClaim",
+        "toolSemantics",
+        "frame",
+        "resultShape",
+    }
+)
+
+
+def _integrity_step(run: footprint.Run, target: Any, step: Mapping[str, Any]) -> None:
+    op = step["op"]
+    if op == "declareTool":
+        run.declare_tool(step["name"], **_kwargs(step, "name"))
+    elif op == "integritySettings":
+        run.integrity_settings(**_kwargs(step))
+    elif op == "externalGround":
+        run.external_ground(step["value"], step["source"], **_kwargs(step, "value", "source"))
+    elif op == "wireManifest":
+        run.wire_manifest(step["toolNames"], **_kwargs(step, "toolNames"))
+    elif op == "windowCompacted":
+        run.window_compacted(step["droppedObservations"], **_kwargs(step, "droppedObservations"))
+    elif op == "contextError":
+        run.context_error(
+            step["kind"],
+            step["seam"],
+            step["subjects"],
+            **_kwargs(step, "kind", "seam", "subjects"),
+        )
+    elif op == "evidenceGrounding":
+        run.evidence_grounding(**_kwargs(step))
+    elif op == "declareClaim":
+        run.declare_claim(step["answerField"], step["entity"], step["field"])
+    elif op == "toolSemantics":
+        if not isinstance(target, footprint.ToolCall):
+            raise ValueError("toolSemantics belongs inside a toolCall")
+        run.tool_semantics(target, **_kwargs(step))
+    elif op == "frame":
+        call = target if isinstance(target, footprint.ModelCall) else run.next_pass()
+        run.frame(call, **_kwargs(step))
+    elif op == "resultShape":
+        if not isinstance(target, footprint.ToolCall):
+            raise ValueError("resultShape belongs inside a toolCall")
+        target.result_shape(step["shape"], **_kwargs(step, "shape"))
 
 
 def _span_json(span: ReadableSpan, index_of: Mapping[int, int]) -> dict[str, Any]:
@@ -427,7 +486,7 @@ def run_script(script: Mapping[str, Any]) -> list[dict[str, Any]]:
     kwargs = _kwargs(options)
     try:
         with ExitStack() as stack, footprint.run(tracer, maps=maps, **kwargs) as run:
-            _run_steps(run, script["steps"], stack)
+            _run_steps(run, script["steps"], stack, run)
     finally:
         provider.shutdown()
     spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
@@ -739,6 +798,168 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 "steps": [{"op": "evaluated", "activeIds": ["zone-audit"]}],
             },
             {"op": "answer", "text": "done"},
+        ],
+    },
+    {
+        "case": "integrity inputs: every recorder method, the frame staged and on the own span",
+        "run": {
+            "agent": "hosts",
+            "runId": "run-i",
+            "maps": [MAP],
+            "userPrompt": "audit zone ü-1",
+        },
+        "steps": [
+            {
+                "op": "integritySettings",
+                "noticeEmptyLookups": True,
+                "checkColumnTypes": "enforce",
+                "noticePriorTurnEvidence": True,
+                "posture": "dev",
+            },
+            {"op": "declareTool", "name": "list_hosts"},
+            {
+                "op": "declareTool",
+                "name": "get_host",
+                "argumentsFrom": ["list_hosts", "search_hosts"],
+                "resultColumns": {
+                    "host_id": "string",
+                    "cpu": {"type": "number", "nullable": True},
+                    "seen": {"type": "date"},
+                    "zoné": "boolean",
+                },
+            },
+            {"op": "declareClaim", "answerField": "hosts.0.cpu", "entity": "h-1", "field": "cpu"},
+            {
+                "op": "frame",
+                "tools": [
+                    {"type": "function", "name": "list_hosts", "parameters": {"type": "object"}},
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "get_host",
+                            "parameters": {
+                                "type": "object",
+                                "properties": {"id": {"type": "string", "enum": ["h-1", "h-2"]}},
+                            },
+                        },
+                    },
+                ],
+                "system": ["You audit hosts.", "Zoné 審計 🔍 “quoted” \\ tab\t"],
+                "messages": [{"role": "user", "parts": [{"type": "text", "content": "audit ü-1"}]}],
+            },
+            {
+                "op": "modelCall",
+                "model": "gpt-x",
+                "provider": "openai",
+                "steps": [
+                    {"op": "evaluated", "activeIds": ["zone-audit"]},
+                    {
+                        "op": "frame",
+                        "output": [
+                            {
+                                "role": "assistant",
+                                "parts": [
+                                    {
+                                        "type": "tool_call",
+                                        "id": "c1",
+                                        "name": "list_hosts",
+                                        "arguments": {"zone": "ü-1", "limit": 2, "ratio": 0.5},
+                                    }
+                                ],
+                                "finish_reason": "tool_call",
+                            }
+                        ],
+                    },
+                    {"op": "wireManifest", "toolNames": ["list_hosts", "get_host"]},
+                    {"op": "externalGround", "value": "h-9", "source": "user-session"},
+                ],
+            },
+            {
+                "op": "toolCall",
+                "name": "list_hosts",
+                "callId": "c1",
+                "args": {"zone": "ü-1"},
+                "steps": [
+                    {"op": "result", "value": [{"host_id": "h-1", "cpu": 0.25}]},
+                    {"op": "resultShape", "shape": "rowset", "rows": 1},
+                    {
+                        "op": "toolSemantics",
+                        "facts": [{"entity": "h-1", "cpu": 0.25, "name": "Hôte ✓", "gone": None}],
+                        "series": [
+                            {"entity": "h-1", "metric": "cpu", "value": 0.5, "t": "2026-01-01"},
+                            {"entity": "h-1", "metric": "cpu", "value": 1.5e-7},
+                        ],
+                        "measuredAt": "2026-01-02T03:04:05Z",
+                    },
+                ],
+            },
+            {"op": "windowCompacted", "droppedObservations": ["list_hosts"], "iteration": 2},
+            {
+                "op": "modelCall",
+                "model": "gpt-x",
+                "steps": [
+                    {"op": "externalGround", "value": "h-2", "source": "ticket", "iteration": 1},
+                ],
+            },
+            {
+                "op": "toolCall",
+                "name": "get_host",
+                "callId": "c2",
+                "args": {"id": "h-7"},
+                "steps": [
+                    {"op": "result", "value": []},
+                    {"op": "resultShape", "shape": "absence", "rows": 0},
+                    {"op": "toolSemantics", "facts": []},
+                ],
+            },
+            {
+                "op": "contextError",
+                "kind": "unsupported-argument",
+                "seam": "choice",
+                "subjects": ["tool:get_host"],
+                "predicate": "id",
+                "iteration": 2,
+                "advisory": False,
+                "message": "h-7 was never served — invented?",
+            },
+            {
+                "op": "contextError",
+                "kind": "empty-lookup",
+                "seam": "write",
+                "subjects": ["tool:get_host"],
+                "advisory": True,
+            },
+            {
+                "op": "evidenceGrounding",
+                "fromThisTurn": 2,
+                "fromPriorTurns": 1,
+                "latestPriorTurn": 0,
+                "currentTurn": 1,
+                "toolResultsThisTurn": 2,
+                "indexTruncated": True,
+            },
+            {"op": "answer", "text": '{"hosts": [{"id": "h-1", "cpu": 0.25}]}'},
+        ],
+    },
+    {
+        "case": "integrity inputs with the defaults: absent options left out, iteration 0",
+        "run": {"agent": "bare", "runId": "run-d"},
+        "steps": [
+            {"op": "integritySettings"},
+            {"op": "declareTool", "name": "lookup", "argumentsFrom": []},
+            {"op": "externalGround", "value": "v", "source": "app"},
+            {"op": "wireManifest", "toolNames": []},
+            {"op": "windowCompacted", "droppedObservations": []},
+            {"op": "frame", "system": []},
+            {"op": "modelCall", "model": "m", "steps": [{"op": "frame", "tools": []}]},
+            {
+                "op": "toolCall",
+                "name": "lookup",
+                "steps": [{"op": "resultShape", "shape": "bespoke"}, {"op": "toolSemantics"}],
+            },
+            {"op": "contextError", "kind": "dangling-reference", "seam": "compose", "subjects": []},
+            {"op": "evidenceGrounding", "fromThisTurn": 0, "fromPriorTurns": 0, "currentTurn": 0},
+            {"op": "answer", "text": "ok"},
         ],
     },
     {

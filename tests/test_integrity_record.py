@@ -84,6 +84,7 @@ def test_the_recorder_writes_what_the_reader_reads() -> None:
         ),
         (lambda run: run.external_ground(" ", "cmdb"), "external ground"),
         (lambda run: run.external_ground("x1234", ""), "external ground"),
+        (lambda run: run.integrity_settings(posture="strict"), "posture"),
     ],
 )
 def test_the_doors_refuse_bad_declarations(call: object, message: str) -> None:
@@ -167,3 +168,26 @@ def test_claims_and_semantics_round_trip() -> None:
         ("lun-7", "latency_ms", 3.5, "count_paths", "c1", 1, "2026-12-01"),
     ]
     assert inputs.answer is not None and inputs.answer.content == '{"health": {"paths": 2}}'
+
+
+def test_the_result_shape_is_read_back_and_bad_shapes_are_refused() -> None:
+    exporter, tracer = _tracer()
+    with footprint.run(tracer, agent="a") as run:  # type: ignore[arg-type]
+        with run.model_call("m"):
+            pass
+        with run.tool_call("list_hosts", call_id="c1") as call:
+            call.result([])
+            call.result_shape("rowset", rows=0)
+            with pytest.raises(ValueError, match="shape must be"):
+                call.result_shape("table")  # type: ignore[arg-type]
+            for rows in (-1, True, 1.5):
+                with pytest.raises(ValueError, match="rows must be"):
+                    call.result_shape("rowset", rows=rows)  # type: ignore[arg-type]
+        with run.tool_call("note", call_id="c2") as call:
+            call.result_shape("bespoke")
+    (grouped,) = group_runs(SdkSpanView(s) for s in exporter.get_finished_spans())
+    inputs = read_integrity_inputs(read_run(grouped))
+    assert [(e.call_id, e.shape, e.rows) for e in inputs.executions] == [
+        ("c1", "rowset", 0),
+        ("c2", "bespoke", None),
+    ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from types import ModuleType
 
 import pytest
 
+from otel_footprint import record as footprint
 from otel_footprint import semconv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,8 +76,27 @@ def test_vectors_cover_every_event_type_the_recorder_emits(js_vectors: ModuleTyp
         semconv.EV_MAP_PARKED,
         semconv.EV_PAUSE_REQUEST,
         semconv.EV_PAUSE_RESUME,
+        # the integrity inputs (issue 17)
+        semconv.EV_TOOL_DECLARED,
+        semconv.EV_INTEGRITY_CONFIG,
+        semconv.EV_EXTERNAL_GROUND,
+        semconv.EV_WIRE_MANIFEST,
+        semconv.EV_WINDOW_COMPACTED,
+        semconv.EV_TOOL_RESULT_SHAPE,
+        semconv.EV_CONTEXT_ERROR,
+        semconv.EV_CLAIMS_DECLARED,
+        semconv.EV_EVIDENCE_GROUNDING,
+        semconv.EV_SEMANTICS_DECLARED,
     }
     assert written_by_recorder <= emitted
+    # Run.frame writes the GenAI conventions' own attributes on the pass span.
+    frame = {
+        semconv.GEN_AI_TOOL_DEFINITIONS,
+        semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_OUTPUT_MESSAGES,
+    }
+    assert frame <= {a for v in recorder for s in v["spans"] for a in s["attributes"]}
     encode = json.loads((ROOT / "js" / "otel-footprint" / "vectors" / "encode.json").read_text())
     assert {v["name"] for v in encode} >= semconv.INPUT_EVENTS
 
@@ -102,3 +123,27 @@ def test_integral_floats_are_refused(js_vectors: ModuleType) -> None:
     assert js_vectors.typed([1, 0.5, "x", True]) == {
         "array": [{"int": 1}, {"double": 0.5}, {"string": "x"}, {"bool": True}]
     }
+
+
+def test_the_integrity_method_table_matches_both_recorders() -> None:
+    """docs/javascript.md's table names every integrity method of the Python recorder, its
+    TypeScript twin (a method of src/recorder.ts) and what it writes (a name of semconv.py)."""
+    doc = (ROOT / "docs" / "javascript.md").read_text(encoding="utf-8")
+    table = doc.split("<!-- integrity-methods -->", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| `")]
+    ts_source = (ROOT / "js" / "otel-footprint" / "src" / "recorder.ts").read_text(encoding="utf-8")
+    names = set(semconv.all_names().values())
+    python_methods = set()
+    for ts, python, writes in rows:
+        ts_method = re.match(r"\| `\w+\.(\w+)\(", ts)
+        assert ts_method is not None, ts
+        assert re.search(rf"^  {ts_method[1]}\(", ts_source, re.M), ts_method[1]
+        owner, method = python.strip("`").split(".")
+        assert callable(getattr(getattr(footprint, owner), method)), python
+        python_methods.add(method)
+        written = re.findall(r"`([\w.]+)`", writes)
+        assert written and set(written) <= names, writes
+    # Every Run method of the recorder's integrity section is in the table (and result_shape).
+    source = (ROOT / "otel_footprint" / "record" / "recorder.py").read_text(encoding="utf-8")
+    section = source.split("# ── integrity inputs", 1)[1].split("\n@contextmanager", 1)[0]
+    assert python_methods == set(re.findall(r"^    def (\w+)\(", section, re.M)) | {"result_shape"}

@@ -63,6 +63,7 @@ def _compact(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _COLUMN_TYPES = frozenset({"number", "string", "boolean", "date"})
+_RESULT_SHAPES = frozenset({"rowset", "absence", "bespoke"})
 
 
 def _check_columns(columns: Mapping[str, Any]) -> None:
@@ -369,6 +370,17 @@ class ToolCall:
             "policyRuleId": policy_rule_id,
         }
         self._run.emit(self.span, semconv.T_PERMISSION_CHECK, payload)
+
+    def result_shape(
+        self, shape: Literal["rowset", "absence", "bespoke"], *, rows: int | None = None
+    ) -> None:
+        """The shape of what the tool really returned (``tool.result_shape``): ``rowset`` (with
+        ``rows``), ``absence`` or ``bespoke``, whatever the model was served. Arms ``empty-lookup``."""
+        if shape not in _RESULT_SHAPES:
+            raise ValueError(f"shape must be one of {sorted(_RESULT_SHAPES)}: {shape!r}")
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+            raise ValueError(f"rows must be an int >= 0: {rows!r}")
+        self._run.emit(self.span, semconv.T_TOOL_RESULT_SHAPE, {"shape": shape, "rows": rows})
 
     def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Any other upstream event on this call (e.g. ``tools.absent``)."""
@@ -728,6 +740,8 @@ class Run:
         ):
             if not isinstance(value, bool):
                 raise ValueError(f"{dial} must be a bool: {value!r}")
+        if posture not in ("observe", "dev"):
+            raise ValueError(f"posture must be observe or dev: {posture!r}")
         if check_column_types not in ("off", "warn", "enforce"):
             raise ValueError(
                 f"check_column_types must be off, warn or enforce: {check_column_types!r}"

@@ -124,6 +124,37 @@ function compact(payload: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+const COLUMN_TYPES: ReadonlySet<string> = new Set(['number', 'string', 'boolean', 'date']);
+const RESULT_SHAPES: ReadonlySet<string> = new Set(['rowset', 'absence', 'bespoke']);
+
+function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Python's `str.strip()` emptiness test. */
+function blank(text: unknown): boolean {
+  return typeof text !== 'string' || text.trim() === '';
+}
+
+/** Refuse a result-column declaration the column checks could not read (the Python `_check_columns`). */
+function checkColumns(columns: unknown): void {
+  if (!isRecord(columns) || Object.keys(columns).length === 0) {
+    throw new Error('resultColumns must be a non-empty map of column -> type');
+  }
+  for (const [column, spec] of Object.entries(columns)) {
+    if (column.trim() === '') throw new Error('resultColumns: a column name must not be blank');
+    const kind = isRecord(spec) ? spec['type'] : spec;
+    if (typeof kind !== 'string' || !COLUMN_TYPES.has(kind)) {
+      throw new Error(
+        `resultColumns[${JSON.stringify(column)}]: type must be one of ${[...COLUMN_TYPES].sort().join(', ')}, got ${String(kind)}`,
+      );
+    }
+    if (isRecord(spec) && spec['nullable'] !== undefined && typeof spec['nullable'] !== 'boolean') {
+      throw new Error(`resultColumns[${JSON.stringify(column)}]: nullable must be a boolean`);
+    }
+  }
+}
+
 function validatePlan(maps: readonly MountedMap[], renewalGrace: number): void {
   if (!Number.isInteger(renewalGrace) || renewalGrace < 1) {
     throw new PlanError(`renewalGrace must be an integer >= 1, got ${String(renewalGrace)}`);
@@ -420,6 +451,16 @@ export class ModelCall {
     }
   }
 
+  /**
+   * @internal A frame attribute ({@link Run.frame}): staged until the pass has a span; a taken span's
+   * frame is its instrumentation's to record.
+   */
+  frameAttribute(key: string, text: string): void {
+    const span = this.spanValue;
+    if (span === undefined) this.stagedAttributes[key] = text;
+    else if (span.isRecording() && !this.claimed) span.setAttribute(key, text);
+  }
+
   /** Any other upstream event type on this pass (e.g. `skill.route_conflict`). */
   event(eventType: string, payload: Payload): void {
     this.write(eventType, { ...(payload instanceof Map ? Object.fromEntries(payload) : payload) });
@@ -547,6 +588,21 @@ export class ToolCall {
     );
   }
 
+  /**
+   * The shape of what the tool really returned (`tool.result_shape`): `rowset` (with `rows`),
+   * `absence` or `bespoke`, whatever the model was served. Arms `empty-lookup`.
+   */
+  resultShape(shape: ResultShape, options: { rows?: number } = {}): void {
+    if (!RESULT_SHAPES.has(shape)) {
+      throw new Error(`shape must be one of ${[...RESULT_SHAPES].sort().join(', ')}: ${String(shape)}`);
+    }
+    const { rows } = options;
+    if (rows !== undefined && (!Number.isInteger(rows) || rows < 0)) {
+      throw new Error(`rows must be an integer >= 0: ${String(rows)}`);
+    }
+    this.run.emit(this.span, names.T_TOOL_RESULT_SHAPE, compact({ shape, rows }));
+  }
+
   /** Any other upstream event on this call (e.g. `tools.absent`). */
   event(eventType: string, payload: Payload): void {
     this.run.emit(this.span, eventType, payload);
@@ -556,6 +612,71 @@ export class ToolCall {
   end(): void {
     this.span.end();
   }
+}
+
+/** The shape of a tool's raw return ({@link ToolCall.resultShape}). */
+export type ResultShape = 'rowset' | 'absence' | 'bespoke';
+
+/** The type of a result column. */
+export type ColumnType = 'number' | 'string' | 'boolean' | 'date';
+
+/** A result column: its type, or `{type, nullable}` ({@link DeclareToolOptions.resultColumns}). */
+export type ColumnSpec = ColumnType | { readonly type: ColumnType; readonly nullable?: boolean };
+
+/** Options of {@link Run.declareTool}. */
+export interface DeclareToolOptions {
+  /** The tools whose results this tool's arguments come from (never blank, never the tool itself). */
+  argumentsFrom?: readonly string[];
+  /** The columns of the rows the tool returns: column -> type or `{type, nullable}`. */
+  resultColumns?: Readonly<Record<string, ColumnSpec>>;
+}
+
+/** Options of {@link Run.integritySettings} (the integrity dials of a run). */
+export interface IntegritySettingsOptions {
+  noticeEmptyLookups?: boolean;
+  checkColumnTypes?: 'off' | 'warn' | 'enforce';
+  noticePriorTurnEvidence?: boolean;
+  posture?: 'observe' | 'dev';
+}
+
+/** Options of {@link Run.contextError}. */
+export interface ContextErrorOptions {
+  predicate?: string;
+  iteration?: number;
+  advisory?: boolean;
+  message?: string;
+}
+
+/** The evidence gate's reading of the final answer ({@link Run.evidenceGrounding}). */
+export interface EvidenceGrounding {
+  fromThisTurn: number;
+  fromPriorTurns: number;
+  /** The current turn (0: no user turn). */
+  currentTurn: number;
+  latestPriorTurn?: number;
+  toolResultsThisTurn?: number;
+  indexTruncated?: boolean;
+}
+
+/** Options of {@link Run.toolSemantics}: the facts a tool call settled (the full envelope). */
+export interface ToolSemanticsOptions {
+  /** Rows `{entity, <field>: value, ...}`. */
+  facts?: readonly JsonObject[];
+  /** Points `{entity, metric, value, t?}`. */
+  series?: readonly JsonObject[];
+  measuredAt?: string;
+}
+
+/** Options of {@link Run.frame}: what a model call was offered and shown (GenAI conventions). */
+export interface FrameOptions {
+  /** `gen_ai.tool.definitions`. */
+  tools?: readonly JsonObject[];
+  /** `gen_ai.system_instructions` (each text as a `{type: 'text', content}` part). */
+  system?: readonly string[];
+  /** `gen_ai.input.messages` (`{role, parts}`). */
+  messages?: readonly JsonObject[];
+  /** `gen_ai.output.messages` (`{role, parts}`). */
+  output?: readonly JsonObject[];
 }
 
 /** Options of {@link Run.routed}. */
@@ -906,6 +1027,174 @@ export class Run implements ModelSpanSink {
   /** Any other upstream event type on the run span. */
   event(eventType: string, payload: Payload): void {
     this.emit(this.span, eventType, payload);
+  }
+
+  // ── integrity inputs (issue 17): facts no convention carries, and the conventions' frame ─────
+
+  /**
+   * Declare a tool once per run (`tool.declared`): the tools whose results its arguments come from,
+   * and the columns of the rows it returns. Arms `dangling-reference`, `unsupported-argument` and the
+   * write-seam checks.
+   */
+  declareTool(name: string, options: DeclareToolOptions = {}): void {
+    const argumentsFrom = [...(options.argumentsFrom ?? [])];
+    if (typeof name !== 'string' || name === '' || argumentsFrom.some((g) => blank(g) || g === name)) {
+      throw new Error('argumentsFrom names other tools, never blank or the tool itself');
+    }
+    const columns = options.resultColumns;
+    if (columns !== undefined) checkColumns(columns);
+    this.emit(
+      this.span,
+      names.T_TOOL_DECLARED,
+      compact({
+        toolName: name,
+        argumentsFrom,
+        // Python's json.dumps default separators, as the Python recorder writes it.
+        resultColumns: columns === undefined ? undefined : pythonJson(columns, ', ', ': '),
+      }),
+    );
+  }
+
+  /** The integrity dials of this run (`integrity.config`). */
+  integritySettings(options: IntegritySettingsOptions = {}): void {
+    const {
+      noticeEmptyLookups = false,
+      checkColumnTypes = 'off',
+      noticePriorTurnEvidence = false,
+      posture = 'observe',
+    } = options;
+    for (const [dial, value] of [
+      ['noticeEmptyLookups', noticeEmptyLookups],
+      ['noticePriorTurnEvidence', noticePriorTurnEvidence],
+    ] as const) {
+      if (typeof value !== 'boolean') throw new Error(`${dial} must be a boolean: ${String(value)}`);
+    }
+    if (!['off', 'warn', 'enforce'].includes(checkColumnTypes)) {
+      throw new Error(`checkColumnTypes must be off, warn or enforce: ${String(checkColumnTypes)}`);
+    }
+    if (!['observe', 'dev'].includes(posture)) throw new Error(`posture must be observe or dev: ${String(posture)}`);
+    this.emit(this.span, names.T_INTEGRITY_CONFIG, {
+      posture,
+      noticeEmptyLookups,
+      checkColumnTypes,
+      noticePriorTurnEvidence,
+    });
+  }
+
+  /**
+   * A value the app vouches for (`integrity.external_ground`), for the latest pass or `iteration`:
+   * an argument equal to it is excused, not flagged.
+   */
+  externalGround(value: string, source: string, options: { iteration?: number } = {}): void {
+    if (blank(value) || blank(source)) throw new Error('an external ground needs a value and a source');
+    this.emit(this.span, names.T_EXTERNAL_GROUND, { value, source, iteration: options.iteration ?? this.iteration });
+  }
+
+  /** The tool names the provider adapter read back from the request body it sent (`wire.manifest`). */
+  wireManifest(toolNames: readonly string[], options: { iteration?: number } = {}): void {
+    this.emit(this.span, names.T_WIRE_MANIFEST, {
+      toolNames: [...toolNames],
+      iteration: options.iteration ?? this.iteration,
+    });
+  }
+
+  /** Tool names whose results left the window before the latest (or `iteration`) call (`window.compacted`). */
+  windowCompacted(droppedObservations: readonly string[], options: { iteration?: number } = {}): void {
+    this.emit(this.span, names.T_WINDOW_COMPACTED, {
+      droppedObservations: [...droppedObservations],
+      iteration: options.iteration ?? this.iteration,
+    });
+  }
+
+  /**
+   * A finding the agent's own integrity checks filed (`integrity.context_error`; `subjects` as
+   * `"tool:name"`): the processor re-derives and compares (verify mode).
+   */
+  contextError(kind: string, seam: string, subjects: readonly string[], options: ContextErrorOptions = {}): void {
+    this.emit(
+      this.span,
+      names.T_CONTEXT_ERROR,
+      compact({
+        kind,
+        seam,
+        subjects: [...subjects],
+        predicate: options.predicate,
+        iteration: options.iteration,
+        advisory: options.advisory ?? false,
+        message: options.message,
+      }),
+    );
+  }
+
+  /**
+   * The evidence gate's reading of the final answer (`evidence.grounding`): how many grounded values
+   * the answer states from this turn and from earlier turns, the newest earlier turn, the current
+   * turn (0: no user turn), the tool results this turn served.
+   */
+  evidenceGrounding(grounding: EvidenceGrounding): void {
+    this.emit(
+      this.span,
+      names.T_EVIDENCE_GROUNDING,
+      compact({
+        fromThisTurn: grounding.fromThisTurn,
+        fromPriorTurns: grounding.fromPriorTurns,
+        latestPriorTurn: grounding.latestPriorTurn,
+        currentTurn: grounding.currentTurn,
+        toolResultsThisTurn: grounding.toolResultsThisTurn ?? 0,
+        indexTruncated: grounding.indexTruncated ?? false,
+      }),
+    );
+  }
+
+  /**
+   * The typed answer's `answerField` (a dot path) claims `field` of `entity` (`claims.declared`): the
+   * unsupported-claim check compares it with the facts the tools settled ({@link toolSemantics}).
+   */
+  declareClaim(answerField: string, entity: string, field: string): void {
+    if (blank(answerField) || blank(entity) || blank(field)) {
+      throw new Error('a claim needs a non-blank answer field, entity and field');
+    }
+    this.emit(this.span, names.T_CLAIMS_DECLARED, { answerField, entity, field });
+  }
+
+  /**
+   * The facts a tool call settled (`tools.semantics_declared` on its span): `facts` rows
+   * `{entity, <field>: value, ...}`, `series` points `{entity, metric, value, t?}`: the full
+   * envelope, whatever the model was served.
+   */
+  toolSemantics(call: ToolCall, options: ToolSemanticsOptions = {}): void {
+    const semantics: Record<string, unknown> = { facts: (options.facts ?? []).map((row) => ({ ...row })) };
+    if (options.series !== undefined && options.series.length > 0) {
+      semantics['series'] = options.series.map((point) => ({ ...point }));
+    }
+    if (options.measuredAt !== undefined) semantics['provenance'] = { measured_at: options.measuredAt };
+    this.emit(call.span, names.T_SEMANTICS_DECLARED, {
+      toolName: call.name,
+      toolCallId: call.callId,
+      iteration: call.iteration,
+      // Python's json.dumps default separators, as the Python recorder writes it.
+      semantics: pythonJson(semantics, ', ', ': '),
+    });
+  }
+
+  /**
+   * What a model call was offered and shown, in the GenAI conventions' own attributes
+   * (`gen_ai.tool.definitions`, `gen_ai.system_instructions`, `gen_ai.input.messages`,
+   * `gen_ai.output.messages`), for agents with no instrumentation that records them. Call it before
+   * the model call: it lands with the pass; an instrumentation's own values win. Messages are the
+   * conventions' `{role, parts}`; an option left out leaves its attribute out.
+   */
+  frame(call: ModelCall, options: FrameOptions = {}): void {
+    const values: Array<[string, readonly unknown[] | undefined]> = [
+      [names.GEN_AI_TOOL_DEFINITIONS, options.tools],
+      [names.GEN_AI_SYSTEM_INSTRUCTIONS, options.system?.map((content) => ({ type: 'text', content }))],
+      [names.GEN_AI_INPUT_MESSAGES, options.messages],
+      [names.GEN_AI_OUTPUT_MESSAGES, options.output],
+    ];
+    for (const [key, value] of values) {
+      if (value === undefined) continue;
+      call.frameAttribute(key, pythonJson([...value], ', ', ': '));
+    }
   }
 
   /** End the run span (a pass stated but taken by no model call is said on it: `record.problem`). */

@@ -84,20 +84,79 @@ export function spanJson(span, indexOf) {
   };
 }
 
-function steps(target, list = []) {
+/**
+ * The integrity inputs (issue 17): Run methods (whichever block the step sits in), the frame of the
+ * enclosing model call (else of the run's next pass), the semantics of the enclosing tool call.
+ */
+function integrityStep(run, target, op, args) {
+  switch (op) {
+    case 'declareTool': {
+      const { name, ...options } = args;
+      run.declareTool(name, options);
+      return true;
+    }
+    case 'integritySettings':
+      run.integritySettings(args);
+      return true;
+    case 'externalGround': {
+      const { value, source, ...options } = args;
+      run.externalGround(value, source, options);
+      return true;
+    }
+    case 'wireManifest': {
+      const { toolNames, ...options } = args;
+      run.wireManifest(toolNames, options);
+      return true;
+    }
+    case 'windowCompacted': {
+      const { droppedObservations, ...options } = args;
+      run.windowCompacted(droppedObservations, options);
+      return true;
+    }
+    case 'contextError': {
+      const { kind, seam, subjects, ...options } = args;
+      run.contextError(kind, seam, subjects, options);
+      return true;
+    }
+    case 'evidenceGrounding':
+      run.evidenceGrounding(args);
+      return true;
+    case 'declareClaim':
+      run.declareClaim(args.answerField, args.entity, args.field);
+      return true;
+    case 'toolSemantics':
+      if (!(target instanceof footprint.ToolCall)) throw new Error('toolSemantics belongs inside a toolCall');
+      run.toolSemantics(target, args);
+      return true;
+    case 'frame':
+      run.frame(target instanceof footprint.ModelCall ? target : run.nextPass(), args);
+      return true;
+    case 'resultShape': {
+      if (!(target instanceof footprint.ToolCall)) throw new Error('resultShape belongs inside a toolCall');
+      const { shape, ...options } = args;
+      target.resultShape(shape, options);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+function steps(target, list = [], run = target) {
   for (const step of list) {
     const { op, steps: inner, ...args } = step;
+    if (integrityStep(run, target, op, args)) continue;
     switch (op) {
       case 'modelCall': {
         const { model, ...options } = args;
-        target.modelCall(model, options, (call) => steps(call, inner));
+        target.modelCall(model, options, (call) => steps(call, inner, run));
         break;
       }
       case 'toolCall': {
         const { name, raises, ...options } = args;
         try {
           target.toolCall(name, options, (call) => {
-            steps(call, inner);
+            steps(call, inner, run);
             if (raises) {
               const error = new Error(raises);
               error.name = 'RuntimeError'; // the status says `<class>: <message>`, as Python's does
