@@ -421,7 +421,7 @@ def integrity_text_lines(result: IntegrityResult) -> list[str]:
     """The integrity section of the text form (nothing when no check is armed)."""
     if not result.armed:
         return []
-    out = [f"  Integrity ({result.state}): {summary_sentence(result)}"]
+    out = [f"  Integrity ({result.state}): {summary_sentence(result).removeprefix('Integrity: ')}"]
     for row in result.rows:
         if row.armed:
             out.append(f"    {row.check}@{row.seam}: {row.state} — {row_explanation(row, result)}")

@@ -481,7 +481,7 @@ def _integrity(result: IntegrityResult) -> str:
     row, then the findings."""
     parts = [
         "<h3>Integrity: what the model was offered and what it acted on</h3>",
-        f"<p>{_e(summary_sentence(result))}</p><div class='checks'>",
+        f"<p>{_e(summary_sentence(result).removeprefix('Integrity: '))}</p><div class='checks'>",
     ]
     for row in result.rows:
         if not row.armed:
