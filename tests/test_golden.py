@@ -3,8 +3,7 @@
 ``tests/data/golden/`` is written by this module's ``--write`` mode and compared byte for byte. It
 was first written with the code of main at commit 9968f18, before any of the decision-path speed-ups;
 it is rewritten only in a commit that changes an output on purpose (a new field, a reworded text),
-after checking that the diff is that change and nothing else (the commit says which). It is
-compared byte for byte:
+after checking that the diff is that change and nothing else (the commit says which). It holds:
 
 - every public recording, imported (``otel-footprint import agentfootprint``) then explained
   (``otel-footprint explain --format json`` and the text form), and its imported spans annotated the
