@@ -195,6 +195,13 @@ def test_row_names_are_defined_once_and_agree() -> None:
     from otel_footprint.account.integrity import ROWS
 
     assert tuple(ROWS) == semconv.INTEGRITY_ROWS
+    # ROWS is semconv's tuple typed for the checks: every name must be a value of its type.
+    from typing import get_args
+
+    from otel_footprint.account.integrity.model import Kind, Seam
+
+    assert {c for c, _ in ROWS} <= set(get_args(Kind))
+    assert {s for _, s in ROWS} <= set(get_args(Seam))
     constants = {v for k, v in semconv.all_names().items() if k.startswith("ROW_")}
     assert constants == {semconv.integrity_row_attribute(c, s) for c, s in ROWS}
     assert len(semconv.INTEGRITY_EVALUATION_NAMES) == len(ROWS)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
+from otel_footprint import semconv
 from otel_footprint.runs.integrity_inputs import Ref
 
 Kind: TypeAlias = Literal[
@@ -26,18 +27,9 @@ Seam: TypeAlias = Literal["write", "compose", "wire", "choice", "claim"]
 Disposition: TypeAlias = Literal["pass", "fail", "not-applicable", "unreachable"]
 RowState: TypeAlias = Disposition
 
-ROWS: tuple[tuple[Kind, Seam], ...] = (
-    ("invariant-violation", "wire"),
-    ("invariant-violation", "compose"),
-    ("dangling-reference", "compose"),
-    ("unsupported-argument", "choice"),
-    ("unsupported-claim", "claim"),
-    ("empty-lookup", "write"),
-    ("column-type-mismatch", "write"),
-    ("missing-column", "write"),
-    ("prior-turn-evidence", "claim"),
-)
-# The same rows as semconv.INTEGRITY_ROWS (typed here); a test holds the two together.
+# Every (check, seam) row, in the order they are written: the names live in semconv (the schema
+# layer); this is the same tuple, typed for the checks.
+ROWS: tuple[tuple[Kind, Seam], ...] = cast("tuple[tuple[Kind, Seam], ...]", semconv.INTEGRITY_ROWS)
 """Every row, always present: an unarmed check is a ``not-applicable`` row, never a silence."""
 
 ADVISORY_KINDS: frozenset[str] = frozenset({"empty-lookup", "prior-turn-evidence"})
