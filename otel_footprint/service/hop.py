@@ -178,8 +178,8 @@ class Hop:
         proc = cfg.processing
         self.journal = Journal(
             cfg.service.data_dir / "queue",
-            segment_bytes=cfg.exporter.queue.segment_bytes,
-            max_bytes=cfg.exporter.queue.max_bytes,
+            segment_bytes=cfg.exporter.queue.segment_size,
+            max_bytes=cfg.exporter.queue.max_size,
             fsync=cfg.exporter.queue.fsync,
         )
         replay = self.journal.open()
