@@ -54,16 +54,23 @@ class HostPort:
             return False
 
 
-def setting(
-    doc: str,
-    *,
-    unit: Unit | None = None,
-    env: str | tuple[str, ...] = (),
-    flag: str | None = None,
-) -> msgspec.Meta:
-    """A field's declaration: its one-line doc, unit, variables (first set wins) and flag."""
+def doc(text: str, *, env: str | tuple[str, ...] = (), flag: str | None = None) -> msgspec.Meta:
+    """A field's declaration: its one-line doc, variables (the first set one wins) and flag."""
     names = (env,) if isinstance(env, str) else env
-    return msgspec.Meta(description=doc, extra={"unit": unit, "env": names, "flag": flag})
+    return msgspec.Meta(description=text, extra={"env": names, "flag": flag})
+
+
+def _unit(name: Unit) -> msgspec.Meta:
+    return msgspec.Meta(extra={"unit": name})
+
+
+# Types that carry their unit (the docs show it; the hop's parser reads it: '500ms', '4MiB').
+Seconds = Annotated[float, _unit("seconds")]
+Duration = Annotated[float, _unit("duration")]
+Size = Annotated[int, _unit("size")]
+Address = Annotated[HostPort, _unit("host:port")]
+Headers = dict[str, str]
+_L = DEFAULT_LIMITS
 
 
 class _Model(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -79,45 +86,43 @@ class InProcessSettings(_Model, frozen=True):
     """The ``footprint_otlp`` exporter's settings; arguments of the same names override them."""
 
     grace_seconds: Annotated[
-        float,
-        setting(
+        Seconds,
+        doc(
             "how long a run is held after its run span ended, for late child spans",
-            unit="seconds",
             env="FOOTPRINT_GRACE_SECONDS",
         ),
-    ] = DEFAULT_LIMITS.release_grace
+    ] = _L.release_grace
     max_wait_seconds: Annotated[
-        float,
-        setting(
+        Seconds,
+        doc(
             "the longest a run is held; then it is decided as is (`footprint.run.complete=false`)",
-            unit="seconds",
             env="FOOTPRINT_MAX_WAIT_SECONDS",
         ),
-    ] = DEFAULT_LIMITS.max_wait
+    ] = _L.max_wait
     max_runs: Annotated[
         int,
-        setting(
+        doc(
             "runs held at once; past it the oldest is released unannotated (counted)",
             env="FOOTPRINT_MAX_RUNS",
         ),
-    ] = DEFAULT_LIMITS.max_runs
+    ] = _L.max_runs
     max_spans_per_run: Annotated[
         int,
-        setting(
+        doc(
             "spans held per run; past it the run is released unannotated (counted)",
             env="FOOTPRINT_MAX_SPANS_PER_RUN",
         ),
-    ] = DEFAULT_LIMITS.max_spans_per_run
+    ] = _L.max_spans_per_run
     witness: Annotated[
         Literal["keep", "hash", "drop"],
-        setting(
+        doc(
             "what to write of the user's matched words: `keep`, `hash` or `drop`",
             env="FOOTPRINT_WITNESS",
         ),
     ] = "keep"
     protocol: Annotated[
         Protocol_,
-        setting(
+        doc(
             "the inner OTLP exporter's protocol (`grpc` or `http/protobuf`), with the usual "
             "`OTEL_EXPORTER_OTLP_*` variables",
             env=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
@@ -292,43 +297,38 @@ def _optional(parse: Parser) -> Parser:
 # ---------------------------------------------------------------------------------------------
 
 
-def _headers_field() -> Any:
-    return msgspec.field(default_factory=dict)
+def _otlp(suffix: str) -> tuple[str, str]:
+    """The traces-specific variable wins over the general one."""
+    return (f"OTEL_EXPORTER_OTLP_TRACES_{suffix}", f"OTEL_EXPORTER_OTLP_{suffix}")
 
 
 class ServerTlsSettings(_Model, frozen=True):
-    cert_file: Annotated[Path | None, setting("the server certificate (PEM)")] = None
-    key_file: Annotated[Path | None, setting("its private key (PEM)")] = None
-    client_ca_file: Annotated[
-        Path | None, setting("require client certificates that chain to this CA")
-    ] = None
+    cert_file: Annotated[Path | None, doc("the server certificate (PEM)")] = None
+    key_file: Annotated[Path | None, doc("its private key (PEM)")] = None
+    client_ca_file: Annotated[Path | None, doc("require client certificates of this CA")] = None
 
 
 class ReceiverSettings(_Model, frozen=True):
-    endpoint: Annotated[HostPort, setting("where spans are received", unit="host:port")]
-    max_request_size: Annotated[
-        int,
-        setting(
-            "larger requests: RESOURCE_EXHAUSTED (gRPC) / 413 (HTTP), checked after gzip inflation",
-            unit="size",
-        ),
-    ] = 4 << 20
+    endpoint: Address
+    max_request_size: Annotated[Size, doc("larger: RESOURCE_EXHAUSTED / 413 (after gzip)")] = (
+        4 << 20
+    )
     max_concurrent_requests: Annotated[
-        int, setting("in progress at once; beyond: RESOURCE_EXHAUSTED / 429 with a retry delay")
+        int, doc("beyond: RESOURCE_EXHAUSTED / 429, retry delay")
     ] = 16
     tls: ServerTlsSettings = ServerTlsSettings()
 
 
 class GrpcReceiverSettings(ReceiverSettings, frozen=True):
-    endpoint: Annotated[
-        HostPort, setting("where OTLP/gRPC is received", unit="host:port", flag="--grpc")
-    ] = HostPort("127.0.0.1", 4317)
+    endpoint: Annotated[Address, doc("OTLP/gRPC listens here", flag="--grpc")] = HostPort(
+        "127.0.0.1", 4317
+    )
 
 
 class HttpReceiverSettings(ReceiverSettings, frozen=True):
-    endpoint: Annotated[
-        HostPort, setting("where OTLP/HTTP is received", unit="host:port", flag="--http")
-    ] = HostPort("127.0.0.1", 4318)
+    endpoint: Annotated[Address, doc("OTLP/HTTP listens here", flag="--http")] = HostPort(
+        "127.0.0.1", 4318
+    )
 
 
 class ProtocolsSettings(_Model, frozen=True):
@@ -337,17 +337,15 @@ class ProtocolsSettings(_Model, frozen=True):
 
 
 class AuthSettings(_Model, frozen=True):
-    bearer_token: Annotated[str | None, setting("the token every request must carry")] = None
-    bearer_token_file: Annotated[Path | None, setting("or: a file holding it")] = None
+    bearer_token: Annotated[str | None, doc("the token every request must carry")] = None
+    bearer_token_file: Annotated[Path | None, doc("or: a file holding it")] = None
 
 
 class OtlpReceiverSettings(_Model, frozen=True):
     protocols: ProtocolsSettings = ProtocolsSettings()
     auth: AuthSettings = AuthSettings()
-    allow_insecure_non_loopback: Annotated[
-        bool, setting("listen off loopback without TLS and a token (a private network)")
-    ] = False
-    grpc_workers: Annotated[int, setting("threads serving gRPC requests")] = 8
+    allow_insecure_non_loopback: Annotated[bool, doc("off loopback without TLS and token")] = False
+    grpc_workers: Annotated[int, doc("threads serving gRPC requests")] = 8
 
 
 class ReceiversSettings(_Model, frozen=True):
@@ -355,132 +353,88 @@ class ReceiversSettings(_Model, frozen=True):
 
 
 class DecisionCacheSettings(_Model, frozen=True):
-    max_traces: Annotated[int, setting("decided traces remembered for their late spans")] = (
-        DEFAULT_LIMITS.cache_traces
-    )
-    max_spans: Annotated[int, setting("parent links remembered across those traces")] = (
-        DEFAULT_LIMITS.cache_spans
-    )
+    max_traces: Annotated[int, doc("decided traces kept for their late spans")] = _L.cache_traces
+    max_spans: Annotated[int, doc("parent links kept across those traces")] = _L.cache_spans
 
 
 class RunStoreSettings(_Model, frozen=True):
-    kind: Annotated[
-        Literal["sqlite", "memory", "redis"], setting("where run state that outlives a trace lives")
-    ] = "sqlite"
-    path: Annotated[Path | None, setting("the SQLite file (default <data_dir>/runs.sqlite)")] = None
-    url: Annotated[str | None, setting("redis:// or rediss:// URL (kind: redis)")] = None
-    key_prefix: Annotated[str, setting("prefix of the Redis keys")] = "otel-footprint:"
-    ttl: Annotated[float, setting("how long a run's state is kept", unit="duration")] = 7 * 86400.0
+    kind: Annotated[Literal["sqlite", "memory", "redis"], doc("run state store")] = "sqlite"
+    path: Annotated[Path | None, doc("SQLite file (default <data_dir>/runs.sqlite)")] = None
+    url: Annotated[str | None, doc("redis:// or rediss:// URL (kind: redis)")] = None
+    key_prefix: Annotated[str, doc("prefix of the Redis keys")] = "otel-footprint:"
+    ttl: Annotated[Duration, doc("how long a run's state is kept")] = 7 * 86400.0
 
 
 class ProcessingSettings(_Model, frozen=True):
-    annotate: Annotated[bool, setting("false: forward as received (the benchmark's baseline)")] = (
-        True
+    annotate: Annotated[bool, doc("false: forward as received (the baseline)")] = True
+    release_grace: Annotated[Duration, doc("after a run span or the root arrives")] = (
+        _L.release_grace
     )
-    release_grace: Annotated[
-        float,
-        setting(
-            "wait after a run span (or the trace root) arrives, for late children", unit="duration"
-        ),
-    ] = DEFAULT_LIMITS.release_grace
-    max_wait: Annotated[
-        float,
-        setting(
-            "from a trace's first held span; then decided with complete=false", unit="duration"
-        ),
-    ] = DEFAULT_LIMITS.max_wait
-    max_runs: Annotated[int, setting("traces held at once")] = DEFAULT_LIMITS.max_runs
-    max_bytes: Annotated[int, setting("wire bytes held at once", unit="size")] = (
-        DEFAULT_LIMITS.max_bytes
+    max_wait: Annotated[Duration, doc("from a trace's first held span; then complete=false")] = (
+        _L.max_wait
     )
-    max_spans_per_run: Annotated[int, setting("spans held in one trace")] = (
-        DEFAULT_LIMITS.max_spans_per_run
-    )
+    max_runs: Annotated[int, doc("traces held at once")] = _L.max_runs
+    max_bytes: Annotated[Size, doc("wire bytes held at once")] = _L.max_bytes
+    max_spans_per_run: Annotated[int, doc("spans held in one trace")] = _L.max_spans_per_run
     decision_cache: DecisionCacheSettings = DecisionCacheSettings()
     run_store: RunStoreSettings = RunStoreSettings()
-    recent_verdicts: Annotated[int, setting("verdicts kept for StreamVerdicts' replay")] = 1000
-
-
-def _otlp_env(suffix: str) -> tuple[str, str]:
-    """The traces-specific variable wins over the general one."""
-    return (f"OTEL_EXPORTER_OTLP_TRACES_{suffix}", f"OTEL_EXPORTER_OTLP_{suffix}")
+    recent_verdicts: Annotated[int, doc("verdicts kept for StreamVerdicts' replay")] = 1000
 
 
 class ClientTlsSettings(_Model, frozen=True):
-    ca_file: Annotated[Path | None, setting("the CA to trust", env=_otlp_env("CERTIFICATE"))] = None
-    cert_file: Annotated[
-        Path | None, setting("a client certificate", env=_otlp_env("CLIENT_CERTIFICATE"))
-    ] = None
-    key_file: Annotated[Path | None, setting("its key", env=_otlp_env("CLIENT_KEY"))] = None
+    ca_file: Annotated[Path | None, doc("the CA to trust", env=_otlp("CERTIFICATE"))] = None
+    cert_file: Annotated[Path | None, doc("client cert", env=_otlp("CLIENT_CERTIFICATE"))] = None
+    key_file: Annotated[Path | None, doc("its key", env=_otlp("CLIENT_KEY"))] = None
 
 
 class RetrySettings(_Model, frozen=True):
-    initial_interval: Annotated[float, setting("first backoff", unit="duration")] = 0.2
-    max_interval: Annotated[float, setting("longest backoff", unit="duration")] = 5.0
-    max_elapsed_time: Annotated[
-        float, setting("give a batch up after this long; 0 = until delivered", unit="duration")
-    ] = 0.0
+    initial_interval: Annotated[Duration, doc("first backoff")] = 0.2
+    max_interval: Annotated[Duration, doc("longest backoff")] = 5.0
+    max_elapsed_time: Annotated[Duration, doc("then give a batch up; 0 = until delivered")] = 0.0
 
 
 class QueueSettings(_Model, frozen=True):
-    max_size: Annotated[int, setting("the disk queue's bound", unit="size")] = 1 << 30
-    segment_size: Annotated[int, setting("one journal segment file", unit="size")] = 16 << 20
-    batch_max_size: Annotated[int, setting("one forwarded batch", unit="size")] = 2 << 20
-    fsync: Annotated[bool, setting("fsync each write before acknowledging")] = True
+    max_size: Annotated[Size, doc("the disk queue's bound")] = 1 << 30
+    segment_size: Annotated[Size, doc("one journal segment file")] = 16 << 20
+    batch_max_size: Annotated[Size, doc("one forwarded batch")] = 2 << 20
+    fsync: Annotated[bool, doc("fsync each write before acknowledging")] = True
 
 
 class DeadLetterSettings(_Model, frozen=True):
-    max_size: Annotated[
-        int, setting("<data_dir>/dead-letter.otlp: what can never be delivered", unit="size")
-    ] = 256 << 20
+    max_size: Annotated[Size, doc("<data_dir>/dead-letter.otlp: never deliverable")] = 256 << 20
 
 
 class OtlpExporterSettings(_Model, frozen=True):
     endpoint: Annotated[
         str | None,
-        setting(
-            "the next hop (required: here, --forward or OTEL_EXPORTER_OTLP_ENDPOINT)",
-            env="OTEL_EXPORTER_OTLP_ENDPOINT",
-            flag="--forward",
-        ),
+        doc("the next hop (required)", env="OTEL_EXPORTER_OTLP_ENDPOINT", flag="--forward"),
     ] = None
     traces_endpoint: Annotated[
-        str | None,
-        setting("full URL for traces (OTLP/HTTP)", env="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        str | None, doc("full URL for traces (HTTP)", env="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
     ] = None
     logs_endpoint: Annotated[
-        str | None,
-        setting("full URL for logs (OTLP/HTTP)", env="OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
+        str | None, doc("full URL for logs (HTTP)", env="OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
     ] = None
     protocol: Annotated[
         Protocol_ | None,
-        setting(
-            "grpc, or http/protobuf (default: grpc unless the URL names /v1/traces)",
-            env=_otlp_env("PROTOCOL"),
-            flag="--forward-protocol",
+        doc(
+            "grpc unless the URL names /v1/traces", env=_otlp("PROTOCOL"), flag="--forward-protocol"
         ),
     ] = None
     insecure: Annotated[
-        bool | None,
-        setting("gRPC: plaintext unless https:// or a CA is given", env=_otlp_env("INSECURE")),
+        bool | None, doc("gRPC: plaintext unless https or a CA", env=_otlp("INSECURE"))
     ] = None
     headers: Annotated[
-        dict[str, str],
-        setting(
-            "sent with every request",
-            env=("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
-        ),
-    ] = _headers_field()
-    timeout: Annotated[float, setting("per request", unit="duration", env=_otlp_env("TIMEOUT"))] = (
-        10.0
-    )
+        Headers, doc("sent with each request", env=tuple(reversed(_otlp("HEADERS"))))
+    ] = msgspec.field(default_factory=dict)
+    timeout: Annotated[Duration, doc("per request (variable: ms)", env=_otlp("TIMEOUT"))] = 10.0
     compression: Annotated[
-        Literal["none", "gzip"], setting("none or gzip", env=_otlp_env("COMPRESSION"))
+        Literal["none", "gzip"], doc("none or gzip", env=_otlp("COMPRESSION"))
     ] = "none"
-    forward_logs: Annotated[bool, setting("forward log records too")] = True
-    max_request_size: Annotated[
-        int, setting("larger requests are split (the Collector's default limit)", unit="size")
-    ] = 4 << 20
+    forward_logs: Annotated[bool, doc("forward log records too")] = True
+    max_request_size: Annotated[Size, doc("larger requests are split (the Collector's limit)")] = (
+        4 << 20
+    )
     dead_letter: DeadLetterSettings = DeadLetterSettings()
     tls: ClientTlsSettings = ClientTlsSettings()
     retry: RetrySettings = RetrySettings()
@@ -488,20 +442,14 @@ class OtlpExporterSettings(_Model, frozen=True):
 
 
 class PhoenixAnnotationsSettings(_Model, frozen=True):
-    endpoint: Annotated[
-        str | None, setting("Phoenix's root URL, e.g. http://phoenix:6006 (unset: off)")
-    ] = None
-    project: Annotated[str | None, setting("recorded in each annotation's metadata")] = None
-    headers: Annotated[
-        dict[str, str], setting('e.g. {authorization: "Bearer ${PHOENIX_API_KEY}"}')
-    ] = _headers_field()
-    timeout: Annotated[float, setting("per request", unit="duration")] = 5.0
-    max_attempts: Annotated[
-        int, setting("per chunk of 100; 404 (span not ingested yet) and 5xx retried")
-    ] = 6
-    max_pending: Annotated[
-        int, setting("annotations waiting for their spans / waiting to be posted")
-    ] = 10000
+    endpoint: Annotated[str | None, doc("Phoenix's root URL, e.g. http://phoenix:6006")] = None
+    project: Annotated[str | None, doc("recorded in each annotation's metadata")] = None
+    headers: Annotated[Headers, doc("e.g. {authorization: Bearer ...}")] = msgspec.field(
+        default_factory=dict
+    )
+    timeout: Annotated[Duration, doc("per request")] = 5.0
+    max_attempts: Annotated[int, doc("per chunk of 100; 404 and 5xx retried")] = 6
+    max_pending: Annotated[int, doc("annotations waiting for spans / to be posted")] = 10000
 
 
 class ExportersSettings(_Model, frozen=True):
@@ -510,9 +458,9 @@ class ExportersSettings(_Model, frozen=True):
 
 
 class OtlpMetricsSettings(_Model, frozen=True):
-    endpoint: Annotated[str | None, setting("also push the self-metrics as OTLP here")] = None
-    protocol: Annotated[Protocol_ | None, setting("grpc (default) or http/protobuf")] = None
-    interval: Annotated[float, setting("between pushes", unit="duration")] = 10.0
+    endpoint: Annotated[str | None, doc("also push the self-metrics as OTLP here")] = None
+    protocol: Annotated[Protocol_ | None, doc("grpc (default) or http/protobuf")] = None
+    interval: Annotated[Duration, doc("between pushes")] = 10.0
 
 
 class MetricsSettings(_Model, frozen=True):
@@ -520,31 +468,23 @@ class MetricsSettings(_Model, frozen=True):
 
 
 class LogsSettings(_Model, frozen=True):
-    level: Annotated[
-        Literal["debug", "info", "warning", "error"], setting("the JSON log's level")
-    ] = "info"
+    level: Annotated[Literal["debug", "info", "warning", "error"], doc("log level")] = "info"
 
 
 class TelemetrySettings(_Model, frozen=True):
-    endpoint: Annotated[
-        HostPort, setting("GET /health, GET /metrics", unit="host:port", flag="--telemetry")
-    ] = HostPort("127.0.0.1", 13133)
-    allow_non_loopback: Annotated[
-        bool, setting("health/metrics have no TLS or token: opt in to expose them")
-    ] = False
+    endpoint: Annotated[Address, doc("GET /health, GET /metrics", flag="--telemetry")] = HostPort(
+        "127.0.0.1", 13133
+    )
+    allow_non_loopback: Annotated[bool, doc("no TLS or token here: opt in to expose")] = False
     logs: LogsSettings = LogsSettings()
     metrics: MetricsSettings = MetricsSettings()
 
 
 class ServiceSettings(_Model, frozen=True):
     data_dir: Annotated[
-        Path | None,
-        setting(
-            "the queue, run store and dead letters ($XDG_STATE_HOME/otel-footprint)",
-            flag="--data-dir",
-        ),
+        Path | None, doc("queue, run store ($XDG_STATE_HOME/otel-footprint)", flag="--data-dir")
     ] = None
-    shutdown_timeout: Annotated[float, setting("graceful stop bound", unit="duration")] = 15.0
+    shutdown_timeout: Annotated[Duration, doc("graceful stop bound")] = 15.0
     telemetry: TelemetrySettings = TelemetrySettings()
 
 
@@ -561,13 +501,12 @@ class HopSettings(_Model, frozen=True):
 # Reading the models: fields, parsers, validation, construction
 # ---------------------------------------------------------------------------------------------
 
-_NO_META: dict[str, Any] = {"unit": None, "env": (), "flag": None, "doc": ""}
-
 
 def _meta(t: mi.Type) -> dict[str, Any]:
+    meta: dict[str, Any] = {"unit": None, "env": (), "flag": None, "doc": ""}
     if isinstance(t, mi.Metadata):
-        return {**(t.extra or {}), "doc": (t.extra_json_schema or {}).get("description", "")}
-    return _NO_META
+        meta |= {**(t.extra or {}), "doc": (t.extra_json_schema or {}).get("description", "")}
+    return meta
 
 
 def _bare(t: mi.Type) -> mi.Type:
@@ -591,7 +530,11 @@ def _choices(model: type[msgspec.Struct], name: str) -> tuple[str, ...]:
     hint = typing.get_type_hints(model)[name]
     args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
     literal = args[0] if typing.get_origin(args[0]) is Literal else hint
-    return tuple(str(v) for v in typing.get_args(literal)) if typing.get_origin(literal) is Literal else ()
+    return (
+        tuple(str(v) for v in typing.get_args(literal))
+        if typing.get_origin(literal) is Literal
+        else ()
+    )
 
 
 def _parser(t: mi.Type, unit: str | None, choices: tuple[str, ...] = ()) -> Parser:
