@@ -195,8 +195,8 @@ def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
         max_runs=proc.max_runs,
         max_bytes=proc.max_bytes,
         max_spans_per_run=proc.max_spans_per_run,
-        cache_traces=proc.decision_cache_traces,
-        cache_spans=proc.decision_cache_spans,
+        cache_traces=proc.decision_cache.max_traces,
+        cache_spans=proc.decision_cache.max_spans,
     )
     queue = cfg.exporter.queue
     journal = Journal(tmp_path / "queue")

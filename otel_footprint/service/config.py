@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import yaml
 
 from otel_footprint.sdk import endpoint as endpoint_rule
@@ -30,6 +31,7 @@ from otel_footprint.sdk.settings import (
     ConfigError,
     HostPort,
     PhoenixAnnotationsSettings,
+    ProcessingSettings,
     QueueSettings,
     RetrySettings,
     parse_duration,
@@ -82,35 +84,6 @@ class ReceiversConfig:
     bearer_token: str | None
     allow_insecure_non_loopback: bool
     grpc_workers: int
-
-
-@dataclass(frozen=True, slots=True)
-class RunStoreConfig:
-    """Where run state that outlives a trace lives: local SQLite, memory, or a shared Redis."""
-
-    kind: Literal["sqlite", "memory", "redis"]
-    path: Path
-    url: str | None
-    key_prefix: str
-    ttl: float
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessingConfig:
-    """The run buffer's timing and limits."""
-
-    annotate: bool
-    release_grace: float
-    """Seconds to wait after a run span (or the trace root) arrives, for late children."""
-    max_wait: float
-    """Seconds a trace may be held from its first span before it is decided incomplete."""
-    max_runs: int
-    max_bytes: int
-    max_spans_per_run: int
-    decision_cache_traces: int
-    decision_cache_spans: int
-    run_store: RunStoreConfig
-    recent_verdicts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +149,8 @@ class HopConfig:
     """The whole, validated configuration of one ``serve`` process."""
 
     receivers: ReceiversConfig
-    processing: ProcessingConfig
+    processing: ProcessingSettings
+    """As declared, with ``run_store.path`` resolved (``<data_dir>/runs.sqlite`` unless set)."""
     exporter: ExporterConfig
     service: ServiceConfig
     sources: tuple[str, ...] = field(default=())
@@ -488,7 +462,7 @@ def _bearer_token(auth: model.AuthSettings) -> str | None:
     return token
 
 
-def _run_store(store: model.RunStoreSettings, data_dir: Path) -> RunStoreConfig:
+def _run_store(store: model.RunStoreSettings, data_dir: Path) -> model.RunStoreSettings:
     if store.kind == "redis" and not store.url:
         raise ConfigError(
             "processing.run_store.url is required for kind: redis (redis://host:6379/0)"
@@ -502,8 +476,7 @@ def _run_store(store: model.RunStoreSettings, data_dir: Path) -> RunStoreConfig:
         raise ConfigError(
             f"processing.run_store.url: expected redis:// or rediss://, got {store.url!r}"
         )
-    path = store.path or data_dir / "runs.sqlite"
-    return RunStoreConfig(store.kind, path, store.url, store.key_prefix, store.ttl)
+    return msgspec.structs.replace(store, path=store.path or data_dir / "runs.sqlite")
 
 
 def _service(svc: model.ServiceSettings, environ: Mapping[str, str]) -> ServiceConfig:
@@ -562,18 +535,7 @@ def build(
         raise ConfigError("processing.max_wait must be at least processing.release_grace")
     return HopConfig(
         receivers=receivers,
-        processing=ProcessingConfig(
-            annotate=proc.annotate,
-            release_grace=proc.release_grace,
-            max_wait=proc.max_wait,
-            max_runs=proc.max_runs,
-            max_bytes=proc.max_bytes,
-            max_spans_per_run=proc.max_spans_per_run,
-            decision_cache_traces=proc.decision_cache.max_traces,
-            decision_cache_spans=proc.decision_cache.max_spans,
-            run_store=run_store,
-            recent_verdicts=proc.recent_verdicts,
-        ),
+        processing=msgspec.structs.replace(proc, run_store=run_store),
         exporter=_exporter(settings.exporters.otlp, endpoint_source),
         phoenix_annotations=_phoenix_annotations(settings.exporters.phoenix_annotations),
         service=service,
