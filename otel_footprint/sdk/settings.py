@@ -4,7 +4,7 @@ Two msgspec models: :class:`InProcessSettings` (the ``FOOTPRINT_*`` variables of
 path) and :class:`HopSettings` (the tree of the hop's YAML file, its ``--set`` keys and flags and
 the ``OTEL_EXPORTER_OTLP_*`` variables it reads). Each field carries its doc, unit, variables and
 flag in ``msgspec.Meta``; the validator, the defaults, the flag and environment layers and the
-settings tables in README.md and docs/deploy.md are all read off these classes (docs/design.md:
+settings tables in README.md and docs/deploy.md (``scripts/settings_docs.py``) are all read off these classes (docs/design.md:
 why msgspec). It lives in ``sdk`` because that is the lowest layer both delivery paths import, and
 it imports only msgspec and the standard library besides the run-holding core's defaults, so the
 in-process path stays lean.
@@ -133,7 +133,7 @@ class InProcessSettings(_Model, frozen=True):
 def inprocess_settings(environ: Mapping[str, str]) -> InProcessSettings:
     """The in-process settings the environment gives; a bad value names its variable."""
     values: dict[str, Any] = {}
-    for f, meta in _fields(InProcessSettings):
+    for f, meta in fields(InProcessSettings):
         for name in meta["env"]:
             raw = environ.get(name, "").strip()
             if not raw:
@@ -513,14 +513,16 @@ def _bare(t: mi.Type) -> mi.Type:
     return t.type if isinstance(t, mi.Metadata) else t
 
 
-def _fields(model: type[msgspec.Struct]) -> Iterator[tuple[mi.Field, dict[str, Any]]]:
+def fields(model: type[msgspec.Struct]) -> Iterator[tuple[mi.Field, dict[str, Any]]]:
+    """A model's fields in declaration order, each with its doc, unit, variables and flag."""
     info = mi.type_info(model)
     assert isinstance(info, mi.StructType)
     for f in info.fields:
         yield f, _meta(f.type)
 
 
-def _section(t: mi.Type) -> type[msgspec.Struct] | None:
+def section_of(t: mi.Type) -> type[msgspec.Struct] | None:
+    """The model of a section field (None for a leaf)."""
     bare = _bare(t)
     return bare.cls if isinstance(bare, mi.StructType) else None
 
@@ -564,15 +566,15 @@ def validate(raw: Any, model: type[msgspec.Struct] = HopSettings, path: str = ""
         return {}
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected a mapping, got {type(raw).__name__} {raw!r}")
-    fields = {f.name: f for f, _ in _fields(model)}
+    known = {f.name: f for f, _ in fields(model)}
     out: dict[str, Any] = {}
     for key, value in raw.items():
         key_path = f"{path}.{key}" if path else str(key)
-        if key not in fields:
-            valid = ", ".join(sorted(fields))
+        if key not in known:
+            valid = ", ".join(sorted(known))
             raise ConfigError(f"unknown key '{key_path}'; valid keys under {where}: {valid}")
-        f = fields[key]
-        section = _section(f.type)
+        f = known[key]
+        section = section_of(f.type)
         if section is not None:
             out[key] = validate(value, section, key_path)
         else:
@@ -596,8 +598,8 @@ def leaves(
     model: type[msgspec.Struct] = HopSettings, prefix: str = ""
 ) -> Iterator[tuple[str, mi.Field, dict[str, Any]]]:
     """Every leaf setting as (dotted key, field, metadata)."""
-    for f, meta in _fields(model):
-        section = _section(f.type)
+    for f, meta in fields(model):
+        section = section_of(f.type)
         if section is None:
             yield prefix + f.name, f, meta
         else:
@@ -607,76 +609,3 @@ def leaves(
 def flags() -> dict[str, str]:
     """``--flag`` -> the dotted key it sets."""
     return {meta["flag"]: key for key, _, meta in leaves() if meta["flag"]}
-
-
-# ---------------------------------------------------------------------------------------------
-# The settings tables in the docs (tests/test_settings_docs.py keeps them equal to the models)
-# ---------------------------------------------------------------------------------------------
-
-
-def format_duration(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{round(seconds * 1000):d}ms" if seconds else "0s"
-
-
-def format_size(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size % scale == 0:
-            return f"{size // scale}{unit}"
-    return str(size)
-
-
-def _default(f: mi.Field, unit: str | None) -> Any:
-    value = f.default_factory() if f.default is msgspec.NODEFAULT else f.default
-    if isinstance(value, float) and unit == "duration":
-        return format_duration(value)
-    if isinstance(value, int) and unit == "size":
-        return format_size(value)
-    return value
-
-
-def inprocess_table() -> str:
-    """The README's table of the in-process variables."""
-    rows = ["| variable | default | what it sets |", "|---|---|---|"]
-    for f, meta in _fields(InProcessSettings):
-        env = meta["env"]
-        name = (
-            env[0] if len(env) == 1 else "OTEL_EXPORTER_OTLP_(TRACES_)" + env[1].rsplit("_", 1)[1]
-        )
-        rows.append(f"| `{name}` | `{f.default}` | {meta['doc']} |")
-    return "\n".join(rows) + "\n"
-
-
-def hop_yaml(model: type[msgspec.Struct] = HopSettings, indent: str = "") -> str:
-    """docs/deploy.md's block: every key of the hop's file with its default, unit, env and flag."""
-    lines: list[str] = []
-    for f, meta in _fields(model):
-        section = _section(f.type)
-        if section is not None:
-            lines.append(f"{indent}{f.name}:")
-            lines.append(hop_yaml(section, indent + "  ").rstrip("\n"))
-            continue
-        value = _default(f, meta["unit"])
-        shown = "" if value is None else " " + yaml_scalar(value)
-        notes = [meta["doc"]]
-        if meta["unit"]:
-            notes.append(meta["unit"])
-        if meta["env"]:
-            notes.append("env " + ", ".join(meta["env"]))
-        if meta["flag"]:
-            notes.append("flag " + meta["flag"])
-        lines.append(f"{indent}{f.name}:{shown}  # " + "; ".join(notes))
-    return "\n".join(lines) + "\n"
-
-
-def yaml_scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{}"
-    if isinstance(value, HostPort):
-        return str(value)
-    text = str(value)
-    return f'"{text}"' if text.endswith(":") or "#" in text else text
