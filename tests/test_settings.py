@@ -106,6 +106,11 @@ def test_inprocess_variables_are_read_with_their_types() -> None:
         settings.inprocess_settings({"FOOTPRINT_MAX_RUNS": "1.5"})
     with pytest.raises(ValueError, match=r"OTEL_EXPORTER_OTLP_PROTOCOL='http/json': expected grpc"):
         settings.inprocess_settings({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+    # Reading one setting leaves the others alone (setup()'s exporter reads only the protocol).
+    only = settings.inprocess_settings(
+        {"FOOTPRINT_WITNESS": "blur", "FOOTPRINT_MAX_RUNS": "3"}, "max_runs"
+    )
+    assert (only.max_runs, only.witness) == (3, "keep")
 
 
 def test_each_flag_sets_the_key_the_model_names() -> None:

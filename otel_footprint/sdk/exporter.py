@@ -42,7 +42,7 @@ from otel_footprint.sdk.settings import inprocess_settings
 
 def otlp_span_exporter(protocol: str | None = None, **kwargs: Any) -> SpanExporter:
     """The SDK's OTLP span exporter for ``protocol`` (default: from the OTLP environment variables)."""
-    chosen = (protocol or inprocess_settings(os.environ).protocol).strip()
+    chosen = (protocol or inprocess_settings(os.environ, "protocol").protocol).strip()
     if chosen == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 

@@ -130,11 +130,12 @@ class InProcessSettings(_Model, frozen=True):
     ] = "grpc"
 
 
-def inprocess_settings(environ: Mapping[str, str]) -> InProcessSettings:
-    """The in-process settings the environment gives; a bad value names its variable."""
+def inprocess_settings(environ: Mapping[str, str], *only: str) -> InProcessSettings:
+    """The in-process settings the environment gives (``only`` these fields, when named; the rest
+    at their defaults); a bad value names its variable."""
     values: dict[str, Any] = {}
     for f, meta in fields(InProcessSettings):
-        for name in meta["env"]:
+        for name in meta["env"] if not only or f.name in only else ():
             raw = environ.get(name, "").strip()
             if not raw:
                 continue
