@@ -27,7 +27,7 @@ from msgspec import inspect as mi
 from otel_footprint.runs.holding import DEFAULT_LIMITS
 from otel_footprint.sdk.endpoint import Protocol as Protocol_
 
-Unit: TypeAlias = Literal["duration", "size", "seconds", "milliseconds", "host:port"]
+Unit: TypeAlias = Literal["duration", "size", "seconds", "host:port"]
 
 
 class ConfigError(ValueError):

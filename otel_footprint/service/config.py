@@ -265,9 +265,7 @@ def otel_env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
                 try:
                     parsed = float(value) / 1000.0
                 except ValueError:
-                    raise ConfigError(
-                        f"OTEL_EXPORTER_OTLP_TIMEOUT: expected milliseconds, got {value!r}"
-                    ) from None
+                    raise ConfigError(f"{name}: expected milliseconds, got {value!r}") from None
             exp = _merge(exp, _nested(key, parsed))
             break
     if not exp:
