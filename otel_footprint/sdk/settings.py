@@ -1,13 +1,14 @@
-"""Every setting, declared once: name, type, default, unit, environment variable, flag, one-line doc.
+"""Every setting declared once: name, type, default, unit, environment variable, flag, doc.
 
 Two msgspec models: :class:`InProcessSettings` (the ``FOOTPRINT_*`` variables of the in-process
 path) and :class:`HopSettings` (the tree of the hop's YAML file, its ``--set`` keys and flags and
-the ``OTEL_EXPORTER_OTLP_*`` variables it reads). Each field carries its doc, unit, variables and
-flag in ``msgspec.Meta``; the validator, the defaults, the flag and environment layers and the
-settings tables in README.md and docs/deploy.md (``scripts/settings_docs.py``) are all read off these classes (docs/design.md:
-why msgspec). It lives in ``sdk`` because that is the lowest layer both delivery paths import, and
-it imports only msgspec and the standard library besides the run-holding core's defaults, so the
-in-process path stays lean.
+the ``OTEL_EXPORTER_OTLP_*`` variables it reads). The unit rides on the type (``Duration``,
+``Size``, ``Seconds``, ``Address``), the doc, variables and flag on ``msgspec.Meta`` beside it. The
+validator, the defaults, the flag and environment layers and the settings tables of README.md and
+docs/deploy.md (``scripts/settings_docs.py``) are all read off these classes (docs/design.md: why
+msgspec). It lives in ``sdk``, the lowest layer both delivery paths import, and imports only
+msgspec and the standard library besides the run-holding core's defaults: the in-process path
+stays lean.
 """
 
 from __future__ import annotations
