@@ -129,6 +129,8 @@ def test_each_flag_sets_the_key_the_model_names() -> None:
         assert str(node) == values[flag[2:].replace("-", "_")]
     with pytest.raises(c.ConfigError, match="HOST:PORT"):
         c.flag_layer(grpc="nope")
+    with pytest.raises(TypeError, match="unknown flag 'grcp'"):
+        c.flag_layer(grcp="127.0.0.1:0")
 
 
 def test_the_sdk_path_does_not_import_yaml_or_the_hop() -> None:

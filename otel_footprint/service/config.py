@@ -549,8 +549,11 @@ def flag_layer(*, sets: list[str] | None = None, **flags: str | None) -> dict[st
         raw = _merge(raw, parse_set_option(item))
     keys = model.flags()
     for name, value in flags.items():
+        key = keys.get("--" + name.replace("_", "-"))
+        if key is None:
+            raise TypeError(f"flag_layer() got an unknown flag {name!r}; flags: {sorted(keys)}")
         if value is not None:
-            raw = _merge(raw, _nested(keys["--" + name.replace("_", "-")], value))
+            raw = _merge(raw, _nested(key, value))
     return validate(raw)
 
 
