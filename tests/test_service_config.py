@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from otel_footprint.service import config as c
 
@@ -183,47 +180,7 @@ def test_durations_and_sizes() -> None:
         c.parse_size("lots", "x")
 
 
-# -- the defaults are written once (config.DEFAULTS): the docs and the classes' own defaults agree --
-
-
-def _deploy_doc_config() -> dict[str, Any]:
-    text = (Path(__file__).parent.parent / "docs" / "deploy.md").read_text()
-    block = text.split("Every key, with its default:\n\n```yaml\n", 1)[1].split("```", 1)[0]
-    loaded: dict[str, Any] = yaml.safe_load(block)
-    return loaded
-
-
-def _leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and key != "headers":
-            out.update(_leaves(value, path + "."))
-        else:
-            out[path] = value
-    return out
-
-
-def test_docs_deploy_lists_every_key_with_the_built_in_default() -> None:
-    doc = _leaves(_deploy_doc_config())
-    schema_keys = set(_leaves(c.SCHEMA))
-    # Written as a comment beside bearer_token in the docs, not as a key of its own.
-    assert set(doc) == schema_keys - {"receivers.otlp.auth.bearer_token_file"}
-    parsers = _leaves(c.SCHEMA)
-    defaults = _leaves(c.validate(c.DEFAULTS))
-    for path, value in defaults.items():
-        assert parsers[path](doc[path], path) == value, f"docs/deploy.md: {path}: {doc[path]!r}"
-    # Keys the docs give a value for and the defaults leave unset (no default) are exactly the
-    # ones whose documented value is a placeholder or what `build` derives.
-    derived = {
-        "processing.run_store.path",  # <data_dir>/runs.sqlite
-        "exporters.otlp.protocol",  # grpc unless the URL names /v1/traces
-        "exporters.otlp.headers",
-        "exporters.phoenix_annotations.headers",
-        "service.telemetry.metrics.otlp.protocol",
-    }
-    unset = {p for p, v in doc.items() if v is not None and p not in defaults}
-    assert unset == derived
+# -- the defaults are written once (sdk/settings.py): the classes' own defaults agree --
 
 
 def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
@@ -238,14 +195,14 @@ def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
         max_runs=proc.max_runs,
         max_bytes=proc.max_bytes,
         max_spans_per_run=proc.max_spans_per_run,
-        cache_traces=proc.decision_cache_traces,
-        cache_spans=proc.decision_cache_spans,
+        cache_traces=proc.decision_cache.max_traces,
+        cache_spans=proc.decision_cache.max_spans,
     )
     queue = cfg.exporter.queue
     journal = Journal(tmp_path / "queue")
     assert (journal.max_bytes, journal.segment_bytes, journal.fsync) == (
-        queue.max_bytes,
-        queue.segment_bytes,
+        queue.max_size,
+        queue.segment_size,
         queue.fsync,
     )
     with_phoenix = c.load(

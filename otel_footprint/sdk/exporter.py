@@ -13,47 +13,36 @@ Held runs are exported by the buffer's own worker thread; an export failure ther
 back to the BatchSpanProcessor (it is counted in ``stats().sink_failures``). The processor knows
 each run span's start and has none of these limits: prefer it when you can change code.
 
-Settings without code: ``FOOTPRINT_GRACE_SECONDS``, ``FOOTPRINT_MAX_WAIT_SECONDS``,
-``FOOTPRINT_MAX_RUNS``, ``FOOTPRINT_MAX_SPANS_PER_RUN``, ``FOOTPRINT_WITNESS`` (keep / hash / drop).
-The inner exporter follows ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` / ``OTEL_EXPORTER_OTLP_PROTOCOL``
-(``grpc``, the default, or ``http/protobuf``) and the usual ``OTEL_EXPORTER_OTLP_*`` variables.
+Settings without code: the ``FOOTPRINT_*`` variables of
+:class:`~otel_footprint.sdk.settings.InProcessSettings` (the README's table is generated from it);
+the inner exporter follows ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL`` and the usual
+``OTEL_EXPORTER_OTLP_*`` variables.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
+from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.engine.decide import EngineOptions
-from otel_footprint.runs.holding import DEFAULT_LIMITS
 from otel_footprint.runs.model import RunStore
 from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
 from otel_footprint.sdk.processor import processor_limits
-
-ENV_GRACE_SECONDS = "FOOTPRINT_GRACE_SECONDS"
-ENV_MAX_WAIT_SECONDS = "FOOTPRINT_MAX_WAIT_SECONDS"
-ENV_MAX_RUNS = "FOOTPRINT_MAX_RUNS"
-ENV_MAX_SPANS_PER_RUN = "FOOTPRINT_MAX_SPANS_PER_RUN"
-ENV_WITNESS = "FOOTPRINT_WITNESS"
+from otel_footprint.sdk.settings import inprocess_settings
 
 
 def otlp_span_exporter(protocol: str | None = None, **kwargs: Any) -> SpanExporter:
     """The SDK's OTLP span exporter for ``protocol`` (default: from the OTLP environment variables)."""
-    chosen = (
-        protocol
-        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "grpc"
-    ).strip()
+    chosen = (protocol or inprocess_settings(os.environ, "protocol").protocol).strip()
     if chosen == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
@@ -65,27 +54,6 @@ def otlp_span_exporter(protocol: str | None = None, **kwargs: Any) -> SpanExport
 
         return HttpOTLPSpanExporter(**kwargs)
     raise ValueError(f"unsupported OTLP protocol {chosen!r} (expected 'grpc' or 'http/protobuf')")
-
-
-def _env_number(
-    env: Mapping[str, str], key: str, default: float, cast: Callable[[str], Any]
-) -> Any:
-    raw = env.get(key)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return cast(raw.strip())
-    except ValueError:
-        raise ValueError(f"{key}={raw!r} is not a valid number") from None
-
-
-def _env_witness(env: Mapping[str, str]) -> WitnessPolicy | None:
-    raw = env.get(ENV_WITNESS, "").strip()
-    if not raw:
-        return None
-    if raw not in ("keep", "hash", "drop"):
-        raise ValueError(f"{ENV_WITNESS}={raw!r}: expected keep, hash or drop")
-    return raw  # type: ignore[return-value]  # narrowed by the membership test above
 
 
 class FootprintOTLPSpanExporter(SpanExporter):
@@ -108,25 +76,18 @@ class FootprintOTLPSpanExporter(SpanExporter):
         protocol: str | None = None,
         **otlp_kwargs: Any,
     ) -> None:
-        env = os.environ
+        env = inprocess_settings(os.environ)
         if annotate_options is None:
-            witness = _env_witness(env)
-            annotate_options = AnnotateOptions(witness=witness) if witness else AnnotateOptions()
+            annotate_options = AnnotateOptions(witness=env.witness)
         self._inner = exporter or otlp_span_exporter(protocol, **otlp_kwargs)
         self._export_lock = threading.Lock()
         limits = processor_limits(
-            release_grace=grace_seconds
-            if grace_seconds is not None
-            else _env_number(env, ENV_GRACE_SECONDS, DEFAULT_LIMITS.release_grace, float),
-            max_wait=max_wait_seconds
-            if max_wait_seconds is not None
-            else _env_number(env, ENV_MAX_WAIT_SECONDS, DEFAULT_LIMITS.max_wait, float),
-            max_runs=max_runs
-            if max_runs is not None
-            else _env_number(env, ENV_MAX_RUNS, DEFAULT_LIMITS.max_runs, int),
-            max_spans_per_run=max_spans_per_run
-            if max_spans_per_run is not None
-            else _env_number(env, ENV_MAX_SPANS_PER_RUN, DEFAULT_LIMITS.max_spans_per_run, int),
+            release_grace=env.grace_seconds if grace_seconds is None else grace_seconds,
+            max_wait=env.max_wait_seconds if max_wait_seconds is None else max_wait_seconds,
+            max_runs=env.max_runs if max_runs is None else max_runs,
+            max_spans_per_run=env.max_spans_per_run
+            if max_spans_per_run is None
+            else max_spans_per_run,
         )
         self._buffer = RunBuffer(
             self._export_released,

@@ -294,7 +294,7 @@ class Forwarder:
         self._worker.start()
 
     def _step(self) -> bool:
-        batch = self.journal.take_outbound(self.cfg.queue.batch_max_bytes, timeout=0.2)
+        batch = self.journal.take_outbound(self.cfg.queue.batch_max_size, timeout=0.2)
         if not batch:
             return True
         try:

@@ -178,14 +178,16 @@ class Hop:
         proc = cfg.processing
         self.journal = Journal(
             cfg.service.data_dir / "queue",
-            segment_bytes=cfg.exporter.queue.segment_bytes,
-            max_bytes=cfg.exporter.queue.max_bytes,
+            segment_bytes=cfg.exporter.queue.segment_size,
+            max_bytes=cfg.exporter.queue.max_size,
             fsync=cfg.exporter.queue.fsync,
         )
         replay = self.journal.open()
         stack.callback(self._close_journal)
+        store_path = proc.run_store.path
+        assert store_path is not None  # resolved by config.build
         if proc.run_store.kind == "sqlite":
-            self.store = SqliteRunStore(proc.run_store.path)
+            self.store = SqliteRunStore(store_path)
         elif proc.run_store.kind == "redis":
             assert proc.run_store.url is not None
             self.store = RedisRunStore(
@@ -197,7 +199,7 @@ class Hop:
             stack.callback(self.store.close)
         # Accounts stay per instance even with a shared Redis store: the query service answers for
         # the runs this hop decided. Only a memory store keeps them in memory too.
-        accounts = proc.run_store.path.with_name("accounts.sqlite")
+        accounts = store_path.with_name("accounts.sqlite")
         in_memory = proc.run_store.kind == "memory"
         self.verdicts = VerdictLog(None if in_memory else accounts, proc.recent_verdicts)
         stack.callback(self.verdicts.close)
@@ -220,8 +222,8 @@ class Hop:
             max_runs=proc.max_runs,
             max_bytes=proc.max_bytes,
             max_spans_per_run=proc.max_spans_per_run,
-            cache_traces=proc.decision_cache_traces,
-            cache_spans=proc.decision_cache_spans,
+            cache_traces=proc.decision_cache.max_traces,
+            cache_spans=proc.decision_cache.max_spans,
         )
         hooks: list[Callable[[], None]] = [self.verdicts.flush]
         if isinstance(self.store, SqliteRunStore):
