@@ -18,25 +18,21 @@ readonly PHOENIX_VERSION=20.26.1
 # 3.5.0 is the floor arize-phoenix 20.26.1 declares (arize-phoenix-client>=3.5.0) and the newest release.
 readonly PHOENIX_CLIENT_VERSION=3.5.0
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-readonly ROOT
+# shellcheck source=scripts/svc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/svc.sh"
+
 readonly CONSTRAINTS="$ROOT/scripts/phoenix-constraints.txt"
 VENV=$(realpath -m "${PHOENIX_VENV:-$ROOT/.phoenix-venv}")
 STATE=$(realpath -m "${PHOENIX_STATE_DIR:-$ROOT/.phoenix}")
 readonly VENV STATE
-readonly ENV_FILE="$STATE/env"
-readonly LOG_FILE="$STATE/phoenix.log"
-readonly START_TIMEOUT=${PHOENIX_START_TIMEOUT:-90}
-readonly STOP_TIMEOUT=${PHOENIX_STOP_TIMEOUT:-10}
 readonly BASE_PYTHON=${PHOENIX_PYTHON:-python3}
-
-say() { printf 'phoenix: %s\n' "$*" >&2; }
-die() {
-  say "ERROR: $*"
-  exit 1
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+SVC=phoenix
+SVC_PORTS="HTTP GRPC"
+SVC_WHAT="phoenix serve"
+SVC_PYTHON="$VENV/bin/python"
+SVC_PROBE_HOST=0.0.0.0 # Phoenix binds its gRPC listener on 0.0.0.0 whatever PHOENIX_HOST says
+SVC_START_TIMEOUT_DEFAULT=90
+svc_init
 
 installed_ok() {
   [[ -x "$VENV/bin/python" && -x "$VENV/bin/phoenix" ]] || return 1
@@ -74,219 +70,40 @@ cmd_install() {
   say "installed arize-phoenix==$PHOENIX_VERSION + client $PHOENIX_CLIENT_VERSION in $VENV in $(elapsed "$t0") s"
 }
 
-# Prints "HTTP_PORT GRPC_PORT": two distinct ports that are free right now. Both are probed on all
-# interfaces because Phoenix binds its gRPC listener on 0.0.0.0 whatever PHOENIX_HOST says.
-free_ports() {
-  "$VENV/bin/python" - <<'PY'
-import socket
-
-socks = []
-for _ in range(2):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("0.0.0.0", 0))
-    socks.append(s)
-print(*(s.getsockname()[1] for s in socks))
-for s in socks:
-    s.close()
-PY
+svc_can_start() {
+  installed_ok || die "arize-phoenix==$PHOENIX_VERSION is not installed in $VENV: run '$0 install' first"
 }
 
-# Waits until /healthz answers 200 and the gRPC port accepts a connection, or the process dies, or the
-# deadline passes. Exit codes: 0 ready, 2 process died, 3 timeout.
-wait_ready() {
-  "$VENV/bin/python" - "$1" "$2" "$3" "$START_TIMEOUT" <<'PY'
-import os, socket, sys, time, urllib.request
-
-pid, http_port, grpc_port, timeout = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-deadline = time.monotonic() + timeout
-
-def alive() -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by the launching shell) still answers kill(0).
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-def healthy() -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/healthz", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-def grpc_open() -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", grpc_port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-while time.monotonic() < deadline:
-    if not alive():
-        sys.exit(2)
-    if healthy() and grpc_open():
-        sys.exit(0)
-    time.sleep(0.2)
-sys.exit(3)
-PY
-}
-
-pid_alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
-
-# True when pid no longer runs: absent, or a zombie waiting to be reaped by its parent.
-process_gone() {
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 0
-  [[ -z "$state" || "$state" == Z ]]
-}
-
-# True when pid is a process this harness started: a pid recorded in the env file could have been reused.
-is_our_phoenix() {
-  pid_alive "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$VENV/bin/.*phoenix.* serve"
-}
-
-read_env_var() { # read_env_var NAME -> value from the env file (empty when absent)
-  [[ -f "$ENV_FILE" ]] || return 0
-  sed -n "s/^$1=//p" "$ENV_FILE" | tail -n 1
-}
-
-kill_and_wait() { # kill_and_wait PID: SIGTERM, then SIGKILL after STOP_TIMEOUT seconds
-  local pid=$1 deadline
-  kill -TERM "$pid" 2>/dev/null || return 0
-  deadline=$(awk -v n="$(now)" -v t="$STOP_TIMEOUT" 'BEGIN { printf "%.3f", n + t }')
-  while ! process_gone "$pid"; do
-    if awk -v n="$(now)" -v d="$deadline" 'BEGIN { exit !(n > d) }'; then
-      say "pid $pid still alive ${STOP_TIMEOUT} s after SIGTERM: SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      # SIGKILL cannot be caught; give the kernel (and the reaper) a bounded moment to finish it.
-      for _ in $(seq 50); do
-        process_gone "$pid" && break
-        sleep 0.1
-      done
-      break
-    fi
-    sleep 0.1
-  done
-  wait "$pid" 2>/dev/null || true
-}
-
-launch() { # launch HTTP_PORT GRPC_PORT WORKDIR -> prints the pid
+svc_launch() {
+  WORKDIR=$(mktemp -d "${TMPDIR:-/tmp}/phoenix-work.XXXXXX")
   # A minimal environment: a stray PHOENIX_SQL_DATABASE_URL, auth or OTEL_* variable from the caller
   # must not point the test backend at another database or make it export its own traces.
   env -i PATH="$PATH" HOME="${HOME:-/root}" LANG=C.UTF-8 TMPDIR="${TMPDIR:-/tmp}" \
-    PHOENIX_HOST=127.0.0.1 PHOENIX_PORT="$1" PHOENIX_GRPC_PORT="$2" PHOENIX_WORKING_DIR="$3" \
+    PHOENIX_HOST=127.0.0.1 PHOENIX_PORT="$SVC_PORT_HTTP" PHOENIX_GRPC_PORT="$SVC_PORT_GRPC" \
+    PHOENIX_WORKING_DIR="$WORKDIR" \
     PHOENIX_ALLOW_EXTERNAL_RESOURCES=false PHOENIX_ALLOWED_SANDBOX_PROVIDERS=NONE \
     PHOENIX_TELEMETRY_ENABLED=false PHOENIX_LOG_MIGRATIONS=false PHOENIX_DISCOVER_CONFIG=false \
     setsid "$VENV/bin/phoenix" serve </dev/null >"$LOG_FILE" 2>&1 &
-  echo $!
 }
 
-cmd_start() {
-  installed_ok || die "arize-phoenix==$PHOENIX_VERSION is not installed in $VENV: run '$0 install' first"
-  local old_pid
-  old_pid=$(read_env_var OTEL_FOOTPRINT_PHOENIX_PID)
-  if is_our_phoenix "$old_pid"; then
-    say "already running (pid $old_pid, $(read_env_var OTEL_FOOTPRINT_PHOENIX_URL))"
-    return 0
-  fi
-  mkdir -p "$STATE"
-  rm -f "$ENV_FILE"
-  local t0 attempt workdir http_port grpc_port pid rc
-  t0=$(now)
-  # Ports are probed, then released, then taken by Phoenix: another process can grab one in between, so
-  # a bind clash is retried with new ports (a clash on the HTTP port only shows after ~10 s).
-  for attempt in 1 2 3; do
-    workdir=$(mktemp -d "${TMPDIR:-/tmp}/phoenix-work.XXXXXX")
-    read -r http_port grpc_port < <(free_ports)
-    pid=$(launch "$http_port" "$grpc_port" "$workdir")
-    rc=0
-    wait_ready "$pid" "$http_port" "$grpc_port" || rc=$?
-    if ((rc == 0)); then
-      break
-    fi
-    kill_and_wait "$pid"
-    rm -rf "$workdir"
-    if ((rc == 2)) && grep -qiE 'address already in use|errno 98' "$LOG_FILE" && ((attempt < 3)); then
-      say "port clash on attempt $attempt (http $http_port, grpc $grpc_port): retrying with new ports"
-      continue
-    fi
-    local why="did not become ready within ${START_TIMEOUT} s (/healthz 200 and gRPC port $grpc_port)"
-    ((rc == 2)) && why="exited before becoming ready"
-    say "ERROR: phoenix serve (pid $pid, http 127.0.0.1:$http_port) $why. Last log lines ($LOG_FILE):"
-    if [[ -s "$LOG_FILE" ]]; then tail -n 40 "$LOG_FILE" >&2; else say "(the log is empty)"; fi
-    exit 1
-  done
-  {
-    echo "OTEL_FOOTPRINT_PHOENIX_URL=http://127.0.0.1:$http_port"
-    echo "OTEL_FOOTPRINT_PHOENIX_GRPC=127.0.0.1:$grpc_port"
-    echo "OTEL_FOOTPRINT_PHOENIX_PID=$pid"
-    echo "OTEL_FOOTPRINT_PHOENIX_WORKDIR=$workdir"
-    echo "OTEL_FOOTPRINT_PHOENIX_LOG=$LOG_FILE"
-  } >"$ENV_FILE.tmp"
-  mv "$ENV_FILE.tmp" "$ENV_FILE"
-  say "ready in $(elapsed "$t0") s: http://127.0.0.1:$http_port, gRPC 127.0.0.1:$grpc_port, pid $pid (env: $ENV_FILE)"
+svc_health_url() { echo "http://127.0.0.1:$SVC_PORT_HTTP/healthz"; }
+svc_ready_ports() { echo "$SVC_PORT_GRPC"; }
+svc_env_file() {
+  echo "OTEL_FOOTPRINT_PHOENIX_URL=http://127.0.0.1:$SVC_PORT_HTTP"
+  echo "OTEL_FOOTPRINT_PHOENIX_GRPC=127.0.0.1:$SVC_PORT_GRPC"
+  echo "OTEL_FOOTPRINT_PHOENIX_WORKDIR=$WORKDIR"
 }
 
-cmd_stop() {
-  set +e # stop must always finish its cleanup, whatever fails on the way
-  local pid workdir t0
-  pid=$(read_env_var OTEL_FOOTPRINT_PHOENIX_PID)
-  workdir=$(read_env_var OTEL_FOOTPRINT_PHOENIX_WORKDIR)
-  if [[ -z "$pid" ]]; then
-    say "not running (no $ENV_FILE)"
-    return 0
-  fi
-  t0=$(now)
-  if is_our_phoenix "$pid"; then
-    kill_and_wait "$pid"
-    say "stopped pid $pid in $(elapsed "$t0") s"
-  else
-    say "pid $pid is no longer a running phoenix serve: nothing to stop"
-  fi
-  # Only ever delete a directory this script created (mktemp's phoenix-work.* pattern).
+svc_owns() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q "$VENV/bin/.*phoenix.* serve"; }
+
+# The work dir of a failed start attempt, or of the instance just stopped. Only ever a directory this
+# script created (mktemp's phoenix-work.* pattern) is deleted.
+svc_forget() {
+  local workdir=${WORKDIR:-$(read_env_var OTEL_FOOTPRINT_PHOENIX_WORKDIR)}
   if [[ -n "$workdir" && "$(basename "$workdir")" == phoenix-work.* && -d "$workdir" ]]; then
     rm -rf "$workdir"
   fi
-  rm -f "$ENV_FILE"
   return 0
-}
-
-cmd_status() {
-  local pid
-  pid=$(read_env_var OTEL_FOOTPRINT_PHOENIX_PID)
-  if is_our_phoenix "$pid"; then
-    cat "$ENV_FILE"
-    say "running (pid $pid)"
-    return 0
-  fi
-  say "not running"
-  return 1
-}
-
-cmd_env() {
-  [[ -f "$ENV_FILE" ]] || die "no $ENV_FILE: run '$0 start' first"
-  sed 's/^/export /' "$ENV_FILE"
-}
-
-cmd_run() {
-  [[ "${1:-}" == "--" ]] && shift
-  (($# > 0)) || die "usage: $0 run -- CMD [ARGS...]"
-  cmd_start
-  trap cmd_stop EXIT
-  local rc=0
-  (
-    set -a
-    # shellcheck disable=SC1090
-    . "$ENV_FILE"
-    set +a
-    "$@"
-  ) || rc=$?
-  return "$rc"
 }
 
 main() {
