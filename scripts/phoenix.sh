@@ -116,7 +116,7 @@ main() {
   status) cmd_status ;;
   env) cmd_env ;;
   run) cmd_run "$@" ;;
-  help | -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
+  help | -h | --help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command '$cmd' (install | start | stop | status | env | run -- CMD)" ;;
   esac
 }
