@@ -338,11 +338,17 @@ def run(
                 calibration: dict[str, Any] = {}
                 if rate is None:
                     cal = Tally()
-                    before, t0 = sink.received, time.monotonic()
+                    # Sustainable: what arrives downstream over the window's second half (the
+                    # first fills the buffer; the hop pushes back on the rest); then drain so the
+                    # overload starts from an idle hop.
+                    mark: list[tuple[float, int]] = []
+                    timer = threading.Timer(
+                        calibrate / 2, lambda: mark.append((time.monotonic(), sink.received))
+                    )
+                    timer.start()
                     index = drive(hop.grpc, requests, index, clients, calibrate, None, cal)
-                    # Sustainable: what arrived downstream over the window (the hop pushes back
-                    # on the rest); then drain so the overload starts from an idle hop.
-                    rate = (sink.received - before) / (time.monotonic() - t0)
+                    timer.join()
+                    rate = (sink.received - mark[0][1]) / (time.monotonic() - mark[0][0])
                     _wait_delivered(sink, cal.acked, drain_timeout)
                     calibration = {
                         "seconds": calibrate,
