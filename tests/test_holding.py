@@ -72,7 +72,7 @@ def test_the_decision_cache_yields_to_held_runs_within_max_bytes() -> None:
     core: Core = RunHolding(HoldLimits(max_bytes=10_000, release_grace=0.0))
     for trace in range(1, 11):
         hold(core, trace, 1, 0, SpanRole.RUN)
-        (release,) = core.poll(1.0)
+        assert [r.trace_id for r in core.poll(1.0)] == [trace]
         core.remember(trace, {1: "note"}, size=1_000)
     assert core.cached_traces() == 10 and core.cache_bytes == 10_000
     assert core.room()  # the cache never causes back-pressure
