@@ -53,6 +53,39 @@ def test_room_says_full_before_a_limit_releases_anything() -> None:
     assert not core.room()  # 9 of 10 runs held: new input is refused, nothing was shed
 
 
+def test_runs_released_but_not_yet_written_count_against_max_bytes() -> None:
+    """Issue 13 (defect 4): released runs the adapter still holds in memory (deciding, writing
+    out) are memory too: back-pressure answers before they and the held runs pass the bound."""
+    core: Core = RunHolding(HoldLimits(max_bytes=10_000))
+    for trace in range(1, 50):
+        assert hold(core, trace, 1, 0, SpanRole.RUN) == []
+    assert core.bytes_held == 4_900 and core.room()
+    core.releasing_bytes = 4_100  # e.g. a poll handed the worker this much to decide
+    assert not core.room()
+    core.releasing_bytes = 0
+    assert core.room()
+
+
+def test_the_decision_cache_yields_to_held_runs_within_max_bytes() -> None:
+    """Issue 13 (defect 4): remembered notes are memory max_bytes bounds; the cache keeps only
+    what held and releasing runs leave of it (oldest decided trace first), never refusing input."""
+    core: Core = RunHolding(HoldLimits(max_bytes=10_000, release_grace=0.0))
+    for trace in range(1, 11):
+        hold(core, trace, 1, 0, SpanRole.RUN)
+        assert [r.trace_id for r in core.poll(1.0)] == [trace]
+        core.remember(trace, {1: "note"}, size=1_000)
+    assert core.cached_traces() == 10 and core.cache_bytes == 10_000
+    assert core.room()  # the cache never causes back-pressure
+    for trace in range(100, 130):  # 3,000 bytes of held runs: 3 cached traces must go
+        hold(core, trace, 1, 0, SpanRole.PASS)
+    assert core.bytes_held == 3_000
+    assert core.cached_traces() == 7 and core.cache_bytes == 7_000
+    assert not core.knows(1) and not core.knows(3) and core.knows(4)
+    core.releasing_bytes = 2_000
+    core.enforce([])
+    assert core.cache_bytes <= 10_000 - 3_000 - 2_000
+
+
 def test_an_unbounded_restore_releases_recovered_runs_when_due_not_as_overflow() -> None:
     core: Core = RunHolding(HoldLimits(max_runs=2, release_grace=1.0))
     core.bounded = False

@@ -84,7 +84,9 @@ class HoldLimits:
     max_runs: int = 10_000
     """Traces held at once."""
     max_bytes: int = 256 << 20
-    """Bytes of spans and events held at once (the hard memory bound)."""
+    """Bytes of spans and events held at once (the hard memory bound). Runs released but not yet
+    written out (:attr:`RunHolding.releasing_bytes`) count against it too, and the decision cache
+    yields to both: it keeps notes only within what they leave of it."""
     max_spans_per_run: int = 20_000
     """Spans held in one trace."""
     max_events_per_run: int = 20_000
@@ -205,6 +207,7 @@ class _Entry(Generic[K, T, E]):
     """One trace held (or remembered): a plain slotted class, built once per trace on the hot path."""
 
     __slots__ = (
+        "cached",
         "client",
         "closed_cause",
         "due",
@@ -237,6 +240,8 @@ class _Entry(Generic[K, T, E]):
         self.released_runs: dict[K, None] = _EMPTY
         self.events: dict[K, list[tuple[E, int]]] = _EMPTY
         self.notes: dict[K, object] = _EMPTY
+        self.cached = 0
+        """Bytes its remembered notes take (the adapter's estimate), in ``cache_bytes``."""
         self.event_count = 0
         self.root_arrival: float | None = None
         self.closed_cause: Cause | None = None
@@ -297,6 +302,11 @@ class RunHolding(Generic[K, T, E]):
         self._links = 0
         self._dropped: list[E] = []
         self.bytes_held = 0
+        self.releasing_bytes = 0
+        """Bytes of released runs the adapter still has in memory (deciding, writing out): set by
+        the adapter; counted with ``bytes_held`` against ``max_bytes`` for back-pressure."""
+        self.cache_bytes = 0
+        """Bytes of the decision cache's notes (the adapter's estimates, see :meth:`remember`)."""
         self.spans_held = 0
         self.events_held = 0
         self.traces_held_total = 0
@@ -338,7 +348,7 @@ class RunHolding(Generic[K, T, E]):
         release runs unannotated and before memory grows past the bound."""
         lim = self.limits
         return (
-            self.bytes_held < lim.max_bytes * fraction
+            self.bytes_held + self.releasing_bytes < lim.max_bytes * fraction
             and len(self._active) < lim.max_runs * fraction
         )
 
@@ -527,6 +537,7 @@ class RunHolding(Generic[K, T, E]):
 
     def enforce(self, releases: list[Release[K, T, E]]) -> None:
         """Release traces while the held bytes exceed the hard limit (after a batch of holds)."""
+        self._trim_cache()  # the decision cache yields first
         while self.bytes_held > self.limits.max_bytes and self._active and self.bounded:
             releases.append(self._release_all(self._entries[self._victim()], "overflow", "bytes"))
 
@@ -538,6 +549,7 @@ class RunHolding(Generic[K, T, E]):
             del self._entries[trace_id]
             del self._active[trace_id]
             self.bytes_held -= entry.size
+            self.cache_bytes -= entry.cached
             self.spans_held -= len(entry.held)
             self._links -= len(entry.parents)
             self._left(entry.client)
@@ -788,16 +800,27 @@ class RunHolding(Generic[K, T, E]):
 
     def _trim_cache(self) -> None:
         lim = self.limits
-        while self._idle and (len(self._idle) > lim.cache_traces or self._links > lim.cache_spans):
+        # The cache only keeps what the held and releasing runs leave of max_bytes: it is memory
+        # too, and the first to go (a late span then passes unannotated).
+        room = lim.max_bytes - self.bytes_held - self.releasing_bytes
+        while self._idle and (
+            len(self._idle) > lim.cache_traces
+            or self._links > lim.cache_spans
+            or self.cache_bytes > room
+        ):
             trace_id, _ = self._idle.popitem(last=False)
             entry = self._entries.pop(trace_id)
             self._links -= len(entry.parents)
+            self.cache_bytes -= entry.cached
 
     # -- the decision cache --------------------------------------------------------------------
 
-    def remember(self, trace_id: K, notes: dict[K, object]) -> None:
-        """Keep a decided run's notes so its late spans get the same annotations."""
+    def remember(self, trace_id: K, notes: dict[K, object], size: int = 0) -> None:
+        """Keep a decided run's notes so its late spans get the same annotations; ``size`` is
+        the memory they take (the adapter's estimate), counted in ``cache_bytes``."""
         entry = self._entries.get(trace_id)
         if entry is not None:
             entry.own("notes").update(notes)
+            entry.cached += size
+            self.cache_bytes += size
         self._trim_cache()

@@ -18,6 +18,7 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otel_footprint.annotate.form import SpanNote
 from otel_footprint.runs import holding
 from otel_footprint.runs.holding import Cause, HoldLimits, Limit, RunHolding
 from otel_footprint.runs.recognize import SpanRole
@@ -56,6 +57,44 @@ MAX_ORIGINS = 4096
 HELD_SPAN_OVERHEAD = 200
 """Bytes a held span costs beyond its wire bytes (its record and the core's two map entries),
 measured with tracemalloc by ``benchmarks/bench_held.py``: counted in ``bytes_held``."""
+
+
+NOTE_OVERHEAD = 200
+"""Bytes a remembered note costs beyond its attributes (the note, its id key, the map entry)."""
+NOTE_EVENT_OVERHEAD = 150
+"""Bytes per event or link of a remembered note beyond its attributes."""
+NOTE_PAIR_OVERHEAD = 100
+"""Bytes per attribute pair beyond its text (the pair and the boxed value; keys are shared)."""
+
+
+def note_bytes(note: object) -> int:
+    """An estimate of the memory a decided run's note for one span takes in the decision cache.
+
+    Calibrated with tracemalloc against ``bench_hop``'s runs (5 notes, 154 attribute pairs, 20
+    events, ~3,000 characters a run: 24.5 KB estimated, 19.6 KB measured with the cache entry
+    itself). Counted against ``max_bytes``: a run's notes take more memory than its spans."""
+    if not isinstance(note, SpanNote):
+        return NOTE_OVERHEAD
+    size = NOTE_OVERHEAD + _pairs_bytes(note.attributes)
+    for event in note.events:
+        size += NOTE_EVENT_OVERHEAD + _pairs_bytes(event.attributes)
+    for link in note.links:
+        size += NOTE_EVENT_OVERHEAD + _pairs_bytes(link.attributes)
+    return size
+
+
+def _pairs_bytes(pairs: Sequence[tuple[str, object]]) -> int:
+    size = 0
+    for _key, value in pairs:
+        size += NOTE_PAIR_OVERHEAD
+        if isinstance(value, str | bytes):
+            size += len(value)
+        elif isinstance(value, tuple | list):
+            size += sum(
+                (len(v) if isinstance(v, str | bytes) else 0) + NOTE_PAIR_OVERHEAD // 2
+                for v in value
+            )
+    return size
 
 
 class HeldSpan:
@@ -162,6 +201,20 @@ class RunBuffer:
     def cached_traces(self) -> int:
         """Decided traces kept in the decision cache (for late spans)."""
         return self.core.cached_traces()
+
+    @property
+    def cache_bytes(self) -> int:
+        """Memory the decision cache's notes take (estimated by :func:`note_bytes`)."""
+        return self.core.cache_bytes
+
+    @property
+    def releasing_bytes(self) -> int:
+        """Bytes of released runs not yet written out (counted against ``max_bytes``)."""
+        return self.core.releasing_bytes
+
+    @releasing_bytes.setter
+    def releasing_bytes(self, value: int) -> None:
+        self.core.releasing_bytes = max(0, value)
 
     def room(self) -> bool:
         """Whether new input is welcome (else the receiver answers "full": back-pressure)."""
@@ -297,7 +350,7 @@ class RunBuffer:
 
     def remember(self, trace_id: bytes, notes: dict[bytes, object]) -> None:
         """Keep a decided run's notes so its late spans get the same annotations."""
-        self.core.remember(trace_id, notes)
+        self.core.remember(trace_id, notes, sum(note_bytes(n) for n in notes.values()))
 
     def _settled(self, releases: list[Release]) -> list[Release]:
         for release in releases:

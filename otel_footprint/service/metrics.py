@@ -281,6 +281,11 @@ class HopMetrics:
             "decision_cache_traces",
             "Decided traces kept in the decision cache (to annotate their late spans).",
         )
+        self.decision_cache_bytes = r.gauge(
+            "decision_cache_bytes",
+            "Memory the decision cache's notes take (estimated); it yields to held runs within "
+            "processing.max_bytes.",
+        )
         self.queue_bytes = r.gauge(
             "queue_bytes", "Bytes of pending records in the disk journal (held input and outbound)."
         )

@@ -149,13 +149,13 @@ class Pipeline:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._forced: list[Release] = []
-        self._pending_release_bytes = 0
         self._stop = False
         self._worker = Worker("otel-footprint-release", self._step)
         m = metrics
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
-        m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self._pending_release_bytes)
+        m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self.buffer.releasing_bytes)
+        m.decision_cache_bytes.set_reader(lambda: self.buffer.cache_bytes)
         m.decision_cache_traces.set_reader(self.buffer.cached_traces)
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
@@ -205,12 +205,10 @@ class Pipeline:
     # -- the receivers' side -------------------------------------------------------------------
 
     def _admit(self) -> None:
-        # Released runs still waiting for the worker count against the memory bound: when the
-        # worker falls behind, senders are told to retry instead of memory growing.
-        if self._pending_release_bytes > self.options.limits.max_bytes:
-            raise OverloadedError("the hop is behind deciding released runs", retry_after=1.0)
+        # Released runs still waiting for the worker count against the memory bound with the
+        # held ones (buffer.releasing_bytes): when the worker falls behind, senders are told to
+        # retry instead of memory growing, before a limit releases runs unannotated.
         if not self.buffer.room():
-            # Shed load before a limit releases runs unannotated or memory grows past the bound.
             raise OverloadedError("the run buffer is full", retry_after=1.0)
 
     def ingest_traces(
@@ -340,7 +338,7 @@ class Pipeline:
     def _queue_releases(self, releases: list[Release]) -> None:
         if releases:
             self._forced.extend(releases)
-            self._pending_release_bytes += sum(r.size for r in releases)
+            self.buffer.releasing_bytes += sum(r.size for r in releases)
             self._wake.notify()
 
     # -- the release worker --------------------------------------------------------------------
@@ -361,12 +359,18 @@ class Pipeline:
         return True
 
     def _take_due(self) -> tuple[list[Release], list[int]]:
-        # Called with the lock held.
-        releases = self._forced + self.buffer.poll(self.clock())
+        # Called with the lock held. Due releases stay in memory until written out: they count
+        # against max_bytes from here (forced ones were counted when queued).
+        due = self.buffer.poll(self.clock())
+        self.buffer.releasing_bytes += sum(r.size for r in due)
+        releases = self._forced + due
         self._forced = []
         return releases, self.buffer.take_orphan_done()
 
     def _settle(self, releases: list[Release], orphans: list[int]) -> None:
+        """Decide and commit ``releases`` (emptied as it goes: a decided release holds its
+        parsed, annotated spans, several times their wire size, and one poll can hand over
+        thousands; each is let go once committed, not when the last of them is)."""
         if orphans:
             self.journal.mark_done(orphans)
         # Group commit: several decided releases go to the journal as one append (one write, and
@@ -374,8 +378,9 @@ class Pipeline:
         # only then are their held input records retired (a crash before the fsync replays them).
         batch: list[_Decided] = []
         opened = time.monotonic()
-        for release in releases:
-            batch.append(self._decide(release))
+        releases.reverse()
+        while releases:
+            batch.append(self._decide(releases.pop()))
             if (
                 len(batch) >= GROUP_COMMIT_RELEASES
                 or time.monotonic() - opened >= GROUP_COMMIT_SECONDS
@@ -393,8 +398,9 @@ class Pipeline:
         """
         with self._lock:
             releases, orphans = self._take_due()
+        count = len(releases)
         self._settle(releases, orphans)
-        return len(releases)
+        return count
 
     def _decide(self, release: Release) -> _Decided:
         """Decide a release, annotate its spans in place and serialize them (no journal yet)."""
@@ -442,13 +448,14 @@ class Pipeline:
                     if self.phoenix is not None:
                         for d, seq in zip(queued, seqs, strict=True):
                             self.phoenix.expect(seq, d.annotations)
+            for d in batch:
+                self.buffer.releasing_bytes -= d.release.size
             for d in queued:
                 notes: dict[bytes, object] = {}
                 for decision in d.decisions:
                     notes.update(decision.notes)
                 if notes:
                     self.buffer.remember(d.release.trace_id, notes)
-                self._pending_release_bytes = max(0, self._pending_release_bytes - d.release.size)
         for hook in self.commit_hooks:
             try:
                 hook()
