@@ -379,17 +379,28 @@ class Pipeline:
         batch: list[_Decided] = []
         opened = time.monotonic()
         releases.reverse()
-        while releases:
-            batch.append(self._decide(releases.pop()))
-            if (
-                len(batch) >= GROUP_COMMIT_RELEASES
-                or time.monotonic() - opened >= GROUP_COMMIT_SECONDS
-            ):
-                self._commit(batch)
-                batch = []
-                opened = time.monotonic()
-        if batch:
-            self._commit(batch)
+        try:
+            while releases:
+                batch.append(self._decide(releases.pop()))
+                if (
+                    len(batch) >= GROUP_COMMIT_RELEASES
+                    or time.monotonic() - opened >= GROUP_COMMIT_SECONDS
+                ):
+                    done, batch = batch, []
+                    self._commit(done)
+                    opened = time.monotonic()
+            if batch:
+                done, batch = batch, []
+                self._commit(done)
+        except BaseException:
+            # What was neither committed nor handed to _commit leaves memory with this frame:
+            # stop counting it, or back-pressure would refuse senders until a restart (its input
+            # records are still in the journal and replay after one).
+            leftover = sum(r.size for r in releases) + sum(d.release.size for d in batch)
+            if leftover:
+                with self._lock:
+                    self.buffer.releasing_bytes -= leftover
+            raise
 
     def process_due(self) -> int:
         """Decide and queue whatever is due now, on the calling thread; returns releases handled.
@@ -441,15 +452,19 @@ class Pipeline:
             self._account(d.release, d.decisions, d.count)
         last = 0
         with self._lock:
-            with self.phoenix.registering() if self.phoenix is not None else nullcontext():
-                if records:
-                    seqs = self.journal.append(records, admit=False)
-                    last = seqs[-1]
-                    if self.phoenix is not None:
-                        for d, seq in zip(queued, seqs, strict=True):
-                            self.phoenix.expect(seq, d.annotations)
-            for d in batch:
-                self.buffer.releasing_bytes -= d.release.size
+            try:
+                with self.phoenix.registering() if self.phoenix is not None else nullcontext():
+                    if records:
+                        seqs = self.journal.append(records, admit=False)
+                        last = seqs[-1]
+                        if self.phoenix is not None:
+                            for d, seq in zip(queued, seqs, strict=True):
+                                self.phoenix.expect(seq, d.annotations)
+            finally:
+                # Written out or not (a failed append replays from the journal after a restart),
+                # these releases no longer sit in memory.
+                for d in batch:
+                    self.buffer.releasing_bytes -= d.release.size
             for d in queued:
                 notes: dict[bytes, object] = {}
                 for decision in d.decisions:
