@@ -21,6 +21,7 @@ from otel_footprint.account.integrity import (
     combined_tone,
     row_explanation,
     signal_ids,
+    summary_body,
     summary_sentence,
 )
 from otel_footprint.bridges.traceinput import KINDS, InputError, Loaded, read_inputs
@@ -421,7 +422,7 @@ def integrity_text_lines(result: IntegrityResult) -> list[str]:
     """The integrity section of the text form (nothing when no check is armed)."""
     if not result.armed:
         return []
-    out = [f"  Integrity ({result.state}): {summary_sentence(result).removeprefix('Integrity: ')}"]
+    out = [f"  Integrity ({result.state}): {summary_body(result)}"]
     for row in result.rows:
         if row.armed:
             out.append(f"    {row.check}@{row.seam}: {row.state} — {row_explanation(row, result)}")

@@ -24,7 +24,7 @@ from otel_footprint.account.integrity import (
     IntegrityResult,
     combined_tone,
     row_explanation,
-    summary_sentence,
+    summary_body,
 )
 from otel_footprint.account.integrity.model import ADVISORY_KINDS
 from otel_footprint.account.model import Chip, Line, Pointer
@@ -481,7 +481,7 @@ def _integrity(result: IntegrityResult) -> str:
     row, then the findings."""
     parts = [
         "<h3>Integrity: what the model was offered and what it acted on</h3>",
-        f"<p>{_e(summary_sentence(result).removeprefix('Integrity: '))}</p><div class='checks'>",
+        f"<p>{_e(summary_body(result))}</p><div class='checks'>",
     ]
     for row in result.rows:
         if not row.armed:

@@ -36,6 +36,7 @@ from otel_footprint.account.integrity.report import (
     combined_tone,
     row_explanation,
     signal_ids,
+    summary_body,
     summary_sentence,
 )
 from otel_footprint.account.integrity.tally import Tally
@@ -120,5 +121,6 @@ __all__ = [
     "combined_tone",
     "row_explanation",
     "signal_ids",
+    "summary_body",
     "summary_sentence",
 ]

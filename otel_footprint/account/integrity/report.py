@@ -92,6 +92,13 @@ def integrity_tone(result: IntegrityResult) -> Tone:
     return "plain"
 
 
+def summary_body(result: IntegrityResult) -> str:
+    """The summary sentence without its ``Integrity:`` lead, for a place that already says so
+    (a heading or a label of its own)."""
+    body = summary_sentence(result).removeprefix("Integrity: ")
+    return body[:1].upper() + body[1:]
+
+
 def combined_tone(account_tone: Tone, result: IntegrityResult | None) -> Tone:
     """The run summary's tone with the integrity result folded in: a contradiction (or, in verify
     mode, a disagreement) makes it ``bad``; advisories make it at most ``warn``. Rows that could
