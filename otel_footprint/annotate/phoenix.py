@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_footprint import semconv
+from otel_footprint.annotate.backoff import Backoff
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
 
 logger = logging.getLogger(__name__)
@@ -256,7 +257,8 @@ def post_annotations(
     """POST ``annotations`` to Phoenix (``/v1/span_annotations?sync=true``), in chunks; never raises
     for an HTTP or network failure (the result counts and describes them).
 
-    A chunk is retried up to ``max_attempts`` times with doubling delays from ``retry_delay`` on a
+    A chunk is tried up to ``max_attempts`` times with doubling delays from ``retry_delay``
+    (:class:`~otel_footprint.annotate.backoff.Backoff`, the senders' one policy) on a
     transient failure — including 404, which Phoenix answers while the spans are still being
     ingested. When the last answer names missing spans, the chunk is sent once more without them.
     Raises ValueError for a bad ``base_url`` or bounds.
@@ -264,15 +266,14 @@ def post_annotations(
     url = annotations_url(base_url)
     if max_attempts < 1 or chunk_size < 1 or timeout <= 0 or retry_delay < 0:
         raise ValueError("max_attempts and chunk_size must be >= 1, timeout > 0, retry_delay >= 0")
+    backoff = Backoff(retry_delay, max_attempts=max_attempts)
     opener = opener or urllib.request.build_opener()
     headers = dict(headers or {})
     posted = failed = 0
     errors: list[str] = []
     for start in range(0, len(annotations), chunk_size):
         chunk = list(annotations[start : start + chunk_size])
-        sent, error = _post_chunk(
-            opener, url, chunk, headers, timeout, max_attempts, retry_delay, sleep
-        )
+        sent, error = _post_chunk(opener, url, chunk, headers, timeout, backoff, sleep)
         posted += sent
         failed += len(chunk) - sent
         if error is not None:
@@ -286,24 +287,22 @@ def _post_chunk(
     chunk: list[Annotation],
     headers: Mapping[str, str],
     timeout: float,
-    max_attempts: int,
-    retry_delay: float,
+    backoff: Backoff,
     sleep: Callable[[float], object],
 ) -> tuple[int, str | None]:
     """(annotations posted, the error that stopped the rest or None)."""
-    delay = retry_delay
     last = _RefusedError(None, "not attempted", retry=False)
-    for attempt in range(max_attempts):
-        if attempt:
-            sleep(delay)
-            delay *= 2
+    waits = backoff.delays()
+    while True:
         try:
             _post_once(opener, url, chunk, headers, timeout)
             return len(chunk), None
         except _RefusedError as refused:
             last = refused
-            if not refused.retry:
-                break
+        delay = next(waits, None) if last.retry else None
+        if delay is None:
+            break
+        sleep(delay)
     if last.status == 404:
         missing = _missing_span_ids(last.detail)
         rest = [a for a in chunk if a["span_id"] not in missing]

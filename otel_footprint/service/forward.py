@@ -3,8 +3,8 @@
 Outbound records are sent oldest first; consecutive records of one signal are merged by byte
 concatenation (an OTLP export request is a repeated field, so concatenated requests are one valid
 request). A record is marked done only after the next hop accepted it. Retryable answers
-(UNAVAILABLE, RESOURCE_EXHAUSTED, 429/502/503/504, ...) back off exponentially with jitter and
-honour the server's retry hint; the batch stays in the journal meanwhile, so an outage or a restart
+(UNAVAILABLE, RESOURCE_EXHAUSTED, 429/502/503/504, ...) back off by the senders' one policy
+(``annotate/backoff.py``: exponential, jitter, the server's retry hint as a floor); the batch stays in the journal meanwhile, so an outage or a restart
 loses nothing. A request over ``max_request_bytes`` (or refused for its size) is split; one that can
 never be delivered (a single item too large, a permanent refusal) goes to the dead-letter file, so
 it never blocks the records behind it.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import gzip
 import http.client
-import random
 import ssl
 import time
 import urllib.parse
@@ -29,6 +28,7 @@ from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-unty
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from otel_footprint.annotate.backoff import Backoff
 from otel_footprint.service import jsonlog
 from otel_footprint.service.config import ExporterConfig
 from otel_footprint.service.deadletter import DeadLetterFile
@@ -46,6 +46,9 @@ _log = jsonlog.get("forward")
 
 TRACE_METHOD = f"/{TRACE_SERVICE}/Export"
 LOGS_METHOD = f"/{LOGS_SERVICE}/Export"
+
+FORWARD_JITTER = 0.2
+"""±20 % on every wait: many hops must not retry in lockstep."""
 
 Verdict = Literal["ok", "retry", "permanent", "too_large"]
 """``too_large``: refused for its size (not retryable as is; split it)."""
@@ -287,6 +290,10 @@ class Forwarder:
         self._worker = Worker("otel-footprint-forward", self._step)
         self._stop = self._worker.stopping
         self._sleep = sleep or self._stop.wait
+        self.backoff = Backoff(
+            cfg.retry.initial_interval, cfg.retry.max_interval, jitter=FORWARD_JITTER
+        )
+        """Between tries of one batch; the retry budget is ``retry.max_elapsed_time``."""
         self.last_error: str | None = None
         self.last_success: float | None = None
 
@@ -417,7 +424,7 @@ class Forwarder:
                     extra={"error": outcome.message, "items": count},
                 )
             self.last_error = outcome.message
-            delay = self._backoff(attempt, outcome.delay)
+            delay = self.backoff.delay(attempt, outcome.delay)
             attempt += 1
             if self._sleep(delay) or self._stop.is_set():
                 return "stopped", outcome.message
@@ -429,14 +436,6 @@ class Forwarder:
             self.on_settled(seqs, delivered)
         except Exception:  # a listener's failure is not the batch's
             _log.exception("a forwarding listener failed")
-
-    def _backoff(self, attempt: int, hint: float | None) -> float:
-        retry = self.cfg.retry
-        delay = min(retry.max_interval, retry.initial_interval * (2.0 ** min(attempt, 30)))
-        delay *= random.uniform(0.8, 1.2)  # jitter: many hops must not retry in lockstep
-        if hint is not None:
-            delay = max(delay, min(hint, 60.0))
-        return delay
 
     def drain(self, deadline: float) -> bool:
         """Wait until every outbound record was forwarded, or ``deadline`` (monotonic) passes."""
