@@ -369,6 +369,7 @@ def run(
                 peak_rss = sampler.peak_rss(t0)
                 first_overflow = sampler.first_time(OVERFLOW, t0)
                 peak_bytes_held = sampler.peak("otel_footprint_bytes_held", t0)
+                peak_memory_bytes = sampler.peak("otel_footprint_memory_bytes", t0)
                 peak_runs_held = sampler.peak("otel_footprint_runs_held", t0)
                 rss_samples = len([1 for t, _ in sampler.rss if t >= t0])
         finally:
@@ -424,6 +425,7 @@ def run(
             "peak_growth_bytes": peak_rss - idle_rss,
             "growth_over_limit": round((peak_rss - idle_rss) / limit, 3),
             "peak_bytes_held": peak_bytes_held,
+            "peak_memory_bytes": peak_memory_bytes,
             "peak_runs_held": peak_runs_held,
         },
         "hop_exit_code": code,

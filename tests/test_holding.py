@@ -66,6 +66,29 @@ def test_runs_released_but_not_yet_written_count_against_max_bytes() -> None:
     assert core.room()
 
 
+def test_what_the_adapter_keeps_outside_the_buffer_counts_against_max_bytes() -> None:
+    """Issue 13 (defect 4): batches waiting for the forwarder and recent accounts are memory too
+    (the adapter says how much, :attr:`RunHolding.outside_bytes`): they push back with the runs
+    held and releasing, and the decision cache yields to them."""
+    core: Core = RunHolding(HoldLimits(max_bytes=10_000, release_grace=0.0))
+    outside = [0]
+    core.outside_bytes = lambda: outside[0]
+    for trace in range(1, 41):
+        assert hold(core, trace, 1, 0, SpanRole.RUN) == []
+    core.releasing_bytes = 1_000
+    assert core.used_bytes() == 5_000 and core.room()
+    outside[0] = 4_000  # e.g. the journal's outbound batches in memory
+    assert core.used_bytes() == 9_000 and not core.room()
+    outside[0] = 3_000
+    assert core.room()
+    assert len(core.poll(1.0)) == 40 and core.bytes_held == 0
+    core.remember(1, {1: "note"}, size=5_000)  # within the 10,000 - 1,000 - 3,000 left
+    assert core.knows(1) and core.cache_bytes == 5_000
+    outside[0] = 4_500
+    core.remember(2, {1: "note"}, size=0)  # the cache is trimmed on its next use
+    assert not core.knows(1) and core.cache_bytes == 0
+
+
 def test_the_decision_cache_yields_to_held_runs_within_max_bytes() -> None:
     """Issue 13 (defect 4): remembered notes are memory max_bytes bounds; the cache keeps only
     what held and releasing runs leave of it (oldest decided trace first), never refusing input."""

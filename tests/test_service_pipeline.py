@@ -372,3 +372,26 @@ def test_a_failed_write_out_stops_counting_the_released_runs(
     assert pipeline.buffer.releasing_bytes == 0
     assert pipeline.buffer.bytes_held == 0
     journal.close()
+
+
+def test_batches_waiting_for_the_forwarder_in_memory_count_against_max_bytes(
+    tmp_path: Path,
+) -> None:
+    """Issue 13 (defect 4): the journal's in-memory copy of outbound batches is memory the hop
+    holds, so a forwarder falling behind makes the hop push back (before RSS passes the bound);
+    once the batches are forwarded (marked done) input is welcome again."""
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock, max_bytes=20_000)
+    padding = "x" * 2_000
+    admitted = 0
+    with pytest.raises(OverloadedError, match="full"):
+        for trace in range(100, 120):  # plain spans: forwarded at once, kept for the forwarder
+            pipeline.ingest_traces(_request(_span(trace, None, pad=padding)), None, "test")
+            admitted += 1
+    assert 8 <= admitted < 12 and journal.memory_bytes >= 0.9 * 20_000
+    assert metrics.memory_bytes.value() == journal.memory_bytes
+    with pytest.raises(OverloadedError, match="full"):
+        pipeline.ingest_traces(_request(_span(120, "chat")), None, "test")
+    assert len(_forwarded(journal)) == admitted  # the forwarder catches up
+    assert journal.memory_bytes == 0
+    assert pipeline.ingest_traces(_request(_span(121, "chat")), None, "test") == 1

@@ -222,3 +222,37 @@ def test_verdict_log_writes_accounts_behind_and_queries_see_them(tmp_path: Path)
     again = VerdictLog(path)
     assert len(again.legs("run-v")) == 2
     again.close()
+
+
+def test_verdict_log_keeps_its_accounts_within_its_byte_share(tmp_path: Path) -> None:
+    """Issue 13 (defect 4): the recent accounts (StreamVerdicts' replay) and a memory store's
+    accounts count against processing.max_bytes, so they are kept within a byte share of it,
+    oldest going first; accounts waiting to be written count until they are."""
+    from otel_footprint.engine.verdict import RunVerdict
+    from otel_footprint.service.annotation import Decision
+    from otel_footprint.service.verdicts import VerdictLog
+
+    def decided(n: int) -> Decision:
+        trace_id = f"{n:032x}"
+        verdict = RunVerdict(f"run-{n}", trace_id, "cd" * 8, None, True, (), ())
+        return Decision(trace_id, f"run-{n}", "cd" * 8, True, (), verdict, {}, 1, 5)
+
+    memory = VerdictLog(None, recent=1000, max_bytes=2_000)
+    for n in range(200):
+        memory.publish(decided(n))
+    assert 1_000 < memory.memory_bytes <= 2_000
+    assert memory.legs("run-199") and not memory.legs("run-0")
+    sub = memory.subscribe(replay_recent=1000)
+    assert 1 < sub.qsize() < 100  # only the newest recent accounts are kept
+    memory.close()
+
+    stored = VerdictLog(
+        tmp_path / "accounts.sqlite", recent=1000, max_unwritten=10_000, max_bytes=2_000
+    )
+    for n in range(200):
+        stored.publish(decided(n))
+    unbounded = stored.memory_bytes
+    assert unbounded > 2 * 2_000  # not yet written: counted, and kept until written
+    stored.flush()
+    assert stored.memory_bytes <= 2_000 and stored.legs("run-0")
+    stored.close()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
@@ -85,8 +85,9 @@ class HoldLimits:
     """Traces held at once."""
     max_bytes: int = 256 << 20
     """Bytes of spans and events held at once (the hard memory bound). Runs released but not yet
-    written out (:attr:`RunHolding.releasing_bytes`) count against it too, and the decision cache
-    yields to both: it keeps notes only within what they leave of it."""
+    written out (:attr:`RunHolding.releasing_bytes`) and what the adapter keeps outside the buffer
+    (:attr:`RunHolding.outside_bytes`) count against it too (:meth:`RunHolding.used_bytes`), and
+    the decision cache yields to all of them: it keeps notes only within what they leave of it."""
     max_spans_per_run: int = 20_000
     """Spans held in one trace."""
     max_events_per_run: int = 20_000
@@ -126,6 +127,10 @@ _TEXT: dict[Cause, str] = {
     "flush": "decided at a flush before the run ended",
     "root": "the trace's root span ended before this run's run span arrived",
 }
+
+
+def _nothing() -> int:
+    return 0
 
 
 def reason_for(cause: Cause, limit: Limit | None, *, run_span: bool) -> Reason | None:
@@ -307,6 +312,9 @@ class RunHolding(Generic[K, T, E]):
         the adapter; counted with ``bytes_held`` against ``max_bytes`` for back-pressure."""
         self.cache_bytes = 0
         """Bytes of the decision cache's notes (the adapter's estimates, see :meth:`remember`)."""
+        self.outside_bytes: Callable[[], int] = _nothing
+        """Memory the adapter keeps outside the buffer that counts against ``max_bytes`` too (the
+        hop: batches waiting for the forwarder, recent accounts); read without a lock, so cheap."""
         self.spans_held = 0
         self.events_held = 0
         self.traces_held_total = 0
@@ -348,9 +356,15 @@ class RunHolding(Generic[K, T, E]):
         release runs unannotated and before memory grows past the bound."""
         lim = self.limits
         return (
-            self.bytes_held + self.releasing_bytes < lim.max_bytes * fraction
+            self.used_bytes() < lim.max_bytes * fraction
             and len(self._active) < lim.max_runs * fraction
         )
+
+    def used_bytes(self) -> int:
+        """What counts against ``max_bytes`` (the one place that says so): the runs held, those
+        released but not yet written out, and what the adapter keeps outside (:attr:`outside_bytes`).
+        The decision cache is not in it: it keeps notes only within what this leaves."""
+        return self.bytes_held + self.releasing_bytes + self.outside_bytes()
 
     # -- routing -------------------------------------------------------------------------------
 
@@ -802,7 +816,7 @@ class RunHolding(Generic[K, T, E]):
         lim = self.limits
         # The cache only keeps what the held and releasing runs leave of max_bytes: it is memory
         # too, and the first to go (a late span then passes unannotated).
-        room = lim.max_bytes - self.bytes_held - self.releasing_bytes
+        room = lim.max_bytes - self.used_bytes()
         while self._idle and (
             len(self._idle) > lim.cache_traces
             or self._links > lim.cache_spans

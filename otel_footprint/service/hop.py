@@ -29,7 +29,7 @@ from otel_footprint.service.journal import Journal, Replay
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.phoenix import PhoenixAnnotations
-from otel_footprint.service.pipeline import Pipeline, PipelineOptions
+from otel_footprint.service.pipeline import Pipeline, PipelineOptions, memory_shares
 from otel_footprint.service.receivers import GrpcReceiver, HttpReceiver
 from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
 from otel_footprint.service.verdicts import VerdictLog
@@ -181,6 +181,7 @@ class Hop:
             segment_bytes=cfg.exporter.queue.segment_size,
             max_bytes=cfg.exporter.queue.max_size,
             fsync=cfg.exporter.queue.fsync,
+            cache_bytes=memory_shares(proc.max_bytes)[0],
         )
         replay = self.journal.open()
         stack.callback(self._close_journal)
@@ -201,7 +202,11 @@ class Hop:
         # the runs this hop decided. Only a memory store keeps them in memory too.
         accounts = store_path.with_name("accounts.sqlite")
         in_memory = proc.run_store.kind == "memory"
-        self.verdicts = VerdictLog(None if in_memory else accounts, proc.recent_verdicts)
+        self.verdicts = VerdictLog(
+            None if in_memory else accounts,
+            proc.recent_verdicts,
+            max_bytes=memory_shares(proc.max_bytes)[1],
+        )
         stack.callback(self.verdicts.close)
         return replay
 

@@ -446,6 +446,12 @@ class Journal:
         return self._disk_bytes
 
     @property
+    def memory_bytes(self) -> int:
+        """Payload bytes of outbound records kept in memory for the forwarder (at most
+        ``cache_bytes``; the rest is read back from the segments). Read without the lock."""
+        return self._cached_bytes
+
+    @property
     def pending_bytes(self) -> int:
         """Payload bytes of the records not yet done (held input and outbound)."""
         return self._pending_bytes

@@ -277,6 +277,11 @@ class HopMetrics:
         self.runs_held = r.gauge("runs_held", "Runs currently held in the run buffer.")
         self.spans_held = r.gauge("spans_held", "Spans currently held in the run buffer.")
         self.bytes_held = r.gauge("bytes_held", "Wire bytes of the spans held in the run buffer.")
+        self.memory_bytes = r.gauge(
+            "memory_bytes",
+            "Bytes counted against processing.max_bytes: runs held and releasing, the journal's "
+            "outbound batches in memory, the verdict log's accounts (refused at 90%).",
+        )
         self.decision_cache_traces = r.gauge(
             "decision_cache_traces",
             "Decided traces kept in the decision cache (to annotate their late spans).",

@@ -121,6 +121,18 @@ def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
     return serialize_request(group_spans(list(items)))
 
 
+JOURNAL_MEMORY = 64 << 20
+"""The journal's in-memory outbound batches at most, whatever ``max_bytes`` (beyond: read back)."""
+
+
+def memory_shares(max_bytes: int) -> tuple[int, int]:
+    """``(journal, verdicts)``: the bytes of ``processing.max_bytes`` the journal's in-memory
+    outbound batches (a quarter, at most :data:`JOURNAL_MEMORY`) and the verdict log's accounts
+    (an eighth) may take. Both count against it (:meth:`Pipeline.outside_bytes`), so each is kept
+    to a share that leaves the runs most of it: they give way (oldest first), never refuse."""
+    return min(JOURNAL_MEMORY, max_bytes // 4), max_bytes // 8
+
+
 class Pipeline:
     """Journal + run buffer + release worker; thread-safe entry points for the receivers."""
 
@@ -146,6 +158,7 @@ class Pipeline:
         """Called at each group commit, before held input is retired (flush the run store...)."""
         self.phoenix = phoenix
         self.buffer = RunBuffer(options.limits)
+        self.buffer.core.outside_bytes = self.outside_bytes
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._forced: list[Release] = []
@@ -155,11 +168,20 @@ class Pipeline:
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
         m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self.buffer.releasing_bytes)
+        m.memory_bytes.set_reader(self.buffer.core.used_bytes)
         m.decision_cache_bytes.set_reader(lambda: self.buffer.cache_bytes)
         m.decision_cache_traces.set_reader(self.buffer.cached_traces)
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
+
+    def outside_bytes(self) -> int:
+        """What the hop keeps in memory outside the run buffer that counts against ``max_bytes``
+        with the runs held and releasing (:meth:`RunHolding.used_bytes`), as the Collector's
+        memory_limiter counts the whole process: the journal's outbound batches waiting for the
+        forwarder, and the verdict log's accounts. Lock-free reads (called under the buffer's lock)."""
+        verdicts = self.verdicts.memory_bytes if self.verdicts is not None else 0
+        return self.journal.memory_bytes + verdicts
 
     # -- startup -------------------------------------------------------------------------------
 

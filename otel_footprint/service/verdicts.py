@@ -137,14 +137,21 @@ class VerdictLog:
         subscriber_queue: int = 1000,
         *,
         max_unwritten: int = 1024,
+        max_bytes: int | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._unwritten: list[tuple[str, str, int, bytes]] = []
         self._max_unwritten = max(1, max_unwritten)
-        self._recent: collections.deque[bytes] = collections.deque(maxlen=recent)
+        self._recent: collections.deque[bytes] = collections.deque()
+        self._recent_limit = recent
         self._memory: dict[str, list[bytes]] = {}
         self._memory_order: collections.deque[str] = collections.deque()
         self._memory_limit = max(recent, 1000)
+        self._max_bytes = max_bytes
+        """Bytes the recent and in-memory accounts keep at most (oldest go first); None: counts only."""
+        self._recent_bytes = 0
+        self._memory_bytes = 0
+        self._unwritten_bytes = 0
         self._subscribers: list[queue.Queue[bytes | None]] = []
         self._subscriber_queue = subscriber_queue
         self._db: sqlite3.Connection | None = None
@@ -163,18 +170,20 @@ class VerdictLog:
         verdict = decision.verdict
         with self._lock:
             self._recent.append(data)
+            self._recent_bytes += len(data)
             if self._db is not None:
                 self._unwritten.append(
                     (verdict.run_id, verdict.trace_id, decision.decided_unix_nano, data)
                 )
+                self._unwritten_bytes += len(data)
                 if len(self._unwritten) >= self._max_unwritten:
                     self._write_unwritten()
             else:
                 if verdict.run_id not in self._memory:
                     self._memory_order.append(verdict.run_id)
-                    if len(self._memory_order) > self._memory_limit:
-                        self._memory.pop(self._memory_order.popleft(), None)
                 self._memory.setdefault(verdict.run_id, []).append(data)
+                self._memory_bytes += len(data)
+            self._trim()
             subscribers = list(self._subscribers)
         for sub in subscribers:
             _offer(sub, data)
@@ -183,6 +192,32 @@ class VerdictLog:
         """Write the accounts published since the last flush (one transaction)."""
         with self._lock:
             self._write_unwritten()
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of the accounts kept in memory: the recent ones (StreamVerdicts' replay), those
+        not yet written, and with a memory store the ones it keeps. The three hold the same
+        objects, each the newest accounts, so the largest covers the others. Read without the lock."""
+        return max(self._recent_bytes, self._unwritten_bytes, self._memory_bytes)
+
+    def _trim(self) -> None:
+        # Called with the lock held. Counts first, then the byte bound (oldest go first; a large
+        # account still leaves the newest one). Accounts not yet written are written at the next
+        # group commit (or after max_unwritten), never dropped here.
+        cap = self._max_bytes
+
+        def over(size: int) -> bool:
+            return cap is not None and size > cap
+
+        while len(self._recent) > self._recent_limit or (
+            len(self._recent) > 1 and over(self._recent_bytes)
+        ):
+            self._recent_bytes -= len(self._recent.popleft())
+        while len(self._memory_order) > self._memory_limit or (
+            len(self._memory_order) > 1 and over(self._memory_bytes)
+        ):
+            for data in self._memory.pop(self._memory_order.popleft(), []):
+                self._memory_bytes -= len(data)
 
     def _write_unwritten(self) -> None:
         # Called with the lock held.
@@ -194,6 +229,7 @@ class VerdictLog:
             # Dropped even when the write failed (disk full, ...): memory stays bounded, and the
             # error reaches the caller (the hop logs it and goes on without this state).
             self._unwritten.clear()
+            self._unwritten_bytes = 0
 
     def legs(self, run_id: str) -> list[bytes]:
         """Serialized RunAccount messages of every decided leg of ``run_id``, oldest first."""
