@@ -7,9 +7,11 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_openai import FakeOpenAI
 
 from .otel_stack import (
     JAEGER_URL_ENV,
@@ -95,3 +97,18 @@ def backend_collector(otelcol_bin: str, jaeger: JaegerClient) -> str:
     return env_or_skip(
         OTELCOL_GRPC_ENV, "start the backend Collector with `scripts/otelcol.sh start`"
     )
+
+
+@pytest.fixture(scope="module")
+def openai_agent() -> Path:
+    """tests/node/openai_agent.mjs; skips when the npm packages (or the built package) are missing."""
+    from .node_agents import require_node_packages  # it imports this module's constants
+
+    return require_node_packages()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    """The loopback fake OpenAI server the Node and Python agents of a module share."""
+    with FakeOpenAI() as running:
+        yield running

@@ -32,7 +32,6 @@ from .node_agents import (
     passes_by_iteration,
     python_agent,
     records_offered_tools,
-    require_node_packages,
     run_agents_sdk_agent,
     run_openai_agent,
     scenario,
@@ -110,17 +109,6 @@ def assert_found_by_python_verdicts(jaeger: JaegerClient, python: InJaeger, ts: 
         assert len(tags) >= 4, tags
         found = search(jaeger, ts.service, tags, ts.trace_id)
         assert [s.span_id for s in found] == [ts_passes[iteration].span_id], tags
-
-
-@pytest.fixture(scope="module")
-def openai_agent() -> Path:
-    return require_node_packages()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as running_server:
-        yield running_server
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,6 @@ from .node_agents import (
     from_phoenix,
     python_agent,
     records_offered_tools,
-    require_node_packages,
     run_agents_sdk_agent,
     run_openai_agent,
     scenario,
@@ -48,18 +47,6 @@ def verdicts(phoenix: PhoenixClient, project: str, run_id: str, spans: int) -> d
     everything = phoenix.wait_for_spans(project, count=spans, timeout=E2E_TIMEOUT_S)
     assert len(everything) == spans, [s.name for s in everything]
     return verdicts_of([from_phoenix(s) for s in everything], run_id)
-
-
-@pytest.fixture(scope="module")
-def openai_agent() -> Path:
-    """tests/node/openai_agent.mjs; skips when the npm packages (or the built package) are missing."""
-    return require_node_packages()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
