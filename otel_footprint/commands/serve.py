@@ -7,7 +7,6 @@ Prints the bound addresses on stdout once listening (``grpc HOST:PORT``, ``http 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
 import signal
@@ -126,11 +125,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         try:
             bound = hop.start()
-        except StartupError as exc:
-            _safe_stop(hop)
+        except StartupError as exc:  # Hop.start released what it had acquired
             raise CommandError(str(exc), EXIT_STARTUP) from None
         except OSError as exc:
-            _safe_stop(hop)
             where = f" ({exc.filename})" if exc.filename else ""
             raise CommandError(
                 f"cannot start: {exc.strerror or exc}{where}", EXIT_STARTUP
@@ -216,11 +213,3 @@ about 1% with these."""
 
 def _tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def _safe_stop(hop: object) -> None:
-    stop = getattr(hop, "stop", None)
-    if callable(stop):
-        # Startup failed half-way: release what was acquired, best effort.
-        with contextlib.suppress(Exception):
-            stop()
