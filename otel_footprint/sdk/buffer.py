@@ -32,7 +32,7 @@ from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits, RunHolding, 
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
-from otel_footprint.sdk.decide import Decider
+from otel_footprint.sdk.decide import Decider, DecisionRequest, decide_all
 
 _logger = logging.getLogger(__name__)
 
@@ -391,33 +391,50 @@ class RunBuffer:
                         self._live.pop(release.trace_id, None)
                 self._busy += 1
             try:
-                for release in batch:
-                    self._process(release)
+                self._process_all(batch)
             finally:
                 with self._lock:
                     self._busy -= 1
                     self._lock.notify_all()
 
     def _process(self, release: _Release, raw: bool = False) -> None:
-        held = [i.span for i in release.spans() if i.held]
-        notes: dict[str, SpanNote] = {}
-        if raw or release.cause == "overflow":
-            if not raw:
-                self._count(_LIMIT_COUNTER[release.limit or "runs"])
-            reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
-            if reason is not None:
-                notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
-        else:
-            for unit in release.units:
-                notes = merge_notes(notes, self._decide_unit(release, unit))
-        self._apply(held, notes)
+        self._process_all([release], raw)
 
-    def _decide_unit(
+    def _process_all(self, releases: Sequence[_Release], raw: bool = False) -> None:
+        """Decide every unit of ``releases`` (one call for all: a decider in a child process then
+        answers them in one round trip), then annotate and hand on each release in order."""
+        asked: list[tuple[int, holding.Unit[int, _Item, SpanEventView]]] = []
+        requests: list[DecisionRequest] = []
+        for index, release in enumerate(releases):
+            if raw or release.cause == "overflow":
+                continue
+            for unit in release.units:
+                request = self._request(release, unit)
+                if request is not None:
+                    asked.append((index, unit))
+                    requests.append(request)
+        answers = decide_all(self._decide, requests) if requests else []
+        notes_of: dict[int, dict[str, SpanNote]] = {}
+        for (index, unit), answer in zip(asked, answers, strict=True):
+            notes = self._outcome(releases[index], unit, answer)
+            notes_of[index] = merge_notes(notes_of.get(index, {}), notes)
+        for index, release in enumerate(releases):
+            held = [i.span for i in release.spans() if i.held]
+            notes = notes_of.get(index, {})
+            if raw or release.cause == "overflow":
+                if not raw:
+                    self._count(_LIMIT_COUNTER[release.limit or "runs"])
+                reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
+                if reason is not None:
+                    notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
+            self._apply(held, notes)
+
+    def _request(
         self, release: _Release, unit: holding.Unit[int, _Item, SpanEventView]
-    ) -> dict[str, SpanNote]:
+    ) -> DecisionRequest | None:
         if not any(i.held for i in unit.members):
             self._count("runs_without_footprint")
-            return {}
+            return None
         cause = release.cause
         if cause == "timeout":
             self._count("runs_timed_out")
@@ -425,21 +442,29 @@ class RunBuffer:
             self._count("runs_flushed_open")
         incomplete = reason_for(cause, release.limit, run_span=unit.run_span is not None)
         spans = [i.span for i in unit.members]
-        try:
-            if unit.log_events:
-                log_events = {format(k, "016x"): v for k, v in unit.log_events.items()}
-                notes = self._decide(spans, incomplete, log_events=log_events)
-            else:
-                notes = self._decide(spans, incomplete)
+        log_events = None
+        if unit.log_events:
+            log_events = {format(k, "016x"): v for k, v in unit.log_events.items()}
+        return spans, incomplete, log_events
+
+    def _outcome(
+        self,
+        release: _Release,
+        unit: holding.Unit[int, _Item, SpanEventView],
+        answer: dict[str, SpanNote] | Exception,
+    ) -> dict[str, SpanNote]:
+        if not isinstance(answer, Exception):
             self._count("runs_decided")
-            return notes
-        except Exception as exc:  # a bad run must never stop the pipeline
-            _logger.exception(
-                "deciding trace %032x failed; spans go on unannotated", release.trace_id
-            )
-            self._count("decision_errors")
-            held = [SdkSpanView(i.span) for i in unit.members if i.held]
-            return unannotated_notes(held, Reason(REASON_ERROR, f"{type(exc).__name__}"))
+            return answer
+        # A bad run must never stop the pipeline.
+        _logger.error(
+            "deciding trace %032x failed; spans go on unannotated",
+            release.trace_id,
+            exc_info=answer,
+        )
+        self._count("decision_errors")
+        held = [SdkSpanView(i.span) for i in unit.members if i.held]
+        return unannotated_notes(held, Reason(REASON_ERROR, f"{type(answer).__name__}"))
 
     def _apply(self, held: list[ReadableSpan], notes: dict[str, SpanNote]) -> None:
         out: list[ReadableSpan] = []

@@ -45,6 +45,40 @@ class Decider(Protocol):
     ) -> dict[str, SpanNote]: ...
 
 
+DecisionRequest = tuple[Sequence[ReadableSpan], Reason | None, LogEvents | None]
+"""One trace's unit to decide: its spans, why it is incomplete (or None), its log-record events."""
+
+
+class BatchDecider(Decider, Protocol):
+    """A :class:`Decider` that can also answer many requests at once (in order): each answer is
+    the notes, or the exception that deciding that request raised."""
+
+    def decide_many(
+        self, requests: Sequence[DecisionRequest], /
+    ) -> list[dict[str, SpanNote] | Exception]: ...
+
+
+def decide_all(
+    decide: Decider, requests: Sequence[DecisionRequest]
+) -> list[dict[str, SpanNote] | Exception]:
+    """Each request's notes, or the exception deciding it raised: one ``decide_many`` call when
+    the decider has one, else one call per request."""
+    many = getattr(decide, "decide_many", None)
+    if many is not None:
+        answers: list[dict[str, SpanNote] | Exception] = many(requests)
+        return answers
+    out: list[dict[str, SpanNote] | Exception] = []
+    for spans, incomplete, log_events in requests:
+        try:
+            if log_events:
+                out.append(decide(spans, incomplete, log_events=log_events))
+            else:
+                out.append(decide(spans, incomplete))
+        except Exception as exc:  # answered, not raised: one bad run must not stop the others
+            out.append(exc)
+    return out
+
+
 def make_decider(
     *,
     store: RunStore | None = None,

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
@@ -34,6 +34,7 @@ from otel_footprint.runs.spans import SpanEventView
 from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
+from otel_footprint.sdk.worker import ProcessDecider
 
 _logger = logging.getLogger(__name__)
 
@@ -119,9 +120,22 @@ class FootprintSpanProcessor(SpanProcessor):
         bsp_max_export_batch_size: int | None = None,
         bsp_export_timeout_millis: float | None = None,
         shutdown_timeout_millis: float = 30000,
+        decide_in: Literal["thread", "process"] = "thread",
     ) -> None:
         self._shutdown_timeout = shutdown_timeout_millis / 1000
-        if decider is None:
+        if decide_in not in ("thread", "process"):
+            raise ValueError(f"decide_in must be 'thread' or 'process', not {decide_in!r}")
+        self._process: ProcessDecider | None = None
+        if decide_in == "process":
+            if decider is not None or run_store is not None:
+                raise ValueError(
+                    "decide_in='process' runs the library's own decision in a child process: "
+                    "it takes no decider and no run_store"
+                )
+            decider = self._process = ProcessDecider(
+                engine_options=engine_options, annotate_options=annotate_options
+            )
+        elif decider is None:
             decider = make_decider(
                 store=run_store, engine_options=engine_options, annotate_options=annotate_options
             )
@@ -216,6 +230,8 @@ class FootprintSpanProcessor(SpanProcessor):
         exporter hangs; what is still queued then stays with the batch processor's worker."""
         deadline = time.monotonic() + self._shutdown_timeout
         self._buffer.shutdown(self._shutdown_timeout)
+        if self._process is not None:
+            self._process.close(max(deadline - time.monotonic(), 0.1))
         left = max(deadline - time.monotonic(), 0.0)
         bounded(lambda: self._batch.shutdown() or True, left)  # type: ignore[no-untyped-call]
 
