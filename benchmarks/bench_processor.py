@@ -6,28 +6,39 @@ workload it reports, side by side:
 
 * caller: wall time on the application thread to create and end the spans (what the app pays);
 * end-to-end: the same plus draining everything through to the exporter (``force_flush``), which
-  for the processor includes grouping, deciding and annotating every run on its worker thread.
+  for the processor includes grouping, deciding and annotating every run on its worker thread;
+* app CPU: the application process's CPU time (all its threads) over the end-to-end span, and
+  for ``decide_in="process"`` the decision process's CPU besides (read from ``/proc``, in clock
+  ticks): what the work costs, where wall time on a shared machine also measures the neighbours.
+
+Each pipeline is warmed with one run (and the decision process started) before the clock starts.
 
 Workloads: plain spans of no agent run; agent runs without footprint events; agent runs recorded
-with footprint events (the recorder's scripted routed run). Usage:
+with footprint events (the recorder's scripted routed run). ``--variants`` adds processor
+settings to compare on the runs with footprint events: ``process`` (``decide_in="process"``) and
+``no-lines`` (``AnnotateOptions(include_lines=False)``). Usage:
 
-    .venv/bin/python benchmarks/bench_processor.py [--scale 1.0] [--repeat 5]
+    .venv/bin/python benchmarks/bench_processor.py [--scale 1.0] [--repeat 5] [--variants process no-lines]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Tracer
 
 from otel_footprint import semconv as sc
+from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.sdk.processor import FootprintSpanProcessor
 
@@ -88,6 +99,34 @@ class Result:
     total_s: float
     exported: int
     note: str
+    cpu_s: float
+    """The application process's CPU over the end-to-end span."""
+    child_cpu_s: float
+    """Its child processes' CPU over the same span (the decision process)."""
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's live children (``/proc``; 0 where there is none)."""
+    total = 0
+    try:
+        tasks = list(Path(f"/proc/{os.getpid()}/task").iterdir())
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICK
 
 
 def measure(
@@ -98,21 +137,37 @@ def measure(
     provider = TracerProvider()
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("bench")
+    # Warm: the first run starts the decision process (when there is one) and fills caches.
+    warm = runs_with_events(tracer, 1)
+    processor.force_flush(120_000)
+    if exporter.count != warm:
+        raise SystemExit(f"warm-up: exported {exporter.count} of {warm} spans")
+    exporter.count = 0
     gc.collect()
+    cpu, child = time.process_time(), children_cpu()
     start = time.perf_counter()
     spans = work(tracer)
     caller = time.perf_counter() - start
     processor.force_flush(120_000)
     total = time.perf_counter() - start
+    cpu, child = time.process_time() - cpu, children_cpu() - child
     note = ""
     if isinstance(processor, FootprintSpanProcessor):
         stats = processor.stats()
         note = (
-            f"decided {stats.runs_decided}, no-footprint {stats.runs_without_footprint}, "
-            f"annotated {stats.spans_annotated}, overflow {stats.runs_overflowed}"
+            f"decided {stats.runs_decided - 1}, no-footprint {stats.runs_without_footprint}, "
+            f"annotated {stats.spans_annotated}, overflow {stats.runs_overflowed}, "
+            f"errors {stats.decision_errors}"
         )
     provider.shutdown()
-    return Result(spans, caller, total, exporter.count, note)
+    return Result(spans, caller, total, exporter.count, note, cpu, child)
+
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "process": {"decide_in": "process"},
+    "no-lines": {"annotate_options": AnnotateOptions(include_lines=False)},
+}
+"""Processor settings ``--variants`` compares with the default one."""
 
 
 def best(results: list[Result]) -> Result:
@@ -123,19 +178,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply workload sizes")
     parser.add_argument("--repeat", type=int, default=5, help="runs per cell (best is kept)")
+    parser.add_argument(
+        "--variants",
+        nargs="*",
+        choices=sorted(VARIANTS),
+        default=[],
+        help="processor settings also run on the runs with footprint events",
+    )
     args = parser.parse_args()
     scale = args.scale
 
     def bsp(exporter: CountingExporter) -> SpanProcessor:
         return BatchSpanProcessor(exporter, max_queue_size=QUEUE, schedule_delay_millis=50)
 
-    def footprint(exporter: CountingExporter) -> SpanProcessor:
+    def footprint(exporter: CountingExporter, **options: Any) -> SpanProcessor:
         return FootprintSpanProcessor(
             exporter,
             grace_seconds=0.05,
             max_runs=100_000,
             bsp_max_queue_size=QUEUE,
             bsp_schedule_delay_millis=50,
+            **options,
         )
 
     workloads: list[tuple[str, Callable[[Tracer], int]]] = [
@@ -145,13 +208,23 @@ def main() -> None:
     ]
     header = (
         f"{'workload':28} {'pipeline':22} {'spans':>7} {'caller µs/span':>15} "
-        f"{'caller spans/s':>15} {'e2e µs/span':>12} {'e2e spans/s':>12}"
+        f"{'caller spans/s':>15} {'e2e µs/span':>12} {'e2e spans/s':>12} "
+        f"{'app CPU µs/span':>16} {'child CPU µs/span':>18}"
     )
     print(header)
     print("-" * len(header))
     ratios: list[str] = []
     for name, work in workloads:
-        pipelines = (("BatchSpanProcessor", bsp), ("FootprintSpanProcessor", footprint))
+        pipelines: list[tuple[str, Callable[[CountingExporter], SpanProcessor]]] = [
+            ("BatchSpanProcessor", bsp),
+            ("FootprintSpanProcessor", footprint),
+        ]
+        if work is workloads[-1][1]:
+            for variant in args.variants:
+                options = VARIANTS[variant]
+                pipelines.append(
+                    (f"Footprint {variant}", lambda e, o=options: footprint(e, **o))  # type: ignore[misc]
+                )
         samples: dict[str, list[Result]] = {label: [] for label, _ in pipelines}
         # Interleaved, best of N: a machine shared with other work slows whichever runs then.
         for _ in range(args.repeat):
@@ -165,17 +238,21 @@ def main() -> None:
             print(
                 f"{name:28} {label:22} {r.spans:>7} {r.caller_s / r.spans * 1e6:>15.2f} "
                 f"{r.spans / r.caller_s:>15,.0f} {r.total_s / r.spans * 1e6:>12.2f} "
-                f"{r.spans / r.total_s:>12,.0f}"
+                f"{r.spans / r.total_s:>12,.0f} {r.cpu_s / r.spans * 1e6:>16.2f} "
+                f"{r.child_cpu_s / r.spans * 1e6:>18.2f}"
             )
             if r.note:
                 print(f"{'':28} {'':22} {r.note}")
-        base, ours = cells["BatchSpanProcessor"], cells["FootprintSpanProcessor"]
-        ratios.append(
-            f"{name:28} caller x{ours.caller_s / base.caller_s:.2f} "
-            f"(+{(ours.caller_s - base.caller_s) / ours.spans * 1e6:.2f} µs/span), "
-            f"end-to-end x{ours.total_s / base.total_s:.2f} "
-            f"(+{(ours.total_s - base.total_s) / ours.spans * 1e6:.2f} µs/span)"
-        )
+        base = cells["BatchSpanProcessor"]
+        for label, _ in pipelines[1:]:
+            ours = cells[label]
+            ratios.append(
+                f"{name + ' (' + label + ')':52} caller x{ours.caller_s / base.caller_s:.2f} "
+                f"(+{(ours.caller_s - base.caller_s) / ours.spans * 1e6:.2f} µs/span), "
+                f"end-to-end x{ours.total_s / base.total_s:.2f} "
+                f"(+{(ours.total_s - base.total_s) / ours.spans * 1e6:.2f} µs/span), "
+                f"app CPU +{(ours.cpu_s - base.cpu_s) / ours.spans * 1e6:.2f} µs/span"
+            )
     print()
     print("ratio FootprintSpanProcessor / BatchSpanProcessor (same exporter, same run):")
     for line in ratios:

@@ -45,7 +45,15 @@ def _attributes(
     common case is a read-only dict; ``BoundedAttributes`` (which re-cleans every value, the
     costly part of a copy) is used only when something must be cut or counted as dropped.
     """
-    merged: dict[str, Any] = dict(original or {})
+    merged: dict[str, Any] = dict(original) if original else {}
+    if (
+        max_value_len is None
+        and not already_dropped
+        and (maxlen is None or len(merged) + len(pairs) <= maxlen)
+    ):
+        # Everything fits (the common case): later pairs win, as in the loop below.
+        merged.update(pairs)
+        return MappingProxyType(merged)
     dropped = 0
     for key, value in pairs:
         if key in merged or maxlen is None or len(merged) < maxlen:
@@ -70,12 +78,17 @@ def _appended(items: Sequence[Any], extra: Sequence[Any], maxlen: int | None, dr
     return out
 
 
-def _event(event: NoteEvent, span: ReadableSpan, limits: SpanLimits) -> Event:
-    time = span.start_time if event.anchor == "start" else span.end_time
-    attributes = _attributes(
-        None, event.attributes, limits.max_event_attributes, limits.max_attribute_length
-    )
-    return Event(event.name, attributes, timestamp=time)
+def _events(events: Sequence[NoteEvent], span: ReadableSpan, limits: SpanLimits) -> list[Event]:
+    start, end = span.start_time, span.end_time
+    maxlen, max_value_len = limits.max_event_attributes, limits.max_attribute_length
+    return [
+        Event(
+            event.name,
+            _attributes(None, event.attributes, maxlen, max_value_len),
+            timestamp=start if event.anchor == "start" else end,
+        )
+        for event in events
+    ]
 
 
 def _link(link: NoteLink, limits: SpanLimits) -> Link:
@@ -111,16 +124,18 @@ def annotated_copy(
     )
     events = _appended(
         span.events,
-        [_event(e, span, limits) for e in note.events],
+        _events(note.events, span, limits),
         limits.max_events,
         span.dropped_events,
     )
-    links = _appended(
-        span.links,
-        [_link(link, limits) for link in note.links],
-        limits.max_links,
-        span.dropped_links,
-    )
+    links: Any = span.links
+    if note.links or span.dropped_links:
+        links = _appended(
+            links,
+            [_link(link, limits) for link in note.links],
+            limits.max_links,
+            span.dropped_links,
+        )
     return ReadableSpan(
         name=span.name,
         context=span.context,

@@ -5,24 +5,28 @@ The application process keeps the buffer, the annotated copies and the export; o
 (grouping, the engine, the account, the notes) runs in the child, so the application's threads
 stop sharing one GIL with it. What crosses the pipe is what the decision reads of a span (ids,
 name, times, attributes, events) as plain tuples, and the notes back as plain tuples: both sides
-build the same records the in-thread path builds, so the notes are the same. The child is
-``python -c 'from otel_footprint.sdk.worker import main; main()'`` (no fork of a threaded application); it ends when its
-input closes. A child that dies or does not answer within the timeout is killed, the call raises
-(the buffer then releases the run unannotated with reason ``decision-error``) and the next call
+build the same records the in-thread path builds, so the notes are the same. The child is a new
+interpreter running :func:`main` (no fork of a threaded application); it ends when its input
+closes. Messages are length-prefixed pickles on the two pipes (parent and child only). A child
+that dies or does not answer within the timeout is killed, its runs are answered with an error
+(the buffer then releases them unannotated with reason ``decision-error``) and the next call
 starts a new one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
+import struct
 import subprocess
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from opentelemetry.sdk.resources import Resource
@@ -112,13 +116,20 @@ class WorkerError(RuntimeError):
     """The decision process failed, died or did not answer in time."""
 
 
+CHUNK = 64
+"""Requests per message: bounds a message's size and what one timeout covers."""
+_HEADER = struct.Struct("!Q")
+
+
 class ProcessDecider:
     """A :class:`~otel_footprint.sdk.decide.Decider` whose decisions run in a child process.
 
-    One call at a time (the buffer's single worker thread calls it); the calling thread waits on
-    the pipe without holding the GIL while the child decides. ``timeout_seconds`` bounds one
-    decision. The child is started at construction (its imports overlap the application's
-    start) and again after a failure or an ``os.fork``.
+    One caller at a time (the buffer's single worker thread); the caller waits on the pipe
+    without holding the GIL while the child decides. ``timeout_seconds`` bounds one message of at
+    most :data:`CHUNK` runs, writing and reading included: a child that does not answer in time
+    is killed, that message's runs are answered with a :class:`WorkerError`, and the next call
+    starts a new child. The child is started at construction (its imports overlap the
+    application's start), and again after a failure or, in a forked child, on its first call.
     """
 
     def __init__(
@@ -128,36 +139,49 @@ class ProcessDecider:
         annotate_options: AnnotateOptions | None = None,
         timeout_seconds: float = 30.0,
     ) -> None:
-        self._options = (engine_options or EngineOptions(), annotate_options or AnnotateOptions())
+        if not timeout_seconds > 0:
+            raise ValueError(f"timeout_seconds must be > 0, not {timeout_seconds!r}")
+        options = (engine_options or EngineOptions(), annotate_options or AnnotateOptions())
+        self._options = pickle.dumps(options, _PROTOCOL)
         self._timeout = timeout_seconds
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._closed = False
-        self._pid = os.getpid()
         ref = weakref.ref(self)
 
         def forget_in_child() -> None:
             decider = ref()
             if decider is not None:
-                decider._child = None  # the parent's child stays the parent's
-                decider._pid = os.getpid()
+                # The parent's child stays the parent's: this process starts its own.
+                decider._child = None
                 decider._lock = threading.Lock()
 
         os.register_at_fork(after_in_child=forget_in_child)
         with self._lock:
             self._start()
 
+    @property
+    def pid(self) -> int | None:
+        """The decision process's id (None when none is running)."""
+        child = self._child
+        return None if child is None else child.pid
+
     def _start(self) -> subprocess.Popen[bytes]:
+        # The child imports the same otel_footprint as this process, wherever it was found.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, env.get("PYTHONPATH"))))
         child = subprocess.Popen(
             [sys.executable, "-c", "from otel_footprint.sdk.worker import main; main()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
+            env=env,
         )
-        assert child.stdin is not None
-        pickle.dump(self._options, child.stdin, _PROTOCOL)
-        child.stdin.flush()
+        assert child.stdin is not None and child.stdout is not None
+        os.set_blocking(child.stdin.fileno(), False)
         self._child = child
+        _write(child.stdin.fileno(), self._options, time.monotonic() + self._timeout)
         return child
 
     def __call__(
@@ -176,20 +200,35 @@ class ProcessDecider:
     def decide_many(
         self, requests: Sequence[DecisionRequest], /
     ) -> list[dict[str, SpanNote] | Exception]:
-        """All ``requests`` in one round trip; each answer is the notes or a :class:`WorkerError`."""
-        message = [
-            ([span_tuple(s) for s in spans], incomplete, log_events or None)
-            for spans, incomplete, log_events in requests
-        ]
+        """Each request's notes, or a :class:`WorkerError`: one round trip per :data:`CHUNK`."""
+        answers: list[dict[str, SpanNote] | Exception] = []
+        for at in range(0, len(requests), CHUNK):
+            answers += self._round_trip(requests[at : at + CHUNK])
+        return answers
+
+    def _round_trip(
+        self, requests: Sequence[DecisionRequest]
+    ) -> list[dict[str, SpanNote] | Exception]:
+        message = pickle.dumps(
+            [
+                ([span_tuple(s) for s in spans], incomplete, log_events or None)
+                for spans, incomplete, log_events in requests
+            ],
+            _PROTOCOL,
+        )
         with self._lock:
             if self._closed:
                 return [WorkerError("the decision process is closed")] * len(requests)
             try:
                 child = self._child or self._start()
                 assert child.stdin is not None and child.stdout is not None
-                pickle.dump(message, child.stdin, _PROTOCOL)
-                child.stdin.flush()
-                answers = _read(child.stdout, self._timeout)
+                deadline = time.monotonic() + self._timeout
+                _write(child.stdin.fileno(), message, deadline)
+                answers: list[tuple[str, Any]] = pickle.loads(
+                    _read(child.stdout.fileno(), deadline)
+                )
+                if len(answers) != len(requests):
+                    raise WorkerError(f"{len(answers)} answers to {len(requests)} requests")
             except Exception as exc:
                 if self._child is not None:
                     self._stop(self._child, kill=True)
@@ -203,7 +242,7 @@ class ProcessDecider:
         ]
 
     def close(self, timeout_seconds: float = 5.0) -> None:
-        """End the child (its input closes; killed if it has not exited within the timeout)."""
+        """End the child: its input closes and it exits (killed if not within the timeout)."""
         with self._lock:
             self._closed = True
             if self._child is not None:
@@ -213,50 +252,85 @@ class ProcessDecider:
         self, child: subprocess.Popen[bytes], *, kill: bool, timeout_seconds: float = 5.0
     ) -> None:
         self._child = None
-        if os.getpid() != self._pid:
-            return
-        try:
-            if child.stdin is not None:
-                child.stdin.close()
-        except OSError:
-            pass
         if kill:
             child.kill()
+        for stream in (child.stdin, child.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
         try:
             child.wait(timeout_seconds)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
 
 
-def _read(stream: IO[bytes], timeout_seconds: float) -> list[tuple[str, Any]]:
-    deadline = time.monotonic() + timeout_seconds
-    fd = stream.fileno()
-    while True:
+def _write(fd: int, payload: bytes, deadline: float) -> None:
+    """One frame (length, then the bytes) to a non-blocking pipe, by ``deadline``."""
+    view = memoryview(_HEADER.pack(len(payload)) + payload)
+    while view:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError(f"no answer within {timeout_seconds} s")
+            raise TimeoutError("the decision process does not read its input")
+        _, ready, _ = select.select([], [fd], [], left)
+        if ready:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+
+
+def _read(fd: int, deadline: float) -> bytes:
+    """One frame from a pipe, by ``deadline``."""
+    header = _read_exactly(fd, _HEADER.size, deadline)
+    (size,) = _HEADER.unpack(header)
+    return _read_exactly(fd, size, deadline)
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    parts: list[bytes] = []
+    missing = size
+    while missing:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no answer from the decision process in time")
         ready, _, _ = select.select([fd], [], [], left)
         if ready:
-            answers: list[tuple[str, Any]] = pickle.load(stream)
-            return answers
+            part = os.read(fd, min(missing, 1 << 20))
+            if not part:
+                raise EOFError("the decision process exited")
+            parts.append(part)
+            missing -= len(part)
+    return b"".join(parts)
+
+
+def _receive(source: IO[bytes]) -> bytes | None:
+    header = source.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    payload = source.read(size)
+    return payload if len(payload) == size else None
+
+
+def _send(sink: IO[bytes], payload: bytes) -> None:
+    sink.write(_HEADER.pack(len(payload)) + payload)
+    sink.flush()
 
 
 def serve(source: IO[bytes], sink: IO[bytes]) -> None:
-    """The child's loop: options first, then one request -> one answer until the input ends."""
+    """The child's loop: the options first, then one message of requests -> one of answers,
+    until the input ends."""
     from otel_footprint.sdk.decide import make_decider
 
-    engine_options, annotate_options = pickle.load(source)
+    options = _receive(source)
+    if options is None:
+        return
+    engine_options, annotate_options = pickle.loads(options)
     decide = make_decider(engine_options=engine_options, annotate_options=annotate_options)
-    while True:
-        try:
-            requests = pickle.load(source)
-        except EOFError:
-            return
+    while (message := _receive(source)) is not None:
         answers: list[tuple[str, Any]] = []
-        for spans, incomplete, log_events in requests:
+        for spans, incomplete, log_events in pickle.loads(message):
             try:
                 views = [span_from_tuple(s) for s in spans]
                 if log_events:
@@ -266,12 +340,11 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
                 answers.append(("ok", {k: note_tuple(v) for k, v in notes.items()}))
             except Exception as exc:  # reported to the parent, which counts it
                 answers.append(("error", f"{type(exc).__name__}: {exc}"))
-        pickle.dump(answers, sink, _PROTOCOL)
-        sink.flush()
+        _send(sink, pickle.dumps(answers, _PROTOCOL))
 
 
 def main() -> None:
-    """Entry point of ``python -c 'from otel_footprint.sdk.worker import main; main()'``: the protocol owns stdout."""
+    """The child's entry point: the protocol owns stdin and stdout (printing goes to stderr)."""
     sink = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    sys.stdout = sys.stderr  # anything printed by accident must not corrupt the protocol
+    sys.stdout = sys.stderr
     serve(sys.stdin.buffer, sink)
