@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
@@ -350,11 +351,13 @@ class RunBuffer:
                 # The worker is a whole buffer behind: release this run unannotated right here (the
                 # reason on its spans, counted) rather than grow without bound or drop it.
                 self._counts["runs_released_raw"] += 1
+                tally: Counter[str] = Counter()
                 self._lock.release()
                 try:
-                    self._process(release, raw=True)
+                    self._process_all([release], tally, raw=True)
                 finally:
                     self._lock.acquire()
+                    self._settle(tally)
                 continue
             self._ready.append(release)
             self._lock.notify_all()
@@ -390,56 +393,68 @@ class RunBuffer:
                     if release.cause != "ended":
                         self._live.pop(release.trace_id, None)
                 self._busy += 1
+            tally: Counter[str] = Counter()
             try:
-                self._process_all(batch)
+                self._process_all(batch, tally)
             finally:
                 with self._lock:
+                    self._settle(tally)
                     self._busy -= 1
                     self._lock.notify_all()
 
-    def _process(self, release: _Release, raw: bool = False) -> None:
-        self._process_all([release], raw)
+    def _settle(self, tally: Counter[str]) -> None:
+        """Add counts gathered without the lock (lock held): one acquisition per released run,
+        not one per count, so the worker contends less with the application threads' offers."""
+        counts = self._counts
+        for key, n in tally.items():
+            counts[key] += n
 
-    def _process_all(self, releases: Sequence[_Release], raw: bool = False) -> None:
+    def _process_all(
+        self, releases: Sequence[_Release], tally: Counter[str], raw: bool = False
+    ) -> None:
         """Decide every unit of ``releases`` (one call for all: a decider in a child process then
-        answers them in one round trip), then annotate and hand on each release in order."""
+        answers them in one round trip), then annotate and hand on each release in order; the
+        counts go to ``tally``."""
         asked: list[tuple[int, holding.Unit[int, _Item, SpanEventView]]] = []
         requests: list[DecisionRequest] = []
         for index, release in enumerate(releases):
             if raw or release.cause == "overflow":
                 continue
             for unit in release.units:
-                request = self._request(release, unit)
+                request = self._request(release, unit, tally)
                 if request is not None:
                     asked.append((index, unit))
                     requests.append(request)
         answers = decide_all(self._decide, requests) if requests else []
         notes_of: dict[int, dict[str, SpanNote]] = {}
         for (index, unit), answer in zip(asked, answers, strict=True):
-            notes = self._outcome(releases[index], unit, answer)
+            notes = self._outcome(releases[index], unit, answer, tally)
             notes_of[index] = merge_notes(notes_of.get(index, {}), notes)
         for index, release in enumerate(releases):
             held = [i.span for i in release.spans() if i.held]
             notes = notes_of.get(index, {})
             if raw or release.cause == "overflow":
                 if not raw:
-                    self._count(_LIMIT_COUNTER[release.limit or "runs"])
+                    tally[_LIMIT_COUNTER[release.limit or "runs"]] += 1
                 reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
                 if reason is not None:
                     notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
-            self._apply(held, notes)
+            self._apply(held, notes, tally)
 
     def _request(
-        self, release: _Release, unit: holding.Unit[int, _Item, SpanEventView]
+        self,
+        release: _Release,
+        unit: holding.Unit[int, _Item, SpanEventView],
+        tally: Counter[str],
     ) -> DecisionRequest | None:
         if not any(i.held for i in unit.members):
-            self._count("runs_without_footprint")
+            tally["runs_without_footprint"] += 1
             return None
         cause = release.cause
         if cause == "timeout":
-            self._count("runs_timed_out")
+            tally["runs_timed_out"] += 1
         elif cause == "flush" and unit.run_span is None:
-            self._count("runs_flushed_open")
+            tally["runs_flushed_open"] += 1
         incomplete = reason_for(cause, release.limit, run_span=unit.run_span is not None)
         spans = [i.span for i in unit.members]
         log_events = None
@@ -452,9 +467,10 @@ class RunBuffer:
         release: _Release,
         unit: holding.Unit[int, _Item, SpanEventView],
         answer: dict[str, SpanNote] | Exception,
+        tally: Counter[str],
     ) -> dict[str, SpanNote]:
         if not isinstance(answer, Exception):
-            self._count("runs_decided")
+            tally["runs_decided"] += 1
             return answer
         # A bad run must never stop the pipeline.
         _logger.error(
@@ -462,11 +478,13 @@ class RunBuffer:
             release.trace_id,
             exc_info=answer,
         )
-        self._count("decision_errors")
+        tally["decision_errors"] += 1
         held = [SdkSpanView(i.span) for i in unit.members if i.held]
         return unannotated_notes(held, Reason(REASON_ERROR, f"{type(answer).__name__}"))
 
-    def _apply(self, held: list[ReadableSpan], notes: dict[str, SpanNote]) -> None:
+    def _apply(
+        self, held: list[ReadableSpan], notes: dict[str, SpanNote], tally: Counter[str]
+    ) -> None:
         out: list[ReadableSpan] = []
         applied = 0
         for span in held:
@@ -477,24 +495,24 @@ class RunBuffer:
                 out.append(annotated_copy(span, note, self._span_limits))
                 applied += 1
         if applied:
-            self._count("spans_annotated", applied)
+            tally["spans_annotated"] += applied
         if notes:
-            self._count("notes_unapplied", len(notes))
-        self._hand_on(out)
+            tally["notes_unapplied"] += len(notes)
+        # Counted before the spans go on: whoever sees them exported sees them counted.
+        with self._lock:
+            self._settle(tally)
+        tally.clear()
+        self._hand_on(out, tally)
 
-    def _hand_on(self, spans: Sequence[ReadableSpan]) -> None:
+    def _hand_on(self, spans: Sequence[ReadableSpan], tally: Counter[str]) -> None:
         if not spans:
             return
         try:
             if self._sink(spans) is False:
-                self._count("sink_failures")
+                tally["sink_failures"] += 1
         except Exception:
             _logger.exception("handing on %d spans failed", len(spans))
-            self._count("sink_errors")
-
-    def _count(self, key: str, n: int = 1) -> None:
-        with self._lock:
-            self._counts[key] += n
+            tally["sink_errors"] += 1
 
     # ── flush, shutdown, stats ────────────────────────────────────────────────────────────────
 
