@@ -206,3 +206,39 @@ def test_shutdown_ends_the_child() -> None:
 def test_settings_the_child_cannot_honour_are_refused(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="decide_in"):
         FootprintSpanProcessor(InMemorySpanExporter(), **options)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() in a multi-threaded process
+def test_after_fork_the_child_starts_its_own_decision_process() -> None:
+    exporter = InMemorySpanExporter()
+    processor = FootprintSpanProcessor(exporter, grace_seconds=0.05, decide_in="process")
+    parents = _process(processor).pid
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(processor)
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the forked application: record a run, report its verdict and decider
+            code = 1
+            try:
+                run_script(tracer_provider.get_tracer("t"), SCENARIOS["routed-delivered"].script)
+                processor.force_flush(30_000)
+                (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke")]
+                own = _process(processor).pid
+                os.write(write, f"{(run.attributes or {}).get(sc.RUN_COMPLETE)} {own}".encode())
+                processor.shutdown()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        _, status = os.waitpid(pid, 0)
+        complete, own = os.read(read, 100).decode().split()
+        os.close(read)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert complete == "True" and int(own) != parents
+        # The parent's decision process was left alone and still answers.
+        assert _run_one(processor, exporter)[sc.RUN_COMPLETE] is True
+        assert _process(processor).pid == parents
+    finally:
+        processor.shutdown()

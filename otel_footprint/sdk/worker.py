@@ -152,9 +152,15 @@ class ProcessDecider:
         def forget_in_child() -> None:
             decider = ref()
             if decider is not None:
-                # The parent's child stays the parent's: this process starts its own.
-                decider._child = None
+                # The parent's decision process stays the parent's: this process drops its copies
+                # of the pipes (so the parent's process still sees its input end) and starts its
+                # own on its first call.
+                child, decider._child = decider._child, None
                 decider._lock = threading.Lock()
+                for stream in (child.stdin, child.stdout) if child is not None else ():
+                    if stream is not None:
+                        with contextlib.suppress(OSError):
+                            stream.close()
 
         os.register_at_fork(after_in_child=forget_in_child)
         with self._lock:
