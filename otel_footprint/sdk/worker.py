@@ -63,6 +63,7 @@ def span_tuple(span: ReadableSpan) -> SpanTuple:
     context = span.context
     parent = span.parent
     attributes = span.attributes
+    # Key by key: ``dict()`` of the SDK's attribute mapping goes through its abstract views.
     return (
         context.trace_id if context is not None else 0,
         context.span_id if context is not None else 0,
@@ -71,8 +72,11 @@ def span_tuple(span: ReadableSpan) -> SpanTuple:
         span.name,
         span.start_time or 0,
         span.end_time or 0,
-        dict(attributes) if attributes else {},
-        [(e.name, e.timestamp, dict(e.attributes) if e.attributes else {}) for e in span.events],
+        {key: attributes[key] for key in attributes} if attributes else {},
+        [
+            (e.name, e.timestamp, {key: a[key] for key in a} if (a := e.attributes) else {})
+            for e in span.events
+        ],
     )
 
 
