@@ -395,7 +395,13 @@ class RunBuffer:
                 self._busy += 1
             tally: Counter[str] = Counter()
             try:
-                self._process_all(batch, tally)
+                if hasattr(self._decide, "decide_many"):
+                    self._process_all(batch, tally)  # one round trip for the batch
+                else:
+                    # One run at a time: its records die before the next run is decided (a
+                    # whole batch's verdicts alive at once cost the garbage collector).
+                    for release in batch:
+                        self._process_all([release], tally)
             finally:
                 with self._lock:
                     self._settle(tally)

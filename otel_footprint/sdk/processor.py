@@ -97,6 +97,13 @@ class FootprintSpanProcessor(SpanProcessor):
     ``os.fork`` the child gets a fresh run buffer and worker (the parent's held runs stay the
     parent's), as the SDK's batch processor does. ``force_flush`` and ``shutdown`` return within
     their timeouts even when the exporter hangs.
+
+    ``decide_in="process"`` decides runs in a child Python process (``sdk/worker.py``) instead of
+    on the worker thread: the decision's CPU no longer shares the application's GIL, at the cost
+    of sending each held run's spans to the child and the notes back (same notes; the child is
+    started with the processor, restarted after a failure, and ended by ``shutdown``). It pays
+    where a core is free for it; it takes no ``decider`` and no ``run_store``. A run the child
+    fails to decide goes on unannotated with reason ``decision-error``.
     """
 
     def __init__(
