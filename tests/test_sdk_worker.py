@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -206,6 +207,21 @@ def test_shutdown_ends_the_child() -> None:
 def test_settings_the_child_cannot_honour_are_refused(options: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="decide_in"):
         FootprintSpanProcessor(InMemorySpanExporter(), **options)
+
+
+def test_a_refused_bound_starts_no_child_process() -> None:
+    before = _children()
+    with pytest.raises(ValueError, match="max_runs"):
+        FootprintSpanProcessor(InMemorySpanExporter(), decide_in="process", max_runs=0)
+    assert _children() <= before  # no new child (an earlier test's may have exited since)
+
+
+def _children() -> set[str]:
+    """This process's live child processes (``/proc``)."""
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    if not tasks.is_dir():
+        pytest.skip("needs /proc")
+    return {pid for task in tasks.iterdir() for pid in (task / "children").read_text().split()}
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")

@@ -101,9 +101,10 @@ class FootprintSpanProcessor(SpanProcessor):
     ``decide_in="process"`` decides runs in a child Python process (``sdk/worker.py``) instead of
     on the worker thread: the decision's CPU no longer shares the application's GIL, at the cost
     of sending each held run's spans to the child and the notes back (same notes; the child is
-    started with the processor, restarted after a failure, and ended by ``shutdown``). It pays
-    where a core is free for it; it takes no ``decider`` and no ``run_store``. A run the child
-    fails to decide goes on unannotated with reason ``decision-error``.
+    started with the processor as ``sys.executable``, restarted after a failure, and ended by
+    ``shutdown``). It pays where a core is free for it; it takes no ``decider`` and no
+    ``run_store``. A run the child fails to decide goes on unannotated with reason
+    ``decision-error``.
     """
 
     def __init__(
@@ -132,19 +133,10 @@ class FootprintSpanProcessor(SpanProcessor):
         self._shutdown_timeout = shutdown_timeout_millis / 1000
         if decide_in not in ("thread", "process"):
             raise ValueError(f"decide_in must be 'thread' or 'process', not {decide_in!r}")
-        self._process: ProcessDecider | None = None
-        if decide_in == "process":
-            if decider is not None or run_store is not None:
-                raise ValueError(
-                    "decide_in='process' runs the library's own decision in a child process: "
-                    "it takes no decider and no run_store"
-                )
-            decider = self._process = ProcessDecider(
-                engine_options=engine_options, annotate_options=annotate_options
-            )
-        elif decider is None:
-            decider = make_decider(
-                store=run_store, engine_options=engine_options, annotate_options=annotate_options
+        if decide_in == "process" and (decider is not None or run_store is not None):
+            raise ValueError(
+                "decide_in='process' runs the library's own decision in a child process: "
+                "it takes no decider and no run_store"
             )
         limits = processor_limits(
             release_grace=grace_seconds,
@@ -157,6 +149,16 @@ class FootprintSpanProcessor(SpanProcessor):
             max_spans_per_run=max_spans_per_run,
             max_events_per_run=max_log_records_per_run,
         )
+        # Started once every setting has been checked, so a refused one leaks no process.
+        self._process: ProcessDecider | None = None
+        if decide_in == "process":
+            decider = self._process = ProcessDecider(
+                engine_options=engine_options, annotate_options=annotate_options
+            )
+        elif decider is None:
+            decider = make_decider(
+                store=run_store, engine_options=engine_options, annotate_options=annotate_options
+            )
         self._buffer = RunBuffer(
             self._enqueue,
             decider,
