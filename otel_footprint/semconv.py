@@ -565,7 +565,7 @@ def all_names() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Added by helper-6 (annotate/ + sdk/): annotation bookkeeping and in-process processor metrics
+# Added by helper-6 (annotate/ + sdk/): annotation bookkeeping; the self-metrics of both paths
 # ---------------------------------------------------------------------------------------------
 
 ENG_SERVED_CHARS_WHILE_PARKED: Final = "footprint.engagement.served_chars_while_parked"
