@@ -150,15 +150,26 @@ def _compact(value: Any, ascii_only: bool = True) -> str:
     return json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
 
 
-def _attributes(view: SpanView, prefix: str) -> Iterator[tuple[str, Any]]:
-    """The span's attributes whose key starts with ``prefix``."""
-    if isinstance(view, OtlpSpanView):
-        keys: Iterable[str] = [kv.key for kv in view.pb.attributes]
-    elif isinstance(view, SdkSpanView):
-        keys = list((view.span.attributes or {}).keys())
-    else:
-        keys = ()
-    return ((key, view.attribute(key)) for key in keys if key.startswith(prefix))
+class _Indexed:
+    """A span's indexed attributes by key prefix (its key list read once, when first needed)."""
+
+    __slots__ = ("keys", "view")
+
+    def __init__(self, view: SpanView) -> None:
+        self.view = view
+        self.keys: list[str] | None = None
+
+    def rows(self, prefix: str) -> list[tuple[int, dict[str, Any]]]:
+        if self.keys is None:
+            view = self.view
+            if isinstance(view, OtlpSpanView):
+                self.keys = [kv.key for kv in view.pb.attributes]
+            else:
+                self.keys = (
+                    list(view.span.attributes or ()) if isinstance(view, SdkSpanView) else []
+                )
+        attribute = self.view.attribute
+        return _rows(((k, attribute(k)) for k in self.keys if k.startswith(prefix)), prefix)
 
 
 def _rows(pairs: Iterable[tuple[str, Any]], prefix: str) -> list[tuple[int, dict[str, Any]]]:
@@ -190,21 +201,21 @@ _Messages = tuple[str, str, list[tuple[int, Mapping[str, Any]]]]
 
 
 def _messages(
-    view: SpanView, side: tuple[str, str, tuple[str, ...]], unreadable: list[str]
+    span: _Indexed, side: tuple[str, str, tuple[str, ...]], unreadable: list[str]
 ) -> _Messages | None:
     """A call's input or output messages from the first convention that recorded them."""
     genai, oi_prefix, legacy_prefixes = side
-    raw = view.attribute(genai)
+    raw = span.view.attribute(genai)
     if raw is not None:
         decoded, readable = loads(raw)
         if readable and isinstance(decoded, list):
             return genai, "gen_ai", [(i, m) for i, m in enumerate(decoded) if isinstance(m, dict)]
         unreadable.append(genai)
-    rows = _rows(_attributes(view, oi_prefix), oi_prefix)
+    rows = span.rows(oi_prefix)
     if rows:
         return oi_prefix[:-1], "openinference", [(i, _rebuilt(row)) for i, row in rows]
     for prefix in legacy_prefixes:
-        rows = _rows(_attributes(view, prefix), prefix)
+        rows = span.rows(prefix)
         if rows:
             return prefix[:-1], "openllmetry", [(i, _rebuilt(row)) for i, row in rows]
     return None
@@ -304,9 +315,10 @@ def _tool(item: Mapping[str, Any], name: Any = None) -> OfferedTool | None:
 
 
 def _tools(
-    view: SpanView, unreadable: list[str]
+    span: _Indexed, unreadable: list[str]
 ) -> tuple[str, str, tuple[OfferedTool, ...]] | None:
     """(attribute, convention, offered tools) from the first convention that recorded them."""
+    view = span.view
     raw = view.attribute(semconv.GEN_AI_TOOL_DEFINITIONS)
     if raw is not None:
         if isinstance(raw, str):
@@ -317,7 +329,7 @@ def _tools(
         unreadable.append(semconv.GEN_AI_TOOL_DEFINITIONS)
     tools: list[OfferedTool] = []
     bad: list[str] = []
-    for i, row in _rows(_attributes(view, semconv.OI_TOOLS_PREFIX), semconv.OI_TOOLS_PREFIX):
+    for i, row in span.rows(semconv.OI_TOOLS_PREFIX):
         schema, readable = loads(row.get("tool.json_schema"))
         if "tool.json_schema" in row and not readable:
             bad.append(f"{semconv.OI_TOOLS_PREFIX}{i}.tool.json_schema")
@@ -335,7 +347,7 @@ def _tools(
             if found is not None:
                 return semconv.OI_INPUT_VALUE, "openinference", found
     prefix = semconv.TL_FUNCTIONS_PREFIX
-    for _, row in _rows(_attributes(view, prefix), prefix):
+    for _, row in span.rows(prefix):
         if "name" in row:
             tools.append(OfferedTool(str(row["name"]), loads(row.get("parameters"))[0]))
     return (prefix[:-1], "openllmetry", tuple(tools)) if tools else None
@@ -367,12 +379,13 @@ def call_view(view: SpanView, *, frames: bool = True) -> CallView:
     the messages in its own names. ``frames=False`` reads only the offered tools (what the compose
     and wire checks need)."""
     unreadable: list[str] = []
-    tools = _tools(view, unreadable)
+    span = _Indexed(view)
+    tools = _tools(span, unreadable)
     frame = output = None
     system: tuple[str, ...] | None = None
     if frames:
-        frame = _messages(view, _INPUT, unreadable)
-        output = _messages(view, _OUTPUT, unreadable)
+        frame = _messages(span, _INPUT, unreadable)
+        output = _messages(span, _OUTPUT, unreadable)
         system = _system(view, unreadable)
         if system is None and frame is not None:
             system = ()  # instructions ride as system-role messages, or there are none
@@ -398,7 +411,7 @@ def call_view(view: SpanView, *, frames: bool = True) -> CallView:
 def output_tool_calls(view: SpanView) -> tuple[OutputToolCall, ...] | None:
     """The tool calls in the span's recorded output, in order; None when the span records no
     output at all (then :func:`asked_for_tools` is all there is to go by)."""
-    found = _messages(view, _OUTPUT, [])
+    found = _messages(_Indexed(view), _OUTPUT, [])
     if found is None:
         return None
     calls: list[OutputToolCall] = []
@@ -413,7 +426,7 @@ def output_tool_calls(view: SpanView) -> tuple[OutputToolCall, ...] | None:
 
 def tool_results(view: SpanView) -> Iterator[tuple[str, str]]:
     """(call id, result text) of every tool result the span's input messages hold."""
-    found = _messages(view, _INPUT, [])
+    found = _messages(_Indexed(view), _INPUT, [])
     for _, message in found[2] if found else ():
         for part in _parts(message):
             call_id, response = string(part.get("id")), _response(part)
@@ -427,7 +440,7 @@ def tool_results(view: SpanView) -> Iterator[tuple[str, str]]:
 
 def offered_tools(view: SpanView) -> tuple[str, ...] | None:
     """Names of the tools offered to the model; None when the span does not say."""
-    found = _tools(view, [])
+    found = _tools(_Indexed(view), [])
     return None if found is None else tuple(tool.name for tool in found[2])
 
 
