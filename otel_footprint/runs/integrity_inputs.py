@@ -13,7 +13,7 @@ here is frozen data; the checks in ``otel_footprint.account.integrity`` are pure
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,35 +58,29 @@ class PassInputs:
     """``footprint.window.compacted`` tool names, when the agent reported compactions."""
     dropped_ref: Ref | None = None
 
-    @property
-    def best(self) -> CallView:
-        """The view closest to the request: the client's when there is one."""
-        return self.client if self.client is not None else self.framework
+    def _first(self, read: Callable[[CallView], object]) -> CallView | None:
+        """The client's view when it recorded what ``read`` reads, else the framework's."""
+        views = (self.client, self.framework)
+        return next((v for v in views if v is not None and read(v) is not None), None)
 
     def tools(self) -> tuple[tuple[OfferedTool, ...] | None, Ref | None]:
         """The offered list: the client's when it recorded one, else the framework's."""
-        for view in (self.client, self.framework):
-            if view is not None and view.tools is not None:
-                return view.tools, view.tools_ref
-        return None, None
+        view = self._first(lambda v: v.tools)
+        return (view.tools, view.tools_ref) if view is not None else (None, None)
 
     def frame(self) -> CallView | None:
         """The view whose input messages were captured (the client's first)."""
-        for view in (self.client, self.framework):
-            if view is not None and view.messages is not None:
-                return view
-        return None
+        return self._first(lambda v: v.messages)
+
+    def output(self) -> tuple[FrameMessage, ...] | None:
+        """The model's output messages (the client's first)."""
+        view = self._first(lambda v: v.output)
+        return view.output if view is not None else None
 
     def unreadable(self) -> tuple[str, ...]:
         """Attributes of this pass present but not readable (cut, or not JSON)."""
         views = (self.framework, self.client)
         return tuple(k for view in views if view is not None for k in view.unreadable)
-
-    def output(self) -> tuple[FrameMessage, ...] | None:
-        for view in (self.client, self.framework):
-            if view is not None and view.output is not None:
-                return view.output
-        return None
 
 
 @dataclass(frozen=True, slots=True)
