@@ -236,7 +236,7 @@ def _rebuilt(row: Mapping[str, Any]) -> Mapping[str, Any]:
     for _, item in _rows(row.items(), "tool_calls."):
         call = {k.removeprefix("tool_call.").removeprefix("function."): v for k, v in item.items()}
         if call.get("name") is not None:
-            parts.append({"type": "tool_call", **call})
+            parts.append({**call, "type": "tool_call"})
     return {"role": role, "name": row.get("name"), "parts": parts}
 
 
