@@ -118,6 +118,34 @@ def test_the_pass_reading_and_the_integrity_view_read_one_span_alike() -> None:
     ]
 
 
+def test_the_call_view_reads_contents_and_flat_messages_and_names_what_it_cannot_read() -> None:
+    oi = _view(
+        {
+            semconv.OPENINFERENCE_SPAN_KIND: "LLM",
+            "llm.tools.0.tool.json_schema": '{"type": "function", "function": {"na',  # cut
+            "llm.tools.1.tool.json_schema": json.dumps({"function": {"name": "lookup"}}),
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.contents.0.message_content.type": "text",
+            "llm.input_messages.0.message.contents.0.message_content.text": "find host-1",
+            semconv.GEN_AI_SYSTEM_INSTRUCTIONS: "[{cut",
+        }
+    )
+    view = call_view(oi)
+    assert [t.name for t in view.tools or ()] == ["lookup"]
+    assert [(m.role, m.texts) for m in view.messages or ()] == [("user", ("find host-1",))]
+    assert view.unreadable == ("llm.tools.0.tool.json_schema", semconv.GEN_AI_SYSTEM_INSTRUCTIONS)
+    flat = _view(
+        {
+            semconv.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "content": "hi"}]),
+            semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps({"not": "a list"}),
+        }
+    )
+    view = call_view(flat)
+    assert [(m.role, m.texts) for m in view.messages or ()] == [("user", ("hi",))]
+    assert view.tools is None and view.unreadable == (semconv.GEN_AI_TOOL_DEFINITIONS,)
+    assert view.convention == "gen_ai" and view.system == ()
+
+
 def test_no_output_recorded_is_not_no_tool_calls() -> None:
     bare = _view({semconv.GEN_AI_OPERATION_NAME: "chat"})
     assert output_tool_calls(bare) is None and asked_for_tools(bare) is None
