@@ -16,13 +16,32 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+T = TypeVar("T")
+
+
+def poll(fetch: Callable[[], T], done: Callable[[T], bool], *, timeout: float, what: str) -> T:
+    """Call ``fetch`` until ``done(result)``; fail after ``timeout`` s naming ``what`` and the last
+    result (ingestion and startup are asynchronous)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        result = fetch()
+        if done(result):
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"timed out after {timeout} s waiting for {what}; last: {result!r}"[:4000]
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def free_ports(count: int) -> list[int]:
@@ -204,15 +223,15 @@ def redis_server(workdir: Path, password: str | None = None) -> tuple[Process, s
     argv += ["--dir", str(workdir), *(["--requirepass", password] if password else [])]
     process = Process(argv, workdir / "redis.log")
     process.spawn()
-    deadline = time.monotonic() + 10
-    while True:
-        try:
+
+    def up() -> bool:
+        with contextlib.suppress(OSError):
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or not process.alive():
-                process.kill()
-                raise AssertionError(f"redis-server did not start:\n{process.tail()}") from None
-            time.sleep(0.05)
+            return True
+        return not process.alive()  # exited: stop waiting, say so below
+
+    poll(up, bool, timeout=10, what="redis-server")
+    if not process.alive():
+        raise AssertionError(f"redis-server exited at start:\n{process.tail()}")
     auth = f":{password}@" if password else ""
     return process, f"redis://{auth}127.0.0.1:{port}/0"

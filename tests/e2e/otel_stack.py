@@ -13,17 +13,16 @@ import contextlib
 import json
 import os
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
-from servers import HopProcess, Process, free_ports
+from servers import HopProcess, Process, free_ports, poll
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "collector-config"
@@ -36,24 +35,6 @@ JAEGER_OTLP_HTTP_ENV = "OTEL_FOOTPRINT_JAEGER_OTLP_HTTP"
 
 WAIT_S = 30.0
 """Bound of every wait on a process or on Jaeger (ingestion through two Collectors and a hop)."""
-
-T = TypeVar("T")
-
-
-def poll(fetch: Callable[[], T], done: Callable[[T], bool], *, timeout: float, what: str) -> T:
-    """Call ``fetch`` until ``done(result)``; fail after ``timeout`` s with the last result."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        result = fetch()
-        if done(result):
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out after {timeout} s waiting for {what}; last: {result!r}"[:4000]
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
 
 
 def _http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
