@@ -342,8 +342,11 @@ def _leg(
     if any(n.marked for n in calls):
         calls = [n for n in calls if n.marked]
     passes = sorted((n.view for n in calls), key=_pass_sort_key)
+    # By identity: ``n not in calls`` compared each node with every call (dataclass equality), a
+    # quadratic that cost a 3,000-pass run ≈ 0.45 s.
+    chosen = {id(n) for n in calls}
     unmarked = sorted(
-        (n.view for n in nodes if n.role is SpanRole.PASS and n not in calls), key=_start_key
+        (n.view for n in nodes if n.role is SpanRole.PASS and id(n) not in chosen), key=_start_key
     )
     tools = sorted((n.view for n in nodes if n.role is SpanRole.TOOL), key=_start_key)
     others = sorted((n.view for n in nodes if n.role is SpanRole.OTHER), key=_start_key)
