@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,6 +106,16 @@ def decide_run_steps(
             engagement=(),
             reasons=(Reason("internal-error", f"{type(error).__name__}: {error}"),),
         )
+
+
+def store_keys(runs: Iterable[RunSpans]) -> set[str]:
+    """The run-store keys deciding ``runs`` may read or write (a :class:`Ticket` declares them)."""
+    keys: set[str] = set()
+    for run in runs:
+        keys.add(run.run_id)
+        if run.session_id is not None:
+            keys.add(session_key(run.session_id))
+    return keys
 
 
 def _load_leg(store: RunStore | None, run_id: str, reasons: list[Reason]) -> LegState | None:

@@ -134,10 +134,11 @@ class Ticket:
         self._turns = turns
         self._number = number
 
-    def declare(self, keys: Collection[str]) -> None:
-        """The run-store keys this decision may read or write (once it knows them)."""
+    def declare(self, keys: Collection[str] | None) -> None:
+        """The run-store keys this decision may read or write from now on (None: not known yet,
+        so every later decision waits for this one before touching the store)."""
         if self._number in self._turns._open:
-            self._turns._open[self._number] = frozenset(keys)
+            self._turns._open[self._number] = None if keys is None else frozenset(keys)
 
     def wait(self) -> Generator[bool | None, None, None]:
         """Steps that end once no earlier open decision shares a key (or has not said its keys)."""

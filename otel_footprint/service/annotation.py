@@ -3,6 +3,8 @@
 Works on the protobuf spans in place (through ``OtlpSpanView``; no SDK objects). The buffer and
 the forwarder only see the small :class:`AnnotationStage` interface, so ``processing.annotate:
 false`` (the benchmark's baseline) and tests can swap the stage without touching the plumbing.
+A release is decided in steps (``runs/slices.py``): the pipeline's release worker interleaves a
+long run's decision with the others' so none waits behind a whole 3,000-pass decision.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from otel_footprint.annotate.form import (
     unannotated_notes,
 )
 from otel_footprint.annotate.otlp import apply_note
-from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.decide import EngineOptions, decide_run_steps, store_keys
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import RunSpans, group_runs
 from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.service import jsonlog
 from otel_footprint.service.buffer import LateSpan, Release, RunUnit
@@ -56,6 +59,10 @@ class AnnotationStage(Protocol):
 
     def annotate(self, release: Release) -> list[Decision]: ...
 
+    def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
+        """:meth:`annotate` in steps; ``turn`` orders its run-store use among other releases'."""
+        ...
+
     def annotate_late(self, late: LateSpan) -> bool:
         """Annotate a span of an already-decided run; True when something was written."""
         ...
@@ -66,6 +73,10 @@ class NoAnnotation:
 
     def annotate(self, release: Release) -> list[Decision]:
         return []
+
+    def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
+        return []
+        yield None  # a generator that ends at once
 
     def annotate_late(self, late: LateSpan) -> bool:
         return False
@@ -85,16 +96,19 @@ class FootprintAnnotation:
         self.annotate_options = annotate_options or AnnotateOptions()
 
     def annotate(self, release: Release) -> list[Decision]:
+        return finish(self.annotate_steps(release))
+
+    def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
         decisions: list[Decision] = []
         for unit in release.units:
-            decisions.extend(self._unit(release, unit))
+            decisions.extend((yield from self._unit(release, unit, turn)))
         for held in release.late:
             note = release.late_notes.get(held.info.span_id)
             if note is not None:
                 apply_note(held.info.span, _as_note(note))
         return decisions
 
-    def _unit(self, release: Release, unit: RunUnit) -> list[Decision]:
+    def _unit(self, release: Release, unit: RunUnit, turn: Ticket | None) -> Steps[list[Decision]]:
         members = unit.members
         if unit.run_span is not None:
             # The buffer grouped these members under this one run span by their parent chains, so
@@ -106,10 +120,17 @@ class FootprintAnnotation:
         log_events: dict[str, Sequence[SpanEventView]] = {
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
+        if turn is not None:
+            turn.declare(None)  # this unit's keys are not known until its runs are grouped
         runs = group_runs(views.values(), log_events)
+        if turn is not None:
+            turn.declare(store_keys(runs))
+        yield None
         # "root" with the run span here: the root only ended first, nothing is missing.
         incomplete = reason_for(release.cause, release.limit, run_span=unit.run_span is not None)
-        out = [self._run(release, unit, run, views, incomplete) for run in runs]
+        out: list[Decision] = []
+        for run in runs:
+            out.append((yield from self._run(release, unit, run, views, incomplete, turn)))
         if not runs and incomplete is not None:
             # Model-call / tool spans with no run span and no footprint events form no run; they
             # still say why they leave undecided.
@@ -127,7 +148,8 @@ class FootprintAnnotation:
         run: RunSpans,
         views: Mapping[bytes, OtlpSpanView],
         incomplete: Reason | None,
-    ) -> Decision:
+        turn: Ticket | None,
+    ) -> Steps[Decision]:
         verdict: RunVerdict | None = None
         notes: dict[str, SpanNote]
         run_span = run.run_span
@@ -141,12 +163,13 @@ class FootprintAnnotation:
             # Already annotated (an in-process processor, or an earlier hop): never annotate twice.
             notes = {}
         else:
-            verdict = decide_run(run, self.store, self.engine_options)
+            verdict = yield from decide_run_steps(run, self.store, self.engine_options, turn=turn)
             if incomplete is not None:
                 verdict = dataclasses.replace(
                     verdict, complete=False, reasons=(*verdict.reasons, incomplete)
                 )
             notes = annotations_for(verdict, self.annotate_options)
+            yield None
         by_id: dict[bytes, SpanNote] = {}
         annotated = 0
         for span_hex, note in notes.items():
@@ -159,6 +182,7 @@ class FootprintAnnotation:
             if view is not None:
                 apply_note(view.pb, note)
                 annotated += 1
+                yield None
         if verdict is not None:
             complete, reasons = verdict.complete, tuple(r.code for r in verdict.reasons)
         else:
