@@ -27,6 +27,7 @@ from otel_footprint import semconv
 from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
+from otel_footprint.runs.slices import Steps, finish
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
 # Our own output events ride spans that may come back through the hop (a second pass, a replay of an
@@ -224,6 +225,14 @@ def group_runs(
     ambiguous broken chain) and that carry footprint events form a leg with ``run_span=None`` and a
     reason. ``log_events`` maps a span id (hex) to the events that arrived as log records for it.
     """
+    return finish(group_runs_steps(spans, log_events))
+
+
+def group_runs_steps(
+    spans: Iterable[SpanView],
+    log_events: Mapping[str, Sequence[SpanEventView]] | None = None,
+) -> Steps[list[RunSpans]]:
+    """:func:`group_runs` in steps (one per span, one per trace): see ``runs/slices.py``."""
     logs: Mapping[str, Sequence[SpanEventView]] = log_events or {}
     traces: dict[str, dict[str, _Node]] = {}
     for view in spans:
@@ -238,10 +247,12 @@ def group_runs(
         trace = traces.setdefault(view.trace_id, {})
         # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
         trace.setdefault(view.span_id, _Node(view, role, carries, marked))
+        yield None
 
     legs: list[RunSpans] = []
     for trace_id, nodes in traces.items():
         legs.extend(_group_trace(trace_id, nodes, logs))
+        yield None
     legs.sort(key=lambda leg: (leg.start_time_unix_nano, leg.trace_id, leg.run_span_id or ""))
     return legs
 

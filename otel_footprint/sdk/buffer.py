@@ -172,6 +172,9 @@ class RunBuffer:
         self._name = name
         self.slice_seconds = SLICE_SECONDS
         """How long one release's decision keeps the worker before the next one's turn."""
+        self.longest_turn = 0.0
+        """The longest the worker was held by one release's decision at a time (seconds; a
+        readout for the benchmarks and tests)."""
         # Releases may come up to one tick after their deadline (grace is a lower bound).
         self._tick = min(max(limits.release_grace / 2, 0.001), 0.05)
         self._closed = False
@@ -416,6 +419,7 @@ class RunBuffer:
                         self._lock.notify_all()
                 if time.perf_counter() >= until:
                     break
+            self.longest_turn = max(self.longest_turn, slices.longest_turn)
 
     def _process(self, release: _Release, raw: bool = False) -> None:
         finish(self._process_steps(release, raw=raw))

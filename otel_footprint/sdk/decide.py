@@ -22,7 +22,7 @@ from otel_footprint.annotate.form import (
 )
 from otel_footprint.engine.decide import EngineOptions, decide_run_steps, store_keys
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.group import group_runs_steps
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
@@ -121,7 +121,7 @@ class _EngineDecider:
         notes: dict[str, SpanNote] = {}
         # Log-record events join their spans inside group_runs: the engine then reads them exactly
         # as it reads span events (ordered by time, then span order), so the verdict is the same.
-        runs = group_runs((SdkSpanView(s) for s in spans), log_events)
+        runs = yield from group_runs_steps((SdkSpanView(s) for s in spans), log_events)
         if turn is not None:
             turn.declare(store_keys(runs))
         yield None

@@ -26,7 +26,7 @@ from otel_footprint.annotate.form import (
 from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.engine.decide import EngineOptions, decide_run_steps, store_keys
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.runs.group import RunSpans, group_runs
+from otel_footprint.runs.group import RunSpans, group_runs_steps
 from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
@@ -122,7 +122,7 @@ class FootprintAnnotation:
         }
         if turn is not None:
             turn.declare(None)  # this unit's keys are not known until its runs are grouped
-        runs = group_runs(views.values(), log_events)
+        runs = yield from group_runs_steps(views.values(), log_events)
         if turn is not None:
             turn.declare(store_keys(runs))
         yield None

@@ -169,6 +169,9 @@ class Pipeline:
         self._worker = Worker("otel-footprint-release", self._step)
         self.slice_seconds = SLICE_SECONDS
         """How long one release's decision keeps the release worker before the next one's turn."""
+        self.longest_turn = 0.0
+        """The longest the release worker was held by one release's decision at a time (seconds;
+        a readout for the benchmarks and tests)."""
         m = metrics
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
@@ -452,6 +455,8 @@ class Pipeline:
                 with self._lock:
                     self.buffer.releasing_bytes -= leftover
             raise
+        finally:
+            self.longest_turn = max(self.longest_turn, slices.longest_turn)
 
     def process_due(self) -> int:
         """Decide and queue whatever is due now, on the calling thread; returns releases handled.
