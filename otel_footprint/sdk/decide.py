@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_footprint.annotate.form import (
     AnnotateOptions,
     SpanNote,
-    annotations_for,
+    annotation_steps,
     merge_notes,
     unannotated_notes,
 )
@@ -142,8 +142,7 @@ class _EngineDecider:
                 )
             if self._on_verdict is not None:
                 self._on_verdict(verdict)
-            notes = merge_notes(notes, annotations_for(verdict, self._annotate))
-            yield None
+            notes = merge_notes(notes, (yield from annotation_steps(verdict, self._annotate)))
         return notes
 
 

@@ -19,7 +19,7 @@ from otel_footprint import semconv
 from otel_footprint.annotate.form import (
     AnnotateOptions,
     SpanNote,
-    annotations_for,
+    annotation_steps,
     merge_notes,
     unannotated_notes,
 )
@@ -168,8 +168,7 @@ class FootprintAnnotation:
                 verdict = dataclasses.replace(
                     verdict, complete=False, reasons=(*verdict.reasons, incomplete)
                 )
-            notes = annotations_for(verdict, self.annotate_options)
-            yield None
+            notes = yield from annotation_steps(verdict, self.annotate_options)
         by_id: dict[bytes, SpanNote] = {}
         annotated = 0
         for span_hex, note in notes.items():

@@ -486,6 +486,7 @@ class Pipeline:
         finally:
             turn.close()
         elapsed = time.perf_counter() - started
+        yield None  # publishing and serializing a long run's spans are steps of their own
         if self.verdicts is not None:
             # Before the spans leave: whoever sees the annotation can query the account.
             for d in decisions:
