@@ -599,14 +599,20 @@ def annotation_steps(
             yield None
     if verdict.run_span_id:
         _run_note(verdict, shaper, builder_for(verdict.run_span_id))
+        yield None
     if verdict.integrity is not None:
         _integrity_notes(verdict.integrity, verdict, shaper, builder_for)
+        yield None
     for reason in verdict.reasons:
         if reason.span_id and reason.span_id != verdict.run_span_id:
             target = builder_for(reason.span_id)
             prior = target.attributes.get(semconv.RUN_REASONS, ())
             target.put(semconv.RUN_REASONS, shaper.strings(_union_strings(prior, (reason.code,))))
-    return {span_id: b.note() for span_id, b in builders.items()}
+    notes: dict[str, SpanNote] = {}
+    for span_id, b in builders.items():
+        notes[span_id] = b.note()
+        yield None
+    return notes
 
 
 def unannotated_notes(
