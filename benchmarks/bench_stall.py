@@ -15,7 +15,11 @@ Figures (wall-clock milliseconds, best of ``--repeat``; the machine is shared):
 - ``whole``: the long run's decision (group, decide, account, notes, applied) in one go;
 - ``longest turn``: the longest the decision thread was held by one release at a time
   (``Pipeline.longest_turn`` / the buffer's ``longest_turn``; a tree that decides each release in
-  one call has no such readout, and there it is the longest single decision, measured here);
+  one call has no such readout, and there it is the longest single decision, measured here), and
+  the most thread CPU one turn took (``longest_turn_cpu``: the wall-clock turn also counts the
+  time the thread waited for a core on a busy machine);
+- ``longest GC``: the longest full garbage collection meanwhile (it stops every thread; its length
+  follows what the whole process holds, and it counts in the turn it falls in);
 - ``small waited``: from the start of the turn to the small run decided (hop: its annotation
   done; sdk: its spans handed to the exporter);
 - ``long done``: the same for the long run.
@@ -23,7 +27,8 @@ Figures (wall-clock milliseconds, best of ``--repeat``; the machine is shared):
 The verdicts are compared with the one-go decision's (same notes on every span) in
 ``tests/test_slices.py``; here only the times are taken. Usage::
 
-    .venv/bin/python benchmarks/bench_stall.py [--passes 3000] [--small 30] [--repeat 3] [--json]
+    .venv/bin/python benchmarks/bench_stall.py [--passes 3000] [--small 30] [--repeat 3] [--gc-off]
+        [--json]
 """
 
 from __future__ import annotations
@@ -64,6 +69,28 @@ class _Clock:
         return self.now
 
 
+class _GcPauses:
+    """The longest full (generation 2) garbage collection while it is on: it stops every thread,
+    and its length grows with everything the process holds, not with one decision."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._started = 0.0
+
+    def __enter__(self) -> _GcPauses:
+        gc.callbacks.append(self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._note)
+
+    def _note(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif info["generation"] == 2:
+            self.longest = max(self.longest, time.perf_counter() - self._started)
+
+
 class _TimedStage(FootprintAnnotation):
     """The real stage, noting when each trace's decision started and ended (both trees)."""
 
@@ -71,10 +98,13 @@ class _TimedStage(FootprintAnnotation):
         super().__init__(**kwargs)
         self.started: dict[bytes, float] = {}
         self.done: dict[bytes, float] = {}
+        self.cpu: dict[bytes, float] = {}
 
     def annotate(self, release: Release) -> Any:  # the base tree calls this
         self.started.setdefault(release.trace_id, time.perf_counter())
+        cpu = time.thread_time()
         out = super().annotate(release)
+        self.cpu[release.trace_id] = time.thread_time() - cpu
         self.done[release.trace_id] = time.perf_counter()
         return out
 
@@ -108,24 +138,29 @@ def hop_once(long_data: bytes, small_data: bytes) -> dict[str, float]:
             clock.now += 0.1
         clock.now += 5.0
         gc.collect()
-        start = time.perf_counter()
-        released = pipeline.process_due()
+        with _GcPauses() as pauses:
+            start = time.perf_counter()
+            released = pipeline.process_due()
         if released != 2:
             raise RuntimeError(f"{released} releases, expected 2")
         journal.close()
     long_id, small_id = _trace_of(long_data), _trace_of(small_data)
     longest = getattr(pipeline, "longest_turn", None)
-    if longest is None:  # decided in one call each: the longest decision is the longest turn
+    longest_cpu = getattr(pipeline, "longest_turn_cpu", None)
+    if longest is None or longest_cpu is None:  # one call each: the longest decision is the turn
         longest = max(stage.done[t] - stage.started[t] for t in stage.done)
+        longest_cpu = max(stage.cpu.values())
     return {
         "longest_turn_ms": longest * 1e3,
+        "longest_turn_cpu_ms": longest_cpu * 1e3,
+        "longest_gc_ms": pauses.longest * 1e3,
         "small_waited_ms": (stage.done[small_id] - start) * 1e3,
         "long_done_ms": (stage.done[long_id] - start) * 1e3,
     }
 
 
-def hop_whole(long_data: bytes) -> float:
-    """The long run's decision on the hop's stage, in one call (ms)."""
+def hop_whole(long_data: bytes) -> tuple[float, float]:
+    """The long run's decision on the hop's stage, in one call: (wall ms, CPU ms)."""
     with tempfile.TemporaryDirectory() as tmp:
         journal = Journal(Path(tmp) / "queue", fsync=False)
         journal.open()
@@ -143,11 +178,11 @@ def hop_whole(long_data: bytes) -> float:
         with pipeline._lock:
             releases, _ = pipeline._take_due()
         gc.collect()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         stage.annotate(releases[0])
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.thread_time() - cpu
         journal.close()
-    return elapsed * 1e3
+    return elapsed * 1e3, cpu * 1e3
 
 
 class _NoExporter(SpanExporter):
@@ -174,6 +209,17 @@ def sdk_once(
         return sink(spans)
 
     buffer._sink = timed_sink
+    turns: list[tuple[float, float]] = []
+    if not hasattr(buffer, "longest_turn_cpu"):
+        # A tree without slices decides each release in one call on the worker: time that call.
+        process = buffer._process
+
+        def timed_process(release: Any, raw: bool = False) -> None:
+            wall, cpu = time.perf_counter(), time.thread_time()
+            process(release, raw)
+            turns.append((time.perf_counter() - wall, time.thread_time() - cpu))
+
+        buffer._process = timed_process  # type: ignore[method-assign]
     try:
         for spans in (long_spans, small_spans):
             for span in spans:
@@ -182,19 +228,22 @@ def sdk_once(
             for span in spans:
                 processor.on_end(span)
         gc.collect()
-        start = time.perf_counter()
-        if not buffer.flush(120):
-            raise RuntimeError("the flush did not end")
-        processor.force_flush(120_000)
+        with _GcPauses() as pauses:
+            start = time.perf_counter()
+            if not buffer.flush(120):
+                raise RuntimeError("the flush did not end")
     finally:
         processor.shutdown()
     long_id = long_spans[0].context.trace_id  # type: ignore[union-attr]
     small_id = small_spans[0].context.trace_id  # type: ignore[union-attr]
-    longest = getattr(buffer, "longest_turn", None)
-    if longest is None:  # decided in one call each
-        longest = done[long_id] - start
+    if turns:
+        longest, longest_cpu = max(t[0] for t in turns), max(t[1] for t in turns)
+    else:
+        longest, longest_cpu = buffer.longest_turn, buffer.longest_turn_cpu
     return {
         "longest_turn_ms": longest * 1e3,
+        "longest_turn_cpu_ms": longest_cpu * 1e3,
+        "longest_gc_ms": pauses.longest * 1e3,
         "small_waited_ms": (done[small_id] - start) * 1e3,
         "long_done_ms": (done[long_id] - start) * 1e3,
     }
@@ -208,6 +257,11 @@ def main() -> None:
     parser.add_argument(
         "--variant", default="shadow", choices=("shadow", "verify", "shadow-noiter")
     )
+    parser.add_argument(
+        "--gc-off",
+        action="store_true",
+        help="also run each path with the garbage collector off: the decision's own turns alone",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     long_data = workload(args.variant, args.passes)
@@ -215,23 +269,41 @@ def main() -> None:
     long_spans = workload_spans(args.variant, args.passes)
     small_spans = workload_spans(args.variant, args.small)
     rows: list[dict[str, Any]] = []
-    whole = min(hop_whole(long_data) for _ in range(args.repeat))
-    for path, once in (
+    wholes = [hop_whole(long_data) for _ in range(args.repeat)]
+    whole, whole_cpu = min(w[0] for w in wholes), min(w[1] for w in wholes)
+    paths = [
         ("hop", lambda: hop_once(long_data, small_data)),
         ("sdk", lambda: sdk_once(long_spans, small_spans)),
-    ):
-        runs = [once() for _ in range(args.repeat)]
+    ]
+    gc_off = [False, True] if args.gc_off else [False]
+    for (path, once), off in [(p, off) for off in gc_off for p in paths]:
+        if off:
+            path += ",gc-off"
+            gc.disable()
+        try:
+            runs = [once() for _ in range(args.repeat)]
+        finally:
+            gc.enable()
         best = {key: min(r[key] for r in runs) for key in runs[0]}
-        rows.append({"path": path, "passes": args.passes, "whole_ms": whole, **best})
+        rows.append(
+            {"path": path, "passes": args.passes, "whole_ms": whole, "whole_cpu_ms": whole_cpu}
+            | best
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
         return
     print(f"long run: {args.passes} passes ({args.variant}); small run: {args.small} passes")
-    print(f"the long run's decision in one call (hop stage): {whole:.1f} ms")
-    print(f"{'path':5} {'longest turn ms':>16} {'small waited ms':>16} {'long done ms':>13}")
+    print(
+        f"the long run's decision in one call (hop stage): {whole:.1f} ms ({whole_cpu:.1f} ms CPU)"
+    )
+    print(
+        f"{'path':10} {'longest turn ms':>16} {'(CPU ms)':>9} {'longest GC ms':>14} "
+        f"{'small waited ms':>16} {'long done ms':>13}"
+    )
     for row in rows:
         print(
-            f"{row['path']:5} {row['longest_turn_ms']:>16.1f} {row['small_waited_ms']:>16.1f} "
+            f"{row['path']:10} {row['longest_turn_ms']:>16.1f} {row['longest_turn_cpu_ms']:>9.1f} "
+            f"{row['longest_gc_ms']:>14.1f} {row['small_waited_ms']:>16.1f} "
             f"{row['long_done_ms']:>13.1f}"
         )
 

@@ -31,7 +31,7 @@ from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
-from otel_footprint.runs.group import RunSpans
+from otel_footprint.runs.group import RunSpans, may_be_run_span, run_id_of, session_id_of
 from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
@@ -49,6 +49,7 @@ from otel_footprint.runs.passes import (
     read_run_steps,
 )
 from otel_footprint.runs.slices import Steps, Ticket, finish
+from otel_footprint.runs.spans import SpanView
 from otel_footprint.runs.store import LegState, SessionState, StateError, session_key
 
 _log = logging.getLogger(__name__)
@@ -110,11 +111,24 @@ def decide_run_steps(
 
 def store_keys(runs: Iterable[RunSpans]) -> set[str]:
     """The run-store keys deciding ``runs`` may read or write (a :class:`Ticket` declares them)."""
+    return run_span_keys(run.run_span for run in runs if run.run_span is not None)
+
+
+def span_keys(spans: Iterable[SpanView]) -> set[str]:
+    """A superset of the run-store keys of the runs grouped from ``spans``, known before the
+    grouping is (a long run's grouping takes several turns): the keys of every span grouping may
+    make a run span."""
+    return run_span_keys(view for view in spans if may_be_run_span(view))
+
+
+def run_span_keys(run_spans: Iterable[SpanView]) -> set[str]:
+    """The run-store keys of the runs whose run spans are ``run_spans``."""
     keys: set[str] = set()
-    for run in runs:
-        keys.add(run.run_id)
-        if run.session_id is not None:
-            keys.add(session_key(run.session_id))
+    for view in run_spans:
+        keys.add(run_id_of(view))
+        session = session_id_of(view)
+        if session is not None:
+            keys.add(session_key(session))
     return keys
 
 

@@ -112,23 +112,12 @@ class RunSpans:
     def run_id(self) -> str:
         """``footprint.run.id`` of the run span; without it, the run span's id; without a run span,
         the trace id (a leg of a resumed run keeps the run id across traces)."""
-        if self.run_span is not None:
-            value = self.run_span.attribute(semconv.RUN_ID)
-            if isinstance(value, str) and value:
-                return value
-            return self.run_span.span_id
-        return self.trace_id
+        return run_id_of(self.run_span) if self.run_span is not None else self.trace_id
 
     @property
     def session_id(self) -> str | None:
         """The conversation the run belongs to (``gen_ai.conversation.id`` or ``session.id``)."""
-        if self.run_span is None:
-            return None
-        for key in semconv.SESSION_ID_ALIASES:
-            value = self.run_span.attribute(key)
-            if isinstance(value, str) and value:
-                return value
-        return None
+        return session_id_of(self.run_span) if self.run_span is not None else None
 
     @property
     def run_span_id(self) -> str | None:
@@ -263,7 +252,23 @@ def _carries(view: SpanView, logs: Mapping[str, Sequence[SpanEventView]]) -> boo
     )
 
 
-def _run_id_of(view: SpanView) -> str:
+def session_id_of(run_span: SpanView) -> str | None:
+    """The conversation of the run whose run span this is (:attr:`RunSpans.session_id`)."""
+    for key in semconv.SESSION_ID_ALIASES:
+        value = run_span.attribute(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def may_be_run_span(view: SpanView) -> bool:
+    """Whether grouping may make this span a run span: it names a run (every run span does), or
+    it is an agent span (the run of footprint events with no run above them)."""
+    return view.attribute(semconv.RUN_ID) is not None or is_agent_span(view.attribute)
+
+
+def run_id_of(view: SpanView) -> str:
+    """The run id of the run whose run span this is (:attr:`RunSpans.run_id`)."""
     value = view.attribute(semconv.RUN_ID)
     return value if isinstance(value, str) and value else view.span_id
 
@@ -290,7 +295,7 @@ def _settle_runs(nodes: Mapping[str, _Node]) -> None:
     # A run span inside a run of the same run id is part of that run, not a second run.
     for node in [n for n in nodes.values() if n.role is SpanRole.RUN]:
         owner = _nearest_run(node.view.span_id, nodes, {})
-        if isinstance(owner, str) and _run_id_of(nodes[owner].view) == _run_id_of(node.view):
+        if isinstance(owner, str) and run_id_of(nodes[owner].view) == run_id_of(node.view):
             node.role = SpanRole.OTHER
             node.carries = True
 

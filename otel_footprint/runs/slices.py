@@ -62,6 +62,9 @@ class Slices(Generic[Tag, T]):
         self._queue: deque[tuple[Tag, Steps[T]]] = deque()
         self.longest_turn = 0.0
         """The longest turn given so far (seconds, by ``clock``): what the thread was held."""
+        self.longest_turn_cpu = 0.0
+        """The most thread CPU time one turn took so far (seconds; on a shared machine the
+        wall-clock turn also counts the time the thread waited for a core)."""
 
     def add(self, tag: Tag, steps: Steps[T]) -> None:
         self._queue.append((tag, steps))
@@ -80,6 +83,7 @@ class Slices(Generic[Tag, T]):
             return None
         tag, steps = self._queue.popleft()
         clock = self.clock
+        cpu = time.thread_time()
         started = clock()
         deadline = started + self.budget
         try:
@@ -87,18 +91,18 @@ class Slices(Generic[Tag, T]):
                 if next(steps) is WAIT or clock() >= deadline:
                     break
         except StopIteration as stop:
-            self._turn(clock() - started)
+            self._turn(clock() - started, cpu)
             return tag, stop.value
         except Exception as error:
-            self._turn(clock() - started)
+            self._turn(clock() - started, cpu)
             return tag, error
-        self._turn(clock() - started)
+        self._turn(clock() - started, cpu)
         self._queue.append((tag, steps))
         return None
 
-    def _turn(self, seconds: float) -> None:
-        if seconds > self.longest_turn:
-            self.longest_turn = seconds
+    def _turn(self, seconds: float, cpu_started: float) -> None:
+        self.longest_turn = max(self.longest_turn, seconds)
+        self.longest_turn_cpu = max(self.longest_turn_cpu, time.thread_time() - cpu_started)
 
 
 class StoreTurns:

@@ -175,6 +175,8 @@ class RunBuffer:
         self.longest_turn = 0.0
         """The longest the worker was held by one release's decision at a time (seconds; a
         readout for the benchmarks and tests)."""
+        self.longest_turn_cpu = 0.0
+        """The same turn's longest thread CPU time (seconds)."""
         # Releases may come up to one tick after their deadline (grace is a lower bound).
         self._tick = min(max(limits.release_grace / 2, 0.001), 0.05)
         self._closed = False
@@ -420,6 +422,7 @@ class RunBuffer:
                 if time.perf_counter() >= until:
                     break
             self.longest_turn = max(self.longest_turn, slices.longest_turn)
+            self.longest_turn_cpu = max(self.longest_turn_cpu, slices.longest_turn_cpu)
 
     def _process(self, release: _Release, raw: bool = False) -> None:
         finish(self._process_steps(release, raw=raw))

@@ -20,7 +20,7 @@ from otel_footprint.annotate.form import (
     merge_notes,
     unannotated_notes,
 )
-from otel_footprint.engine.decide import EngineOptions, decide_run_steps, store_keys
+from otel_footprint.engine.decide import EngineOptions, decide_run_steps, span_keys, store_keys
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import group_runs_steps
 from otel_footprint.runs.model import Reason, RunStore
@@ -121,7 +121,11 @@ class _EngineDecider:
         notes: dict[str, SpanNote] = {}
         # Log-record events join their spans inside group_runs: the engine then reads them exactly
         # as it reads span events (ordered by time, then span order), so the verdict is the same.
-        runs = yield from group_runs_steps((SdkSpanView(s) for s in spans), log_events)
+        views = [SdkSpanView(s) for s in spans]
+        if turn is not None and self._store is not None:
+            # Until its runs are grouped (several turns for a long run), a superset of their keys.
+            turn.declare(span_keys(views))
+        runs = yield from group_runs_steps(views, log_events)
         if turn is not None:
             turn.declare(store_keys(runs))
         yield None

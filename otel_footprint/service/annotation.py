@@ -24,7 +24,12 @@ from otel_footprint.annotate.form import (
     unannotated_notes,
 )
 from otel_footprint.annotate.otlp import apply_note
-from otel_footprint.engine.decide import EngineOptions, decide_run_steps, store_keys
+from otel_footprint.engine.decide import (
+    EngineOptions,
+    decide_run_steps,
+    span_keys,
+    store_keys,
+)
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import RunSpans, group_runs_steps
 from otel_footprint.runs.holding import reason_for
@@ -121,7 +126,9 @@ class FootprintAnnotation:
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
         if turn is not None:
-            turn.declare(None)  # this unit's keys are not known until its runs are grouped
+            # Until its runs are grouped, the keys of every span that may be a run span: a
+            # release behind this one need not wait for the whole grouping of a long run.
+            turn.declare(span_keys(views.values()))
         runs = yield from group_runs_steps(views.values(), log_events)
         if turn is not None:
             turn.declare(store_keys(runs))

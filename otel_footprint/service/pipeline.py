@@ -172,6 +172,8 @@ class Pipeline:
         self.longest_turn = 0.0
         """The longest the release worker was held by one release's decision at a time (seconds;
         a readout for the benchmarks and tests)."""
+        self.longest_turn_cpu = 0.0
+        """The same turn's longest thread CPU time (seconds)."""
         m = metrics
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
@@ -457,6 +459,7 @@ class Pipeline:
             raise
         finally:
             self.longest_turn = max(self.longest_turn, slices.longest_turn)
+            self.longest_turn_cpu = max(self.longest_turn_cpu, slices.longest_turn_cpu)
 
     def process_due(self) -> int:
         """Decide and queue whatever is due now, on the calling thread; returns releases handled.
