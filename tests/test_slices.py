@@ -6,14 +6,17 @@ share a run id: the resumed leg must wait for the leg state its earlier leg writ
 turn per step gives the same forwarded spans, byte for byte, as decided one release at a time; and
 a small run released behind a long one is decided long before the long one is, on the hop and
 in-process. Times are compared with the measured cost of the long decision in the same test, never
-with a fixed wall time (the machine is shared).
+with a fixed wall time (the machine is shared), and taken with the garbage collector off: a full
+collection stops every thread for as long as the whole process's heap takes, whatever is sliced
+(``benchmarks/bench_stall.py`` shows it apart).
 """
 
 from __future__ import annotations
 
+import gc
 import io
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -248,6 +251,16 @@ def long_and_small() -> tuple[list[ReadableSpan], list[ReadableSpan]]:
     return _stretched(LONG_PASSES), _stretched(3)
 
 
+@pytest.fixture
+def no_gc() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _trace(data: bytes) -> bytes:
     return bytes(
         ExportTraceServiceRequest.FromString(data)
@@ -259,7 +272,7 @@ def _trace(data: bytes) -> bytes:
 
 
 def test_on_the_hop_a_small_run_is_not_held_up_by_the_whole_long_decision(
-    long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]], tmp_path: Path
+    long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]], tmp_path: Path, no_gc: None
 ) -> None:
     long_spans, small_spans = long_and_small
     long_data = encode_spans(long_spans).SerializeToString()
@@ -268,9 +281,9 @@ def test_on_the_hop_a_small_run_is_not_held_up_by_the_whole_long_decision(
     pipeline, journal, clock, stage = _hop(tmp_path, float("inf"))
     pipeline.ingest_traces(ExportTraceServiceRequest.FromString(long_data), long_data, "t")
     clock.now += 10.0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     pipeline.process_due()
-    whole = time.perf_counter() - started
+    whole, whole_cpu = time.perf_counter() - started, time.thread_time() - cpu
     journal.close()
 
     pipeline, journal, clock, stage = _hop(tmp_path, 0.005)
@@ -285,7 +298,7 @@ def test_on_the_hop_a_small_run_is_not_held_up_by_the_whole_long_decision(
     small_done = stage.done[_trace(small_data)] - started
     assert small_done < long_done
     assert small_done < whole / 2, (small_done, whole)
-    assert pipeline.longest_turn < whole / 2, (pipeline.longest_turn, whole)
+    assert pipeline.longest_turn_cpu < whole_cpu / 4, (pipeline.longest_turn_cpu, whole_cpu)
 
 
 class _Nowhere(SpanExporter):
@@ -296,7 +309,7 @@ class _Nowhere(SpanExporter):
 def _in_process(
     spans_of: Sequence[Sequence[ReadableSpan]],
 ) -> tuple[dict[int, float], float, float]:
-    """(when each trace was handed on, the flush's start, the buffer's longest turn)."""
+    """(when each trace was handed on, the flush's start, the buffer's longest turn's CPU)."""
     processor = FootprintSpanProcessor(
         _Nowhere(), grace_seconds=600, bsp_max_queue_size=1 << 20, bsp_schedule_delay_millis=50
     )
@@ -323,7 +336,7 @@ def _in_process(
         assert buffer.flush(120)
     finally:
         processor.shutdown()
-    return handed, started, buffer.longest_turn
+    return handed, started, buffer.longest_turn_cpu
 
 
 def _trace_id(spans: Sequence[ReadableSpan]) -> int:
@@ -333,18 +346,18 @@ def _trace_id(spans: Sequence[ReadableSpan]) -> int:
 
 
 def test_in_process_a_small_run_is_not_held_up_by_the_whole_long_decision(
-    long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]],
+    long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]], no_gc: None
 ) -> None:
     long_spans, small_spans = long_and_small
     decide = make_decider()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     decide(long_spans, None)
-    whole = time.perf_counter() - started
-    handed, started, longest = _in_process([long_spans, small_spans])
+    whole, whole_cpu = time.perf_counter() - started, time.thread_time() - cpu
+    handed, started, longest_cpu = _in_process([long_spans, small_spans])
     small_done = handed[_trace_id(small_spans)] - started
     assert small_done < handed[_trace_id(long_spans)] - started
     assert small_done < whole / 2, (small_done, whole)
-    assert longest < whole / 2, (longest, whole)
+    assert longest_cpu < whole_cpu / 4, (longest_cpu, whole_cpu)
 
 
 def test_the_long_decision_is_made_of_many_short_steps(

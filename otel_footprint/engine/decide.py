@@ -114,11 +114,16 @@ def store_keys(runs: Iterable[RunSpans]) -> set[str]:
     return run_span_keys(run.run_span for run in runs if run.run_span is not None)
 
 
-def span_keys(spans: Iterable[SpanView]) -> set[str]:
+def span_keys(spans: Iterable[SpanView]) -> Steps[set[str]]:
     """A superset of the run-store keys of the runs grouped from ``spans``, known before the
     grouping is (a long run's grouping takes several turns): the keys of every span grouping may
-    make a run span."""
-    return run_span_keys(view for view in spans if may_be_run_span(view))
+    make a run span. In steps, one per span."""
+    keys: set[str] = set()
+    for view in spans:
+        if may_be_run_span(view):
+            keys |= run_span_keys((view,))
+        yield None
+    return keys
 
 
 def run_span_keys(run_spans: Iterable[SpanView]) -> set[str]:

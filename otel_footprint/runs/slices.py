@@ -138,6 +138,11 @@ class Ticket:
         self._turns = turns
         self._number = number
 
+    @property
+    def declared(self) -> bool:
+        """Whether the decision has said its keys yet."""
+        return self._turns._open.get(self._number) is not None
+
     def declare(self, keys: Collection[str] | None) -> None:
         """The run-store keys this decision may read or write from now on (None: not known yet,
         so every later decision waits for this one before touching the store)."""

@@ -124,7 +124,7 @@ class _EngineDecider:
         views = [SdkSpanView(s) for s in spans]
         if turn is not None and self._store is not None:
             # Until its runs are grouped (several turns for a long run), a superset of their keys.
-            turn.declare(span_keys(views))
+            turn.declare((yield from span_keys(views)))
         runs = yield from group_runs_steps(views, log_events)
         if turn is not None:
             turn.declare(store_keys(runs))

@@ -27,6 +27,7 @@ from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.engine.decide import (
     EngineOptions,
     decide_run_steps,
+    run_span_keys,
     span_keys,
     store_keys,
 )
@@ -38,7 +39,7 @@ from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.service import jsonlog
-from otel_footprint.service.buffer import LateSpan, Release, RunUnit
+from otel_footprint.service.buffer import HeldSpan, LateSpan, Release, RunUnit
 
 _log = jsonlog.get("annotate")
 
@@ -121,14 +122,21 @@ class FootprintAnnotation:
             # need no view: group_runs would only drop them, and a chain broken by leaving them out
             # still leads to the one run span here.
             members = [m for m in members if m.info.runish or m.info.span_id in unit.log_events]
-        views = {m.info.span_id: OtlpSpanView(m.info.span) for m in members}
+        if turn is not None:
+            # Known at once when grouping cannot find a run other than the unit's own (below);
+            # else not known until the spans are read.
+            turn.declare(_own_run_keys(unit, members))
+        views: dict[bytes, OtlpSpanView] = {}
+        for m in members:
+            views[m.info.span_id] = OtlpSpanView(m.info.span)  # a held span is parsed here
+            yield None
         log_events: dict[str, Sequence[SpanEventView]] = {
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
-        if turn is not None:
+        if turn is not None and not turn.declared:
             # Until its runs are grouped, the keys of every span that may be a run span: a
             # release behind this one need not wait for the whole grouping of a long run.
-            turn.declare(span_keys(views.values()))
+            turn.declare((yield from span_keys(views.values())))
         runs = yield from group_runs_steps(views.values(), log_events)
         if turn is not None:
             turn.declare(store_keys(runs))
@@ -231,6 +239,35 @@ class FootprintAnnotation:
 
 
 _NO_RUN = Reason("no-run-span", "footprint events without a run span")
+
+
+def _own_run_keys(unit: RunUnit, members: Sequence[HeldSpan]) -> set[str] | None:
+    """The run-store keys of the unit's own run when grouping ``members`` can make no other run
+    (None when that cannot be told without reading every span). The buffer made the unit's run
+    span the only run span among them; grouping makes another run only of an agent span that
+    footprint events with no run above them (a broken parent chain) lead to. When every member's
+    parent chain, through the members, reaches the run span, there is none: read from the ids
+    alone, without parsing the held spans."""
+    run_span = unit.run_span
+    if run_span is None:
+        return None
+    parent = {m.span_id: m.parent_id for m in members}
+    reaches = {run_span.span_id: True}
+    for member in members:
+        path: dict[bytes, None] = {}
+        current: bytes | None = member.span_id
+        while current is not None and current not in reaches:
+            if current in path or current not in parent:
+                current = None  # a cycle, or a parent not among the members: broken
+                break
+            path[current] = None
+            current = parent[current]
+        found = current is not None and reaches[current]
+        for span_id in path:
+            reaches[span_id] = found
+        if not found:
+            return None
+    return run_span_keys([OtlpSpanView(run_span.span)])
 
 
 def _as_note(note: object) -> SpanNote:
