@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _shared import recordings
@@ -43,11 +44,11 @@ from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk import FootprintSpanProcessor
 from otel_footprint.sdk.buffer import span_role
 from otel_footprint.sdk.decide import make_decider
-from otel_footprint.service.annotation import FootprintAnnotation
-from otel_footprint.service.buffer import BufferLimits
+from otel_footprint.service.annotation import FootprintAnnotation, _own_run_keys
+from otel_footprint.service.buffer import BufferLimits, RunBuffer
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
-from otel_footprint.service.pipeline import Pipeline, PipelineOptions
+from otel_footprint.service.pipeline import Pipeline, PipelineOptions, classify
 
 LONG_PASSES = 1000
 
@@ -367,3 +368,29 @@ def test_the_long_decision_is_made_of_many_short_steps(
     decide = make_decider()
     # At least one step per pass (the kernel's replay) and per span (decoding, notes).
     assert sum(1 for _ in decide.steps(long_spans, None)) > 3 * LONG_PASSES
+
+
+def _released_unit(request: ExportTraceServiceRequest) -> Any:
+    buffer = RunBuffer(BufferLimits(release_grace=30.0, max_wait=600.0))
+    hold, _, _ = buffer.route(classify(request))
+    buffer.hold(hold, 1, 100, now=1.0)
+    (release,) = buffer.release_everything(2.0)
+    (unit,) = release.units
+    return unit
+
+
+def test_a_units_run_store_keys_are_read_from_its_ids_only_when_no_other_run_can_be_grouped(
+    long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]],
+) -> None:
+    _, small_spans = long_and_small
+    unit = _released_unit(encode_spans(small_spans))
+    assert _own_run_keys(unit, unit.members) == {"slices-3"}
+    # A tool span whose parent never arrived: grouping may make another run of an agent span
+    # above it, so the keys are not told before the spans are read.
+    request = encode_spans(small_spans)
+    spans = [s for r in request.resource_spans for sc in r.scope_spans for s in sc.spans]
+    tool = next(s for s in spans if s.name.startswith(semconv.OP_EXECUTE_TOOL))
+    tool.parent_span_id = b"\x01" * 8
+    unit = _released_unit(request)
+    assert any(m.span_id == tool.span_id for m in unit.members)
+    assert _own_run_keys(unit, unit.members) is None
