@@ -5,10 +5,13 @@ default), the small one the same turn at ``--small`` passes (30); both are relea
 turn of the decision thread, the long one first, through the real delivery paths:
 
 - ``hop``: the hop's :class:`Pipeline` (journal in a temporary directory without fsync, the
-  :class:`FootprintAnnotation` stage with a run store, a fake clock): both runs ingested as OTLP
-  requests, then one ``process_due`` decides, annotates, serializes and commits them;
-- ``sdk``: the in-process :class:`FootprintSpanProcessor`: both runs' ended spans offered, then
-  one ``force_flush`` decides them on the buffer's worker and hands them to the exporter.
+  :class:`FootprintAnnotation` stage with a run store, a fake clock) with the cycle collector set
+  as ``otel-footprint serve`` sets it (``GC_THRESHOLDS``, startup objects frozen): both runs
+  ingested as OTLP requests, then one ``process_due`` decides, annotates, serializes and commits
+  them;
+- ``sdk``: the in-process :class:`FootprintSpanProcessor` (the collector at CPython's defaults,
+  as in an application): both runs' ended spans offered, then one flush decides them on the
+  buffer's worker and hands them to the exporter.
 
 Figures (wall-clock milliseconds, best of ``--repeat``; the machine is shared):
 
@@ -50,6 +53,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_scaling import workload, workload_spans
 
+from otel_footprint.commands.serve import GC_THRESHOLDS
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk import FootprintSpanProcessor
@@ -89,6 +93,19 @@ class _GcPauses:
             self._started = time.perf_counter()
         elif info["generation"] == 2:
             self.longest = max(self.longest, time.perf_counter() - self._started)
+
+
+class _ServeGc:
+    """The cycle collector as ``otel-footprint serve`` sets it, for the time of a hop run."""
+
+    def __enter__(self) -> None:
+        self._before = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLDS)
+        gc.freeze()
+
+    def __exit__(self, *exc: object) -> None:
+        gc.unfreeze()
+        gc.set_threshold(*self._before)
 
 
 class _TimedStage(FootprintAnnotation):
@@ -138,7 +155,7 @@ def hop_once(long_data: bytes, small_data: bytes) -> dict[str, float]:
             clock.now += 0.1
         clock.now += 5.0
         gc.collect()
-        with _GcPauses() as pauses:
+        with _ServeGc(), _GcPauses() as pauses:
             start = time.perf_counter()
             released = pipeline.process_due()
         if released != 2:
