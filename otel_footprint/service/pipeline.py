@@ -500,7 +500,7 @@ class Pipeline:
         spans = [h.info.span for h in release.spans()]
         if not spans:
             return _Decided(release, decisions, None, 0, [])
-        self.metrics.decision_latency.observe(elapsed)
+        self.metrics.decision_latency.record(elapsed)
         annotations: list[Annotation] = []
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
@@ -566,7 +566,7 @@ class Pipeline:
         now = self.clock()
         for unit in release.units:
             if unit.run_arrived is not None:
-                m.release_delay.observe(max(0.0, now - unit.run_arrived))
+                m.release_delay.record(max(0.0, now - unit.run_arrived))
         if release.cause in ("overflow", "timeout"):
             # One line per cause and limit per interval (runs_released_* count every trace):
             # under overload a line per trace would flood the log.
