@@ -299,7 +299,7 @@ def test_on_the_hop_a_small_run_is_not_held_up_by_the_whole_long_decision(
     small_done = stage.done[_trace(small_data)] - started
     assert small_done < long_done
     assert small_done < whole / 2, (small_done, whole)
-    assert pipeline.longest_turn_cpu < whole_cpu / 4, (pipeline.longest_turn_cpu, whole_cpu)
+    assert pipeline.longest_turn_cpu < whole_cpu / 2, (pipeline.longest_turn_cpu, whole_cpu)
 
 
 class _Nowhere(SpanExporter):
@@ -358,7 +358,7 @@ def test_in_process_a_small_run_is_not_held_up_by_the_whole_long_decision(
     small_done = handed[_trace_id(small_spans)] - started
     assert small_done < handed[_trace_id(long_spans)] - started
     assert small_done < whole / 2, (small_done, whole)
-    assert longest_cpu < whole_cpu / 4, (longest_cpu, whole_cpu)
+    assert longest_cpu < whole_cpu / 2, (longest_cpu, whole_cpu)
 
 
 def test_the_long_decision_is_made_of_many_short_steps(
