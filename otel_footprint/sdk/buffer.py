@@ -3,7 +3,8 @@
 Callers offer ended spans (and footprint events that arrived as log records); the shared core
 (``runs/holding.py``) says which spans wait and when each run is released — the same rule as the
 hop's. Released runs are decided and annotated on ONE background worker thread and handed to a
-sink. Only spans that can receive notes are held back (run and model-call spans of a trace with
+sink; the worker decides them in slices, round-robin (``runs/slices.py``), so a run released behind
+a 3,000-pass one is not held up for that whole decision. Only spans that can receive notes are held back (run and model-call spans of a trace with
 footprint events, and spans carrying footprint events); the others go on at once and stay in the
 core by reference as evidence. Every release is counted. The worker is re-created in a child
 process after ``os.fork`` (as the SDK's batch processors do), with nothing of the parent's held.
@@ -19,7 +20,6 @@ import os
 import threading
 import time
 import weakref
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
@@ -32,8 +32,9 @@ from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits, RunHolding, reason_for
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
+from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
-from otel_footprint.sdk.decide import Decider, DecisionRequest, decide_all
+from otel_footprint.sdk.decide import Decider, DecisionRequest
 
 _logger = logging.getLogger(__name__)
 
@@ -139,6 +140,8 @@ class _Item:
 
 
 _Release = holding.Release[int, _Item, SpanEventView]
+_Decided = dict[int, "dict[str, SpanNote] | Exception"]
+"""Answers decided ahead for a batch (``decide_many``), by ``id(unit)``."""
 _LIMIT_COUNTER = {"runs": "runs_overflowed", "bytes": "runs_overflowed"}
 _LIMIT_COUNTER.update(spans="runs_span_limit", events="runs_log_limit")
 
@@ -169,6 +172,13 @@ class RunBuffer:
         self._span_limits = span_limits
         self._clock = clock
         self._name = name
+        self.slice_seconds = SLICE_SECONDS
+        """How long one release's decision keeps the worker before the next one's turn."""
+        self.longest_turn = 0.0
+        """The longest the worker was held by one release's decision at a time (seconds; a
+        readout for the benchmarks and tests)."""
+        self.longest_turn_cpu = 0.0
+        """The same turn's longest thread CPU time (seconds)."""
         # Releases may come up to one tick after their deadline (grace is a lower bound).
         self._tick = min(max(limits.release_grace / 2, 0.001), 0.05)
         self._closed = False
@@ -190,6 +200,7 @@ class RunBuffer:
         self._live: dict[int, list[ReadableSpan]] = {}
         self._ready: list[_Release] = []
         self._busy = 0
+        """Releases the worker has taken and not handed on yet (being decided, in slices)."""
         self._stopping = False
         self._wake_at = -math.inf
         self._passed_quickly = itertools.count()
@@ -347,17 +358,15 @@ class RunBuffer:
         for release in releases:
             if release.cause != "ended":
                 self._live.pop(release.trace_id, None)
-            if len(self._ready) >= self._limits.max_runs:
+            if len(self._ready) + self._busy >= self._limits.max_runs:
                 # The worker is a whole buffer behind: release this run unannotated right here (the
                 # reason on its spans, counted) rather than grow without bound or drop it.
                 self._counts["runs_released_raw"] += 1
-                tally: Counter[str] = Counter()
                 self._lock.release()
                 try:
-                    self._process_all([release], tally, raw=True)
+                    self._process(release, raw=True)
                 finally:
                     self._lock.acquire()
-                    self._settle(tally)
                 continue
             self._ready.append(release)
             self._lock.notify_all()
@@ -370,11 +379,13 @@ class RunBuffer:
     # ── worker thread ─────────────────────────────────────────────────────────────────────────
 
     def _work(self) -> None:
+        slices: Slices[_Release, None] = Slices(self.slice_seconds)
+        turns = StoreTurns()
         while True:
             with self._lock:
                 while True:
                     self._ready += self._core.poll(self._clock())
-                    if self._ready or self._stopping:
+                    if self._ready or self._stopping or slices:
                         break
                     now = self._clock()
                     due = self._core.next_due()
@@ -386,111 +397,141 @@ class RunBuffer:
                         self._wake_at = math.inf
                         self._lock.wait()
                     self._wake_at = -math.inf  # awake: offers need not notify
-                if not self._ready and self._stopping:
+                if not self._ready and not slices and self._stopping:
                     return
                 batch, self._ready = self._ready, []
                 for release in batch:
                     if release.cause != "ended":
                         self._live.pop(release.trace_id, None)
-                self._busy += 1
-            tally: Counter[str] = Counter()
-            try:
-                if hasattr(self._decide, "decide_many"):
-                    self._process_all(batch, tally)  # one round trip for the batch
-                else:
-                    # One run at a time: its records die before the next run is decided (a
-                    # whole batch's verdicts alive at once cost the garbage collector).
-                    for release in batch:
-                        self._process_all([release], tally)
-            finally:
-                with self._lock:
-                    self._settle(tally)
-                    self._busy -= 1
-                    self._lock.notify_all()
+                self._busy += len(batch)
+            # A decider in a child process answers the whole batch in one round trip first.
+            decided = self._decide_batch(batch) if hasattr(self._decide, "decide_many") else None
+            for release in batch:
+                steps = self._process_steps(release, turn=turns.ticket(), decided=decided)
+                slices.add(release, steps)
+            # Turns until a slice's time has passed: then releases that fell due meanwhile join.
+            until = time.perf_counter() + slices.budget
+            while slices:
+                ended = slices.step()
+                if ended is not None:
+                    release, outcome = ended
+                    if isinstance(outcome, BaseException):
+                        _logger.error(
+                            "handing on trace %032x failed",
+                            release.trace_id,
+                            exc_info=outcome,
+                        )
+                    with self._lock:
+                        self._busy -= 1
+                        self._lock.notify_all()
+                if time.perf_counter() >= until:
+                    break
+            self.longest_turn = max(self.longest_turn, slices.longest_turn)
+            self.longest_turn_cpu = max(self.longest_turn_cpu, slices.longest_turn_cpu)
 
-    def _settle(self, tally: Counter[str]) -> None:
-        """Add counts gathered without the lock (lock held): one acquisition per released run,
-        not one per count, so the worker contends less with the application threads' offers."""
-        counts = self._counts
-        for key, n in tally.items():
-            counts[key] += n
+    def _process(self, release: _Release, raw: bool = False) -> None:
+        finish(self._process_steps(release, raw=raw))
 
-    def _process_all(
-        self, releases: Sequence[_Release], tally: Counter[str], raw: bool = False
-    ) -> None:
-        """Decide every unit of ``releases`` (one call for all: a decider in a child process then
-        answers them in one round trip), then annotate and hand on each release in order; the
-        counts go to ``tally``."""
-        asked: list[tuple[int, holding.Unit[int, _Item, SpanEventView]]] = []
-        requests: list[DecisionRequest] = []
-        for index, release in enumerate(releases):
-            if raw or release.cause == "overflow":
-                continue
-            for unit in release.units:
-                request = self._request(release, unit, tally)
-                if request is not None:
-                    asked.append((index, unit))
-                    requests.append(request)
-        answers = decide_all(self._decide, requests) if requests else []
-        notes_of: dict[int, dict[str, SpanNote]] = {}
-        for (index, unit), answer in zip(asked, answers, strict=True):
-            notes = self._outcome(releases[index], unit, answer, tally)
-            notes_of[index] = merge_notes(notes_of.get(index, {}), notes)
-        for index, release in enumerate(releases):
+    def _process_steps(
+        self,
+        release: _Release,
+        raw: bool = False,
+        turn: Ticket | None = None,
+        decided: _Decided | None = None,
+    ) -> Steps[None]:
+        """Decide a release and hand its spans on, in steps (one turn of the worker's round-robin
+        at a time); ``turn`` orders its run-store use among the other releases'; ``decided``: the
+        answers :meth:`_decide_batch` already has for its units."""
+        try:
             held = [i.span for i in release.spans() if i.held]
-            notes = notes_of.get(index, {})
+            notes: dict[str, SpanNote] = {}
             if raw or release.cause == "overflow":
                 if not raw:
-                    tally[_LIMIT_COUNTER[release.limit or "runs"]] += 1
+                    self._count(_LIMIT_COUNTER[release.limit or "runs"])
                 reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
                 if reason is not None:
                     notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
-            self._apply(held, notes, tally)
+            else:
+                for unit in release.units:
+                    found = yield from self._decide_unit(release, unit, turn, decided)
+                    notes = merge_notes(notes, found)
+        finally:
+            if turn is not None:
+                turn.close()
+        yield from self._apply(held, notes)
 
-    def _request(
+    def _decide_unit(
         self,
         release: _Release,
         unit: holding.Unit[int, _Item, SpanEventView],
-        tally: Counter[str],
-    ) -> DecisionRequest | None:
+        turn: Ticket | None,
+        decided: _Decided | None = None,
+    ) -> Steps[dict[str, SpanNote]]:
         if not any(i.held for i in unit.members):
-            tally["runs_without_footprint"] += 1
-            return None
+            self._count("runs_without_footprint")
+            return {}
         cause = release.cause
         if cause == "timeout":
-            tally["runs_timed_out"] += 1
+            self._count("runs_timed_out")
         elif cause == "flush" and unit.run_span is None:
-            tally["runs_flushed_open"] += 1
-        incomplete = reason_for(cause, release.limit, run_span=unit.run_span is not None)
-        spans = [i.span for i in unit.members]
+            self._count("runs_flushed_open")
+        spans, incomplete, log_events = self._request(release, unit)
+        # The engine's decider decides in steps; any other Decider in one call.
+        stepped: Callable[..., Steps[dict[str, SpanNote]]] | None = getattr(
+            self._decide, "steps", None
+        )
+        try:
+            answer = decided.get(id(unit)) if decided is not None else None
+            if answer is not None:
+                if isinstance(answer, Exception):
+                    raise answer
+                notes = answer
+            elif log_events:
+                if stepped is not None:
+                    notes = yield from stepped(spans, incomplete, log_events=log_events, turn=turn)
+                else:
+                    notes = self._decide(spans, incomplete, log_events=log_events)
+            elif stepped is not None:
+                notes = yield from stepped(spans, incomplete, turn=turn)
+            else:
+                notes = self._decide(spans, incomplete)
+            self._count("runs_decided")
+            return notes
+        except Exception as exc:  # a bad run must never stop the pipeline
+            _logger.exception(
+                "deciding trace %032x failed; spans go on unannotated", release.trace_id
+            )
+            self._count("decision_errors")
+            held = [SdkSpanView(i.span) for i in unit.members if i.held]
+            return unannotated_notes(held, Reason(REASON_ERROR, f"{type(exc).__name__}"))
+
+    def _request(
+        self, release: _Release, unit: holding.Unit[int, _Item, SpanEventView]
+    ) -> DecisionRequest:
+        incomplete = reason_for(release.cause, release.limit, run_span=unit.run_span is not None)
         log_events = None
         if unit.log_events:
             log_events = {format(k, "016x"): v for k, v in unit.log_events.items()}
-        return spans, incomplete, log_events
+        return [i.span for i in unit.members], incomplete, log_events
 
-    def _outcome(
-        self,
-        release: _Release,
-        unit: holding.Unit[int, _Item, SpanEventView],
-        answer: dict[str, SpanNote] | Exception,
-        tally: Counter[str],
-    ) -> dict[str, SpanNote]:
-        if not isinstance(answer, Exception):
-            tally["runs_decided"] += 1
-            return answer
-        # A bad run must never stop the pipeline.
-        _logger.error(
-            "deciding trace %032x failed; spans go on unannotated",
-            release.trace_id,
-            exc_info=answer,
-        )
-        tally["decision_errors"] += 1
-        held = [SdkSpanView(i.span) for i in unit.members if i.held]
-        return unannotated_notes(held, Reason(REASON_ERROR, f"{type(answer).__name__}"))
+    def _decide_batch(self, batch: Sequence[_Release]) -> _Decided:
+        """Every unit of ``batch`` that will be decided, in one ``decide_many`` call: notes or the
+        exception, by the unit's id (the units stay alive with the batch)."""
+        asked = [
+            (release, unit)
+            for release in batch
+            if release.cause != "overflow"
+            for unit in release.units
+            if any(i.held for i in unit.members)
+        ]
+        if not asked:
+            return {}
+        many: Callable[[list[DecisionRequest]], list[dict[str, SpanNote] | Exception]]
+        many = self._decide.decide_many  # type: ignore[attr-defined]  # a BatchDecider
+        answers = many([self._request(release, unit) for release, unit in asked])
+        return {id(unit): answer for (_, unit), answer in zip(asked, answers, strict=True)}
 
-    def _apply(
-        self, held: list[ReadableSpan], notes: dict[str, SpanNote], tally: Counter[str]
-    ) -> None:
+    def _apply(self, held: list[ReadableSpan], notes: dict[str, SpanNote]) -> Steps[None]:
         out: list[ReadableSpan] = []
         applied = 0
         for span in held:
@@ -500,25 +541,26 @@ class RunBuffer:
             else:
                 out.append(annotated_copy(span, note, self._span_limits))
                 applied += 1
+                yield None
         if applied:
-            tally["spans_annotated"] += applied
+            self._count("spans_annotated", applied)
         if notes:
-            tally["notes_unapplied"] += len(notes)
-        # Counted before the spans go on: whoever sees them exported sees them counted.
-        with self._lock:
-            self._settle(tally)
-        tally.clear()
-        self._hand_on(out, tally)
+            self._count("notes_unapplied", len(notes))
+        self._hand_on(out)
 
-    def _hand_on(self, spans: Sequence[ReadableSpan], tally: Counter[str]) -> None:
+    def _hand_on(self, spans: Sequence[ReadableSpan]) -> None:
         if not spans:
             return
         try:
             if self._sink(spans) is False:
-                tally["sink_failures"] += 1
+                self._count("sink_failures")
         except Exception:
             _logger.exception("handing on %d spans failed", len(spans))
-            tally["sink_errors"] += 1
+            self._count("sink_errors")
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += n
 
     # ── flush, shutdown, stats ────────────────────────────────────────────────────────────────
 
