@@ -100,6 +100,7 @@ def span_from_tuple(item: SpanTuple) -> ReadableSpan:
 
 
 def note_tuple(note: SpanNote) -> NoteTuple:
+    """A note as plain tuples (what the child sends back)."""
     return (
         note.attributes,
         tuple((e.name, e.attributes, e.anchor) for e in note.events),
@@ -108,6 +109,7 @@ def note_tuple(note: SpanNote) -> NoteTuple:
 
 
 def note_from_tuple(item: NoteTuple) -> SpanNote:
+    """The note :func:`note_tuple` flattened."""
     attributes, events, links = item
     return SpanNote(
         attributes,
