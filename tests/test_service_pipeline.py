@@ -395,3 +395,33 @@ def test_batches_waiting_for_the_forwarder_in_memory_count_against_max_bytes(
     assert len(_forwarded(journal)) == admitted  # the forwarder catches up
     assert journal.memory_bytes == 0
     assert pipeline.ingest_traces(_request(_span(121, "chat")), None, "test") == 1
+
+
+def test_a_retry_of_decided_runs_gets_the_same_annotations_from_the_packed_cache(
+    tmp_path: Path,
+) -> None:
+    """Issue 13: the decision cache keeps each decided trace's notes packed (a compressed blob,
+    ~1.9 KB a run instead of ~19 KB of objects); a late copy of a decided span (a sender's retry
+    after its acknowledgement was lost) must still leave byte for byte as the first one did."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_hop import build_requests
+
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock)
+    (payload,) = build_requests(100, 0)  # 10 agent runs: notes with attributes, events, links
+    request = ExportTraceServiceRequest.FromString(payload)
+    pipeline.ingest_traces(request, payload, "test")
+    clock.now += 1.5
+    pipeline.process_due()
+    first = _forwarded(journal)
+    assert len(first) == 100 and pipeline.buffer.cached_traces() == 10
+    assert any(span.events for span in first.values())
+    assert any(span.links for span in first.values())
+    cached = pipeline.buffer.cache_bytes
+    assert 10 * 2_000 < cached < 10 * 8_000  # packed: a few KB a trace, not ~20 KB
+    pipeline.ingest_traces(ExportTraceServiceRequest.FromString(payload), payload, "test")
+    assert metrics.late_spans.value() == 100
+    again = _forwarded(journal)
+    assert again == first

@@ -24,7 +24,14 @@ from otel_footprint.annotate.phoenix import Annotation
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, Decision
-from otel_footprint.service.buffer import BufferLimits, LateSpan, Release, RunBuffer, SpanInfo
+from otel_footprint.service.buffer import (
+    BufferLimits,
+    LateSpan,
+    PackedNotes,
+    Release,
+    RunBuffer,
+    SpanInfo,
+)
 from otel_footprint.service.journal import (
     KIND_HELD_LOGS,
     KIND_HELD_TRACES,
@@ -69,6 +76,9 @@ class _Decided:
     payload: bytes | None
     count: int
     annotations: list[Annotation]
+    notes: dict[bytes, object] = field(default_factory=dict)
+    pack: PackedNotes | None = None
+    """The notes packed for the decision cache (off the lock, on the decision worker)."""
 
 
 class OverloadedError(Exception):
@@ -463,7 +473,11 @@ class Pipeline:
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
         payload = _serialize([(h.info.origin, h.info.span) for h in release.spans()])
-        return _Decided(release, decisions, payload, len(spans), annotations)
+        notes: dict[bytes, object] = {}
+        for d in decisions:
+            notes.update(d.notes)
+        pack = PackedNotes(notes) if notes else None
+        return _Decided(release, decisions, payload, len(spans), annotations, notes, pack)
 
     def _commit(self, batch: list[_Decided]) -> None:
         queued = [d for d in batch if d.payload is not None]
@@ -488,11 +502,8 @@ class Pipeline:
                 for d in batch:
                     self.buffer.releasing_bytes -= d.release.size
             for d in queued:
-                notes: dict[bytes, object] = {}
-                for decision in d.decisions:
-                    notes.update(decision.notes)
-                if notes:
-                    self.buffer.remember(d.release.trace_id, notes)
+                # Every decided trace is counted in the cache's share, notes or not.
+                self.buffer.remember_packed(d.release.trace_id, d.pack, d.notes, d.count)
         for hook in self.commit_hooks:
             try:
                 hook()
