@@ -55,7 +55,11 @@ def measure(traces: int) -> dict[str, float]:
             max_runs=1_000_000, max_bytes=1 << 40, cache_traces=10 * traces, max_wait=3600
         )
         pipeline = Pipeline(
-            PipelineOptions(limits=limits), journal, FootprintAnnotation(), HopMetrics(), clock=clock
+            PipelineOptions(limits=limits),
+            journal,
+            FootprintAnnotation(),
+            HopMetrics(),
+            clock=clock,
         )
         for payload in requests:
             pipeline.ingest_traces(ExportTraceServiceRequest.FromString(payload), payload, "bench")

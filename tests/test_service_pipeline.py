@@ -425,3 +425,80 @@ def test_a_retry_of_decided_runs_gets_the_same_annotations_from_the_packed_cache
     assert metrics.late_spans.value() == 100
     again = _forwarded(journal)
     assert again == first
+
+
+def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives_way(
+    tmp_path: Path,
+) -> None:
+    """Issue 13: whatever the estimates say, a process whose resident memory is past the limit
+    pushes back (RESOURCE_EXHAUSTED / 503 with a retry delay) while the runs held exceed a tenth of
+    max_bytes, after shrinking the decision cache and handing free memory back (malloc_trim)."""
+    from otel_footprint.service.memory import MemoryGuard
+
+    clock = Clock()
+    rss = [50_000]
+    trims: list[float] = []
+    guard = MemoryGuard(
+        100_000, reader=lambda: rss[0], clock=clock, trim=lambda: trims.append(clock.now)
+    )
+    journal = Journal(tmp_path / "queue", fsync=False)
+    journal.open()
+    metrics = HopMetrics()
+    pipeline = Pipeline(
+        PipelineOptions(limits=BufferLimits(release_grace=1.0, max_bytes=40_000)),
+        journal,
+        FootprintAnnotation(),
+        metrics,
+        clock=clock,
+        memory=guard,
+    )
+    assert metrics.memory_limit_bytes.value() == 100_000
+    # A decided run in the cache, then a run held: under the limit, all is admitted.
+    first = _span(1, "invoke_agent", footprint__run__id="r1")
+    pipeline.ingest_traces(_request(first), None, "test")
+    clock.now += 1.5
+    pipeline.process_due()
+    assert pipeline.buffer.cached_traces() == 1
+    for trace in range(2, 22):
+        run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
+        pipeline.ingest_traces(_request(run), None, "test")
+    held = pipeline.buffer.bytes_held
+    assert 4_000 < held < 20_000  # more than a tenth of max_bytes, far from its 90%
+    assert metrics.resident_bytes.value() == 50_000
+    # Past the limit: refused, counted, the cache emptied, free memory handed back once.
+    rss[0] = 150_000
+    clock.now += 0.2
+    with pytest.raises(OverloadedError, match="over its memory limit"):
+        pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
+    assert metrics.memory_limit_refusals.value() == 1
+    assert metrics.resident_bytes.value() == 150_000
+    assert pipeline.buffer.cached_traces() == 0
+    assert trims == [clock.now]
+    clock.now += 0.2
+    with pytest.raises(OverloadedError):
+        pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
+    assert len(trims) == 1  # at most every few seconds
+    # The held runs drain; the process stays big (allocator slack), yet input is admitted again
+    # while what is held stays under the low-water share.
+    clock.now += 1.5
+    pipeline.process_due()
+    _forwarded(journal)  # the forwarder sends them: the journal's copies leave memory
+    assert pipeline.buffer.bytes_held == 0
+    pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
+    assert metrics.memory_limit_refusals.value() == 2
+    # Back under the limit: the ordinary 90% high-water mark again.
+    rss[0] = 60_000
+    clock.now += 0.2
+    for trace in range(30, 50):
+        pipeline.ingest_traces(_request(_span(trace, "invoke_agent")), None, "test")
+    assert metrics.memory_limit_refusals.value() == 2
+    journal.close()
+
+
+def test_the_memory_guard_reads_this_process() -> None:
+    from otel_footprint.service.memory import MemoryGuard, resident_bytes
+
+    rss = resident_bytes()
+    assert rss is not None and rss > 10 << 20  # Linux /proc: the interpreter alone is more
+    assert MemoryGuard(1 << 40).over() is False
+    assert MemoryGuard(1 << 20, trim=lambda: None).over() is True

@@ -120,7 +120,6 @@ class HoldLimits:
                 bound = ">=" if inclusive else ">"
                 raise ValueError(f"{name} must be {bound} {floor:g} (got {value})")
 
-
     @property
     def cache_budget(self) -> int:
         """The decision cache's byte share: ``cache_bytes``, else :data:`CACHE_SHARE` of ``max_bytes``."""

@@ -288,8 +288,23 @@ class HopMetrics:
         )
         self.decision_cache_bytes = r.gauge(
             "decision_cache_bytes",
-            "Memory the decision cache's notes take (estimated); it yields to held runs within "
-            "processing.max_bytes.",
+            "Memory the decision cache takes (packed notes and what it keeps of each trace, "
+            "estimated): at most processing.decision_cache.max_bytes, within what the runs "
+            "leave of processing.max_bytes.",
+        )
+        self.resident_bytes = r.gauge(
+            "resident_bytes",
+            "The process's resident memory as the memory backstop last read it (VmRSS).",
+        )
+        self.memory_limit_bytes = r.gauge(
+            "memory_limit_bytes",
+            "processing.memory_limit (default processing.max_bytes): resident memory past which "
+            "input is refused.",
+        )
+        self.memory_limit_refusals = r.counter(
+            "memory_limit_refusals",
+            "Requests refused (RESOURCE_EXHAUSTED / 503, with a retry delay) because the "
+            "process's resident memory was past processing.memory_limit.",
         )
         self.queue_bytes = r.gauge(
             "queue_bytes", "Bytes of pending records in the disk journal (held input and outbound)."

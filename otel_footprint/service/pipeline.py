@@ -41,6 +41,7 @@ from otel_footprint.service.journal import (
     QueueFullError,
     Replay,
 )
+from otel_footprint.service.memory import MemoryGuard
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.otlp import (
     Origin,
@@ -131,6 +132,12 @@ def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
     return serialize_request(group_spans(list(items)))
 
 
+RSS_LOW_WATER = 0.1
+"""Over the resident-memory limit, input is refused while the runs held and releasing exceed this
+share of ``max_bytes`` (instead of 90%): ~25 MiB by default, several seconds of the sustainable rate."""
+RSS_CACHE_SHARE = 0.25
+"""... and the decision cache keeps at most this part of its share."""
+
 JOURNAL_MEMORY = 64 << 20
 """The journal's in-memory outbound batches at most, whatever ``max_bytes`` (beyond: read back)."""
 
@@ -157,6 +164,7 @@ class Pipeline:
         *,
         commit_hooks: Sequence[Callable[[], None]] = (),
         phoenix: PhoenixAnnotations | None = None,
+        memory: MemoryGuard | None = None,
     ) -> None:
         self.options = options
         self.journal = journal
@@ -167,6 +175,8 @@ class Pipeline:
         self.commit_hooks = tuple(commit_hooks)
         """Called at each group commit, before held input is retired (flush the run store...)."""
         self.phoenix = phoenix
+        self.memory = memory
+        """The real-memory backstop (None: none): see :meth:`_admit`."""
         self.buffer = RunBuffer(options.limits)
         self.buffer.core.outside_bytes = self.outside_bytes
         self._lock = threading.Lock()
@@ -184,6 +194,9 @@ class Pipeline:
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
+        if memory is not None:
+            m.resident_bytes.set_reader(lambda: memory.rss)
+            m.memory_limit_bytes.set(memory.limit)
 
     def outside_bytes(self) -> int:
         """What the hop keeps in memory outside the run buffer that counts against ``max_bytes``
@@ -242,6 +255,23 @@ class Pipeline:
         # retry instead of memory growing, before a limit releases runs unannotated.
         if not self.buffer.room():
             raise OverloadedError("the run buffer is full", retry_after=1.0)
+        memory = self.memory
+        if memory is not None and memory.over():
+            # The backstop: the process really occupies more than the limit, whatever the
+            # estimates say. The decision cache gives way first; input is refused while the runs
+            # held and releasing (what drains by itself) exceed a low-water share of max_bytes,
+            # so memory stops growing and what is freed is reused, yet a process that stays big
+            # after a spike (allocator slack) still serves at that reduced holding.
+            buffer = self.buffer
+            limits = buffer.limits
+            buffer.core.shrink_cache(int(limits.cache_budget * RSS_CACHE_SHARE))
+            if buffer.bytes_held + buffer.releasing_bytes > limits.max_bytes * RSS_LOW_WATER:
+                self.metrics.memory_limit_refusals.inc()
+                raise OverloadedError(
+                    "the process is over its memory limit "
+                    f"({memory.rss} of {memory.limit} resident bytes)",
+                    retry_after=1.0,
+                )
 
     def ingest_traces(
         self, request: ExportTraceServiceRequest, wire: bytes | None, transport: str
