@@ -358,7 +358,11 @@ def run(
                     }
                     time.sleep(2.0)
                 offered = 2 * rate
-                released_before = _released(hop.metrics())
+                before = hop.metrics()
+                released_before = _released(before)
+                released_before_refusals = before.get(
+                    "otel_footprint_memory_limit_refusals_total", 0.0
+                )
                 tally = Tally()
                 t0 = time.monotonic()
                 drive(hop.grpc, requests, index, clients, duration, offered, tally)
@@ -367,10 +371,18 @@ def run(
                 drain_seconds = time.monotonic() - t0 - sent_seconds
                 final = hop.metrics()
                 peak_rss = sampler.peak_rss(t0)
+                start_rss = max((r for t, r in sampler.rss if t < t0), default=0)
+                peak_at = next((t for t, r in sampler.rss if t >= t0 and r == peak_rss), t0)
                 first_overflow = sampler.first_time(OVERFLOW, t0)
                 peak_bytes_held = sampler.peak("otel_footprint_bytes_held", t0)
                 peak_memory_bytes = sampler.peak("otel_footprint_memory_bytes", t0)
                 peak_runs_held = sampler.peak("otel_footprint_runs_held", t0)
+                peak_cache_bytes = sampler.peak("otel_footprint_decision_cache_bytes", t0)
+                peak_cache_traces = sampler.peak("otel_footprint_decision_cache_traces", t0)
+                memory_refusals = (
+                    final.get("otel_footprint_memory_limit_refusals_total", 0.0)
+                    - released_before_refusals
+                )
                 rss_samples = len([1 for t, _ in sampler.rss if t >= t0])
         finally:
             code = hop.terminate(60.0)
@@ -420,6 +432,8 @@ def run(
             "samples": rss_samples,
             "idle_bytes": idle_rss,
             "peak_bytes": peak_rss,
+            "peak_after_s": round(peak_at - t0, 1),
+            "peak_before_overload_bytes": start_rss,
             "limit_bytes": limit,
             "peak_over_limit": round(peak_rss / limit, 3),
             "peak_growth_bytes": peak_rss - idle_rss,
@@ -427,6 +441,9 @@ def run(
             "peak_bytes_held": peak_bytes_held,
             "peak_memory_bytes": peak_memory_bytes,
             "peak_runs_held": peak_runs_held,
+            "peak_decision_cache_bytes": peak_cache_bytes,
+            "peak_decision_cache_traces": peak_cache_traces,
+            "memory_limit_refusals": memory_refusals,
         },
         "hop_exit_code": code,
     }

@@ -466,12 +466,12 @@ def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives
     assert 4_000 < held < 20_000  # more than a tenth of max_bytes, far from its 90%
     assert metrics.resident_bytes.value() == 50_000
     # Past the limit: refused, counted, the cache emptied, free memory handed back once.
-    rss[0] = 150_000
+    rss[0] = 90_000  # past the soft limit (90% of it)
     clock.now += 0.2
     with pytest.raises(OverloadedError, match="over its memory limit"):
         pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
     assert metrics.memory_limit_refusals.value() == 1
-    assert metrics.resident_bytes.value() == 150_000
+    assert metrics.resident_bytes.value() == 90_000
     assert pipeline.buffer.cached_traces() == 0
     assert trims == [clock.now]
     clock.now += 0.2
@@ -487,7 +487,7 @@ def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives
     pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
     assert metrics.memory_limit_refusals.value() == 2
     # Back under the limit: the ordinary 90% high-water mark again.
-    rss[0] = 60_000
+    rss[0] = 89_000
     clock.now += 0.2
     for trace in range(30, 50):
         pipeline.ingest_traces(_request(_span(trace, "invoke_agent")), None, "test")
@@ -502,3 +502,5 @@ def test_the_memory_guard_reads_this_process() -> None:
     assert rss is not None and rss > 10 << 20  # Linux /proc: the interpreter alone is more
     assert MemoryGuard(1 << 40).over() is False
     assert MemoryGuard(1 << 20, trim=lambda: None).over() is True
+    assert MemoryGuard(rss * 21 // 20, trim=lambda: None).over() is True  # the soft limit: 90%
+    assert MemoryGuard(rss * 2).over() is False

@@ -326,6 +326,9 @@ class RunHolding(Generic[K, T, E]):
         the adapter; counted with ``bytes_held`` against ``max_bytes`` for back-pressure."""
         self.cache_bytes = 0
         """Bytes of the decision cache's notes (the adapter's estimates, see :meth:`remember`)."""
+        self.cache_cap: int | None = None
+        """A tighter bound on ``cache_bytes`` than its share while the adapter says memory is
+        short (the hop: its resident memory past the limit); None: the share."""
         self.outside_bytes: Callable[[], int] = _nothing
         """Memory the adapter keeps outside the buffer that counts against ``max_bytes`` too (the
         hop: batches waiting for the forwarder, recent accounts); read without a lock, so cheap."""
@@ -832,7 +835,8 @@ class RunHolding(Generic[K, T, E]):
         lim = self.limits
         # The cache keeps its own share of max_bytes, and only what the held and releasing runs
         # leave of it: it is memory too, and the first to go (a late span then passes unannotated).
-        self.shrink_cache(min(lim.cache_budget, lim.max_bytes - self.used_bytes()))
+        room = min(lim.cache_budget, lim.max_bytes - self.used_bytes())
+        self.shrink_cache(room if self.cache_cap is None else min(room, self.cache_cap))
 
     def shrink_cache(self, room: int) -> None:
         """Forget decided traces, oldest first, until the cache's notes take at most ``room``

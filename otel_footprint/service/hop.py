@@ -26,7 +26,7 @@ from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
 from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.forward import Forwarder
 from otel_footprint.service.journal import Journal, Replay
-from otel_footprint.service.memory import MemoryGuard
+from otel_footprint.service.memory import MemoryGuard, limit_malloc_arenas
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.phoenix import PhoenixAnnotations
@@ -132,6 +132,7 @@ class Hop:
         data_dir = cfg.service.data_dir
         self._lock_data_dir(data_dir)
         stack.callback(self._unlock)
+        limit_malloc_arenas()  # before the receivers' and workers' threads allocate
         self._start_otel_metrics()
         if self._meter_provider is not None:
             stack.callback(self._meter_provider.shutdown)

@@ -256,22 +256,27 @@ class Pipeline:
         if not self.buffer.room():
             raise OverloadedError("the run buffer is full", retry_after=1.0)
         memory = self.memory
-        if memory is not None and memory.over():
-            # The backstop: the process really occupies more than the limit, whatever the
-            # estimates say. The decision cache gives way first; input is refused while the runs
-            # held and releasing (what drains by itself) exceed a low-water share of max_bytes,
-            # so memory stops growing and what is freed is reused, yet a process that stays big
-            # after a spike (allocator slack) still serves at that reduced holding.
-            buffer = self.buffer
-            limits = buffer.limits
-            buffer.core.shrink_cache(int(limits.cache_budget * RSS_CACHE_SHARE))
-            if buffer.bytes_held + buffer.releasing_bytes > limits.max_bytes * RSS_LOW_WATER:
-                self.metrics.memory_limit_refusals.inc()
-                raise OverloadedError(
-                    "the process is over its memory limit "
-                    f"({memory.rss} of {memory.limit} resident bytes)",
-                    retry_after=1.0,
-                )
+        if memory is None:
+            return
+        core = self.buffer.core
+        if not memory.over():
+            core.cache_cap = None
+            return
+        # The backstop: the process really occupies more than the limit, whatever the estimates
+        # say. The decision cache gives way first; input is refused while the runs held and
+        # releasing (what drains by itself) exceed a low-water share of max_bytes, so memory stops
+        # growing and what is freed is reused, yet a process that stays big after a spike
+        # (allocator slack) still serves at that reduced holding.
+        limits = core.limits
+        core.cache_cap = int(limits.cache_budget * RSS_CACHE_SHARE)
+        core.shrink_cache(core.cache_cap)
+        if core.bytes_held + core.releasing_bytes > limits.max_bytes * RSS_LOW_WATER:
+            self.metrics.memory_limit_refusals.inc()
+            raise OverloadedError(
+                f"the process is over its memory limit ({memory.rss} of {memory.limit} "
+                "resident bytes)",
+                retry_after=1.0,
+            )
 
     def ingest_traces(
         self, request: ExportTraceServiceRequest, wire: bytes | None, transport: str
