@@ -134,7 +134,8 @@ def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
 
 RSS_LOW_WATER = 0.1
 """Over the resident-memory limit, input is refused while the runs held and releasing exceed this
-share of ``max_bytes`` (instead of 90%): ~25 MiB by default, several seconds of the sustainable rate."""
+share of ``max_bytes`` (or of the memory limit, if lower) instead of 90%: ~25 MiB by default,
+several seconds of the sustainable rate."""
 RSS_CACHE_SHARE = 0.25
 """... and the decision cache keeps at most this part of its share."""
 
@@ -270,7 +271,10 @@ class Pipeline:
         limits = core.limits
         core.cache_cap = int(limits.cache_budget * RSS_CACHE_SHARE)
         core.shrink_cache(core.cache_cap)
-        if core.bytes_held + core.releasing_bytes > limits.max_bytes * RSS_LOW_WATER:
+        if (
+            core.bytes_held + core.releasing_bytes
+            > min(limits.max_bytes, memory.limit) * RSS_LOW_WATER
+        ):
             self.metrics.memory_limit_refusals.inc()
             raise OverloadedError(
                 f"the process is over its memory limit ({memory.rss} of {memory.limit} "
