@@ -250,31 +250,34 @@ class Pipeline:
 
     # -- the receivers' side -------------------------------------------------------------------
 
-    def _admit(self) -> None:
+    def _admit(self, *, locked: bool = True) -> None:
         # Released runs still waiting for the worker count against the memory bound with the
         # held ones (buffer.releasing_bytes): when the worker falls behind, senders are told to
         # retry instead of memory growing, before a limit releases runs unannotated.
+        # Unlocked (before classifying a request, so a refused one costs no more memory): the
+        # same answer from the last readings, lock-free ints; under the lock it is authoritative.
         if not self.buffer.room():
             raise OverloadedError("the run buffer is full", retry_after=1.0)
         memory = self.memory
         if memory is None:
             return
         core = self.buffer.core
-        if not memory.over():
+        if locked and not memory.over():
             core.cache_cap = None
+            return
+        if not locked and not memory.is_over:
             return
         # The backstop: the process really occupies more than the limit, whatever the estimates
         # say. The decision cache gives way first; input is refused while the runs held and
-        # releasing (what drains by itself) exceed a low-water share of max_bytes, so memory stops
-        # growing and what is freed is reused, yet a process that stays big after a spike
+        # releasing (what drains by itself) exceed a low-water share of the limit, so memory
+        # stops growing and what is freed is reused, yet a process that stays big after a spike
         # (allocator slack) still serves at that reduced holding.
         limits = core.limits
-        core.cache_cap = int(limits.cache_budget * RSS_CACHE_SHARE)
-        core.shrink_cache(core.cache_cap)
-        if (
-            core.bytes_held + core.releasing_bytes
-            > min(limits.max_bytes, memory.limit) * RSS_LOW_WATER
-        ):
+        if locked:
+            core.cache_cap = int(limits.cache_budget * RSS_CACHE_SHARE)
+            core.shrink_cache(core.cache_cap)
+        low_water = min(limits.max_bytes, memory.limit) * RSS_LOW_WATER
+        if core.bytes_held + core.releasing_bytes > low_water:
             self.metrics.memory_limit_refusals.inc()
             raise OverloadedError(
                 f"the process is over its memory limit ({memory.rss} of {memory.limit} "
@@ -297,6 +300,7 @@ class Pipeline:
             self.metrics.spans_passed_through.inc(total)
             self.metrics.spans_queued.inc(total)
             return total
+        self._admit(locked=False)
         infos = classify(request)
         size_each = max(len(wire) // total, 1)
         late_annotated = 0
