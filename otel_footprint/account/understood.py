@@ -51,6 +51,7 @@ from otel_footprint.account.view import (
     as_num,
     as_obj,
     as_str,
+    leg_view,
     same_json,
     strict_equal,
 )
@@ -200,6 +201,15 @@ def held_verdict(inp: AccountInput) -> RoutingVerdict | None:
 
 
 def _routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict | None, int]:
+    """The leg's verdict and how many unreadable ``skill.turn_routed`` were passed over; read
+    once per input (the account and the verdict to carry both ask)."""
+    found: tuple[RoutingVerdict | None, int] | None = inp.memo.get("routing")
+    if found is None:
+        found = inp.memo["routing"] = _read_routing_verdict(inp, view)
+    return found
+
+
+def _read_routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict | None, int]:
     unread = 0
     routed = view.first(semconv.T_TURN_ROUTED)
     if routed is not None:
@@ -218,14 +228,14 @@ def _routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict |
 def routing_verdict_of(inp: AccountInput) -> RoutingVerdict | None:
     """The routing verdict of the leg: its first readable ``skill.turn_routed``, else (resumed
     legs) the held verdict, else (resumed legs) the verdict carried from an earlier leg."""
-    return _routing_verdict(inp, LegView(inp.events))[0]
+    return _routing_verdict(inp, leg_view(inp))[0]
 
 
 def verdict_to_carry(inp: AccountInput) -> CarriedVerdict | None:
     """What a later leg of this run should carry: this leg's verdict (whatever its origin) and
     the question, with pointers into the trace where each was read. None when there is no
     verdict, or an id is too long to keep (a cut id could never match a delivered row)."""
-    view = LegView(inp.events)
+    view = leg_view(inp)
     verdict, _ = _routing_verdict(inp, view)
     if verdict is None:
         return None

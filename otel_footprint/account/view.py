@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from otel_footprint.codec import FootprintEvent, integral
+
+if TYPE_CHECKING:  # the input module's records do not need the view at run time
+    from otel_footprint.account.input import AccountInput
 
 
 class LegView:
@@ -30,6 +33,18 @@ class LegView:
         """The first event of one type."""
         found = self._by_type.get(event_type)
         return found[0] if found else None
+
+    def has(self, event_type: str) -> bool:
+        """Whether the leg has an event of this type."""
+        return event_type in self._by_type
+
+
+def leg_view(inp: AccountInput) -> LegView:
+    """The input's leg indexed by type: built once per input, shared by every reader of it."""
+    view = inp.memo.get("view")
+    if view is None:
+        view = inp.memo["view"] = LegView(inp.events)
+    return cast(LegView, view)
 
 
 def as_str(value: object) -> str | None:
