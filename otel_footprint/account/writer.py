@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from otel_footprint.account.model import Chip, FactStatus, Line, Pointer, RowId
 from otel_footprint.account.pointers import bounded
-from otel_footprint.account.templates import TEMPLATES, VAR_CHARS, FillError, fill, weakest
+from otel_footprint.account.templates import TEMPLATES, VAR_CHARS, template_parts, weakest
 from otel_footprint.codec import quick_init
 
 ITEM_LIMIT = 12
@@ -65,11 +65,11 @@ class Writer:
 
     def text(self, template_id: str, values: Mapping[str, Var] | None = None) -> str:
         """The sentence alone (signals, unreachable explanations, summaries)."""
-        try:
-            return fill(template_id, {k: v.text for k, v in (values or {}).items()})
-        except FillError:
+        text = _filled(template_id, values)
+        if text is None:
             self.unread += 1
             return TEMPLATES["unreadable.line"].text
+        return text
 
     def say(
         self,
@@ -86,10 +86,8 @@ class Writer:
     ) -> Line:
         """One line: the filled template, its voucher (the weakest of the template's, every
         truth-deciding variable's and ``basis``), and its pointers (given, then the variables')."""
-        values = values or {}
-        try:
-            text = fill(template_id, {k: v.text for k, v in values.items()} if values else {})
-        except FillError:
+        text = _filled(template_id, values)
+        if text is None:
             self.unread += 1
             return Line(
                 row=row,
@@ -100,19 +98,42 @@ class Writer:
                 missing="unreadable",
                 item=item,
             )
-        sources = [TEMPLATES[template_id].voucher, *basis]
-        every = [*pointers]
+        voucher = TEMPLATES[template_id].voucher
+        every = pointers if isinstance(pointers, list | tuple) else list(pointers)
         if values:
+            sources = [voucher, *basis]
             sources += [v.source for v in values.values() if v.source is not None]
-            every += [v.pointer for v in values.values() if v.pointer is not None]
+            every = [*every, *[v.pointer for v in values.values() if v.pointer is not None]]
+            source = weakest(sources)
+        else:
+            # The weakest of one voucher is that voucher.
+            source = weakest([voucher, *basis]) if basis else voucher
         return Line(
-            row=row,
-            template_id=template_id,
-            text=text,
-            status=status,
-            source=weakest(sources),
-            pointers=bounded(every) if every else (),
-            chips=tuple(chips),
-            missing=missing,
-            item=item,
+            row,
+            template_id,
+            text,
+            status,
+            source,
+            bounded(every) if every else (),
+            tuple(chips) if chips else (),
+            missing,
+            item,
         )
+
+
+def _filled(template_id: str, values: Mapping[str, Var] | None) -> str | None:
+    """:func:`~otel_footprint.account.templates.fill` with the variables' texts, read in place;
+    None when the template names a variable not given."""
+    parts = template_parts(template_id)
+    if len(parts) == 1:
+        return parts[0]  # most templates have no placeholder
+    if not values:
+        return None
+    out = [parts[0]]
+    for index in range(1, len(parts), 2):
+        var = values.get(parts[index])
+        if var is None:
+            return None
+        out.append(var.text)
+        out.append(parts[index + 1])
+    return "".join(out)
