@@ -33,6 +33,7 @@ MAX_SIGNALS_PER_CHECK = 12
 """Signals kept per check in the result (the "Anything wrong" row shows 3; the rest are counted)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CoverageItem:
     """One declared coverage item ``{what, short?, kind?}`` and where it was read."""
@@ -85,6 +86,7 @@ class Call:
         return tuple(i for i in self.items if i.list_name == kind)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A signal and its sentence as an "Anything wrong" line."""
@@ -93,6 +95,7 @@ class Finding:
     line: Line
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
     """One check: its result, its findings (bounded) and why it could not run (lines)."""

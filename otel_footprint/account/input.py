@@ -55,6 +55,7 @@ class ToolCall:
     """``footprint.pass.iteration``: the pass whose model output asked for the call."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HeldState:
     """The ``state`` and ``pausedWith`` objects a resumed leg's ``pause.resume`` event carries."""
@@ -70,6 +71,7 @@ class HeldState:
         return self.state is not None and self.paused_with is not None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Score:
     """One entry of a routing verdict's ranked scores (only what the scores line reads)."""
@@ -80,6 +82,7 @@ class Score:
     """The score when it is a finite number."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RoutingVerdict:
     """The turn-start routing verdict, from whichever source held it, with its evidence."""
@@ -118,6 +121,7 @@ class RoutingVerdict:
         return tuple([p for p in found if p is not None])
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Declarations:
     """What the app declares beside the record (reference §4.1 ``declarations``)."""
@@ -185,6 +189,7 @@ def _strings_under(data: Mapping[str, Any], section: str, key: str) -> dict[str,
     return found
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CarriedVerdict:
     """The routing verdict an EARLIER leg of the same run had, kept in the run store.

@@ -26,6 +26,7 @@ from otel_footprint.account.model import (
 )
 from otel_footprint.account.templates import count_phrase
 from otel_footprint.account.writer import Writer
+from otel_footprint.codec import quick_init
 
 SIGNAL_ID: SignalId = "rode-while-parked"
 LINE_TEMPLATE = "wrong.rodeWhileParked"
@@ -41,6 +42,7 @@ SHOWN_SIGNAL_LINES = 3
 _SEVERITY: dict[Tone, int] = {"bad": 0, "warn": 1, "unknown": 2, "ok": 3, "plain": 4}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RodeWhileParked:
     """One map's riding while parked, over a run leg."""

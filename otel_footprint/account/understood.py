@@ -56,7 +56,7 @@ from otel_footprint.account.view import (
     strict_equal,
 )
 from otel_footprint.account.writer import Var, Writer
-from otel_footprint.codec import FootprintEvent
+from otel_footprint.codec import FootprintEvent, quick_init
 
 MAX_REFUSALS = 12
 """Refusals listed in the routing facts; the rest are counted."""
@@ -244,14 +244,19 @@ def verdict_to_carry(inp: AccountInput) -> CarriedVerdict | None:
         for v in (verdict.by, verdict.to, verdict.from_)
     ):
         return None
-    verdict = replace(
-        verdict,
-        witness=_clip(verdict.witness),
-        scorer=_clip(verdict.scorer),
-        decider_model=_clip(verdict.decider_model),
-        top=_clip_score(verdict.top),
-        next=_clip_score(verdict.next),
-    )
+    witness, scorer = _clip(verdict.witness), _clip(verdict.scorer)
+    model = _clip(verdict.decider_model)
+    top, nxt = _clip_score(verdict.top), _clip_score(verdict.next)
+    if (witness, scorer, model, top, nxt) != (
+        verdict.witness,
+        verdict.scorer,
+        verdict.decider_model,
+        verdict.top,
+        verdict.next,
+    ):  # something was cut (rare): the verdict with the cut values
+        verdict = replace(
+            verdict, witness=witness, scorer=scorer, decider_model=model, top=top, next=nxt
+        )
     start = view.first(semconv.T_TURN_START)
     prompt = as_str(start.payload.get("userPrompt")) if start is not None else None
     if prompt is not None and start is not None:
@@ -266,7 +271,9 @@ def _clip(text: str | None) -> str | None:
 
 
 def _clip_score(score: Score | None) -> Score | None:
-    return replace(score, id=_clip(score.id)) if score is not None else None
+    if score is None or score.id is None or len(score.id) <= CARRIED_TEXT_CHARS:
+        return score
+    return Score(_clip(score.id), score.score)
 
 
 # ── delivery ─────────────────────────────────────────────────────────────────────────────────
@@ -329,6 +336,7 @@ def delivery_complete(view: LegView, last_iteration: int | None) -> bool:
 # ── refusals ─────────────────────────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Refusal:
     requested_id: str
@@ -361,6 +369,7 @@ def _refusals(view: LegView) -> list[_Refusal]:
 # ── the row ──────────────────────────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Understood:
     """The row's lines, check 1, its signal and the routing facts."""
@@ -464,6 +473,26 @@ def _routing_facts(
     )
 
 
+def _facts_with(
+    facts: RoutingFacts,
+    *,
+    verdict: VerdictFact | None = None,
+    scores: ScoresFact | None = None,
+    before_pause: Literal["lost", "held", "carried"] | None = None,
+) -> RoutingFacts:
+    """``facts`` with the verdict read (``dataclasses.replace`` of those three fields, built
+    directly)."""
+    return RoutingFacts(
+        facts.configured,
+        verdict,
+        scores,
+        facts.delivered,
+        facts.refusals,
+        facts.refusals_omitted,
+        before_pause,
+    )
+
+
 def _app_lines(inp: AccountInput, writer: Writer) -> list[Line]:
     """The line saying the app's own routing is not recorded, when the app decides."""
     if not inp.declarations.app_decides:
@@ -498,7 +527,7 @@ def _without_verdict(
         signal=None,
         signal_line=None,
         unreachable=why,
-        facts=replace(facts, before_pause=before),
+        facts=_facts_with(facts, before_pause=before),
         verdict=None,
         unread=unread,
     )
@@ -511,6 +540,7 @@ def _why(writer: Writer, template_id: str, missing: str) -> Line:
     )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Context:
     inp: AccountInput
@@ -638,7 +668,7 @@ def _with_verdict(
         signal=delivery.signal,
         signal_line=delivery.signal_line,
         unreachable=delivery.why,
-        facts=replace(
+        facts=_facts_with(
             facts,
             verdict=VerdictFact(
                 by=cut(verdict.by),
@@ -656,6 +686,7 @@ def _with_verdict(
     )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Delivery:
     """Check 1 on a decision: its lines in the "It understood" row, its result, and its signal or
