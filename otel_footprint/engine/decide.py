@@ -194,7 +194,10 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     if options.integrity:
         verdict = _with_integrity(verdict, facts, plan)
     if options.account:
-        verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
+        # Only a leg that pauses or resumes keeps leg state (`_remember`): the verdict to carry
+        # is read for those alone.
+        hand_on = store is not None and (facts.paused or facts.resumed)
+        verdict, carried = _with_account(verdict, facts, leg, hand_on=hand_on)
     if mode == "shadow" and plan is not None:
         verdict = _with_riding(verdict, plan)
     if store is not None:
