@@ -144,12 +144,18 @@ def _union_strings(a: AttributeValue, b: AttributeValue) -> tuple[str, ...]:
     return tuple(seen)
 
 
-@dataclass(slots=True)
 class _Shaper:
     """Applies the options' limits and witness policy to every value written."""
 
-    options: AnnotateOptions
-    witnesses: tuple[str, ...] = ()
+    __slots__ = ("_count", "_keep", "_limit", "options", "witnesses")
+
+    def __init__(self, options: AnnotateOptions, witnesses: tuple[str, ...] = ()) -> None:
+        self.options = options
+        self.witnesses = witnesses
+        # Read for every list written (five per pass span): kept at hand.
+        self._limit = options.max_value_chars
+        self._count = options.max_list_items
+        self._keep = options.witness == "keep"
 
     def witness(self, text: str) -> str | None:
         if self.options.witness == "drop":
@@ -160,7 +166,7 @@ class _Shaper:
 
     def scrub(self, text: str) -> str:
         """A sentence with the known witnesses replaced per policy (the account quotes them)."""
-        if self.options.witness == "keep":
+        if self._keep:
             return text
         for witness in self.witnesses:
             if witness and witness in text:
@@ -177,44 +183,63 @@ class _Shaper:
         return clip(self.scrub(text), self.options.max_text_chars)
 
     def strings(self, items: Iterable[str]) -> tuple[str, ...]:
-        # Runs for every list written (five per pass span), mostly on short or empty ones: the
-        # limits are read once and :meth:`value` is inlined.
-        options = self.options
-        limit, count = options.max_value_chars, options.max_list_items
-        keep = options.witness == "keep"
+        limit, count = self._limit, self._count
+        if type(items) is tuple and self._keep and len(items) <= count:
+            # Mostly short or empty tuples: one that needs no cut is written as it is.
+            for item in items:
+                if len(item) > limit:
+                    break
+            else:
+                return items
         out: list[str] = []
         for item in items:
             if len(out) == count:
                 break
-            if not keep:
+            if not self._keep:
                 item = self.scrub(item)
             out.append(item if len(item) <= limit else clip(item, limit))
         return tuple(out)
 
 
-@dataclass(slots=True)
 class _Builder:
     """Collects one span's note while enforcing the per-span caps."""
 
-    options: AnnotateOptions
-    attributes: dict[str, AttributeValue] = field(default_factory=dict)
-    events: list[NoteEvent] = field(default_factory=list)
-    links: list[NoteLink] = field(default_factory=list)
-    dropped_events: int = 0
-    dropped_links: int = 0
+    __slots__ = (
+        "_max_attributes",
+        "_max_events",
+        "attributes",
+        "dropped_events",
+        "dropped_links",
+        "events",
+        "links",
+        "options",
+    )
+
+    def __init__(self, options: AnnotateOptions) -> None:
+        self.options = options
+        self.attributes: dict[str, AttributeValue] = {}
+        self.events: list[NoteEvent] = []
+        self.links: list[NoteLink] = []
+        self.dropped_events = 0
+        self.dropped_links = 0
+        self._max_attributes = options.max_attributes_per_span
+        self._max_events = options.max_events_per_span
 
     def put(self, key: str, value: AttributeValue) -> None:
         # Past the cap a new key is left off uncounted: no output name says how many were cut.
-        if key in self.attributes or len(self.attributes) < self.options.max_attributes_per_span:
-            self.attributes[key] = value
+        attributes = self.attributes
+        if key in attributes or len(attributes) < self._max_attributes:
+            attributes[key] = value
 
     def event(self, event: NoteEvent) -> None:
-        if len(self.events) < self.options.max_events_per_span:
+        if len(self.events) < self._max_events:
             self.events.append(event)
         else:
             self.dropped_events += 1
 
     def note(self) -> SpanNote:
+        if not self.dropped_events and not self.dropped_links:
+            return SpanNote(tuple(self.attributes.items()), tuple(self.events), tuple(self.links))
         attrs = dict(self.attributes)
         # The drop counters bypass the attribute cap: a silent cut would read as "nothing more".
         if self.dropped_events:
@@ -375,22 +400,35 @@ def _account_note(
         evidence.add(check.check_id, check.pointers)
     for signal in account.signals:
         evidence.add(signal.signal_id, signal.pointers)
+    if not options.include_lines:
+        for line in account.lines:
+            evidence.add(line.template_id, line.pointers)
+        return
+    # One event per line (the account's longest loop): the options and methods are read once.
+    max_pointers = options.max_pointers_per_line
+    value, text, strings, add, event = (
+        shaper.value,
+        shaper.text,
+        shaper.strings,
+        evidence.add,
+        builder.event,
+    )
     for line in account.lines:
-        evidence.add(line.template_id, line.pointers)
-        if not options.include_lines:
-            continue
+        pointers = line.pointers
         attrs = [
             (semconv.LINE_ROW, line.row),
-            (semconv.LINE_TEMPLATE, shaper.value(line.template_id)),
-            (semconv.LINE_TEXT, shaper.text(line.text)),
+            (semconv.LINE_TEMPLATE, value(line.template_id)),
+            (semconv.LINE_TEXT, text(line.text)),
             (semconv.LINE_STATUS, line.status),
         ]
-        pointers = [p.render() for p in line.pointers[: options.max_pointers_per_line]]
         if pointers:
-            attrs.append((semconv.LINE_POINTERS, shaper.strings(pointers)))
+            add(line.template_id, pointers)
+            attrs.append(
+                (semconv.LINE_POINTERS, strings([p.render() for p in pointers[:max_pointers]]))
+            )
         if line.chips:
-            attrs.append((semconv.LINE_CHIPS, shaper.strings(_chip_text(c) for c in line.chips)))
-        builder.event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
+            attrs.append((semconv.LINE_CHIPS, strings([_chip_text(c) for c in line.chips])))
+        event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
 
 
 def _riding_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
