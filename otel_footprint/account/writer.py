@@ -98,16 +98,24 @@ class Writer:
                 missing="unreadable",
                 item=item,
             )
-        voucher = TEMPLATES[template_id].voucher
+        voucher = _VOUCHERS[template_id]
         every = pointers if isinstance(pointers, list | tuple) else list(pointers)
+        sources: list[str] | None = [voucher, *basis] if basis else None
         if values:
-            sources = [voucher, *basis]
-            sources += [v.source for v in values.values() if v.source is not None]
-            every = [*every, *[v.pointer for v in values.values() if v.pointer is not None]]
-            source = weakest(sources)
-        else:
-            # The weakest of one voucher is that voucher.
-            source = weakest([voucher, *basis]) if basis else voucher
+            extra: list[Pointer] | None = None
+            for var in values.values():
+                if var.source is not None:
+                    if sources is None:
+                        sources = [voucher]
+                    sources.append(var.source)
+                if var.pointer is not None:
+                    if extra is None:
+                        extra = [*every]
+                    extra.append(var.pointer)
+            if extra is not None:
+                every = extra
+        # The weakest of one voucher is that voucher.
+        source = weakest(sources) if sources is not None else voucher
         return Line(
             row,
             template_id,
@@ -119,6 +127,10 @@ class Writer:
             missing,
             item,
         )
+
+
+_VOUCHERS: dict[str, str] = {t.id: t.voucher for t in TEMPLATES.values()}
+"""Each template's own voucher (read for every line)."""
 
 
 def _filled(template_id: str, values: Mapping[str, Var] | None) -> str | None:
