@@ -184,13 +184,16 @@ class _Shaper:
 
     def strings(self, items: Iterable[str]) -> tuple[str, ...]:
         limit, count = self._limit, self._count
-        if type(items) is tuple and self._keep and len(items) <= count:
+        if type(items) is tuple and self._keep:
             # Mostly short or empty tuples: one that needs no cut is written as it is.
-            for item in items:
-                if len(item) > limit:
-                    break
-            else:
+            if not items:
                 return items
+            if len(items) <= count:
+                for item in items:
+                    if len(item) > limit:
+                        break
+                else:
+                    return items
         out: list[str] = []
         for item in items:
             if len(out) == count:
@@ -230,6 +233,15 @@ class _Builder:
         attributes = self.attributes
         if key in attributes or len(attributes) < self._max_attributes:
             attributes[key] = value
+
+    def put_all(self, pairs: Sequence[tuple[str, AttributeValue]]) -> None:
+        """:meth:`put` of each pair in order; on an empty builder with room for them all, at once."""
+        attributes = self.attributes
+        if not attributes and len(pairs) <= self._max_attributes:
+            attributes.update(pairs)
+            return
+        for key, value in pairs:
+            self.put(key, value)
 
     def event(self, event: NoteEvent) -> None:
         if len(self.events) < self._max_events:
@@ -316,18 +328,23 @@ def _witnesses_of(verdict: RunVerdict) -> tuple[str, ...]:
 
 
 def _pass_note(pass_: PassVerdict, verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
-    builder.put(semconv.PASS_ITERATION, pass_.iteration)
     if verdict.mode is None:
+        builder.put(semconv.PASS_ITERATION, pass_.iteration)
         return
-    builder.put(semconv.ENG_ENGAGED_MAPS, shaper.strings(pass_.engaged_maps))
-    builder.put(semconv.ENG_PARKED_MAPS, shaper.strings(pass_.parked_maps))
-    builder.put(semconv.ENG_PARKED_INJECTION_IDS, shaper.strings(pass_.parked_injection_ids))
-    builder.put(semconv.ENG_PARKED_TOOL_NAMES, shaper.strings(pass_.parked_tool_names))
-    builder.put(semconv.ENG_SERVED_WHILE_PARKED, shaper.strings(pass_.served_while_parked))
+    strings = shaper.strings
+    pairs: list[tuple[str, AttributeValue]] = [
+        (semconv.PASS_ITERATION, pass_.iteration),
+        (semconv.ENG_ENGAGED_MAPS, strings(pass_.engaged_maps)),
+        (semconv.ENG_PARKED_MAPS, strings(pass_.parked_maps)),
+        (semconv.ENG_PARKED_INJECTION_IDS, strings(pass_.parked_injection_ids)),
+        (semconv.ENG_PARKED_TOOL_NAMES, strings(pass_.parked_tool_names)),
+        (semconv.ENG_SERVED_WHILE_PARKED, strings(pass_.served_while_parked)),
+    ]
     if verdict.mode == semconv.MODE_SHADOW:
-        builder.put(semconv.ENG_SERVED_CHARS_WHILE_PARKED, pass_.served_chars_while_parked)
+        pairs.append((semconv.ENG_SERVED_CHARS_WHILE_PARKED, pass_.served_chars_while_parked))
     if verdict.mode == semconv.MODE_VERIFY:
-        builder.put(semconv.ENG_MISMATCH, pass_.mismatch)
+        pairs.append((semconv.ENG_MISMATCH, pass_.mismatch))
+    builder.put_all(pairs)
     for change in pass_.changes:
         builder.event(_change_event(change, shaper))
     if pass_.mismatch:
