@@ -177,10 +177,15 @@ class _Shaper:
         return text
 
     def value(self, text: str) -> str:
-        return clip(self.scrub(text), self.options.max_value_chars)
+        if self._keep and len(text) <= self._limit:
+            return text  # what clip(scrub(text)) gives: nothing to replace, nothing to cut
+        return clip(self.scrub(text), self._limit)
 
     def text(self, text: str) -> str:
-        return clip(self.scrub(text), self.options.max_text_chars)
+        limit = self.options.max_text_chars
+        if self._keep and len(text) <= limit:
+            return text
+        return clip(self.scrub(text), limit)
 
     def strings(self, items: Iterable[str]) -> tuple[str, ...]:
         limit, count = self._limit, self._count
@@ -527,6 +532,26 @@ def _finding_event(finding: Finding, shaper: _Shaper) -> NoteEvent:
     return NoteEvent(semconv.EV_INTEGRITY_FINDING, tuple(attrs))
 
 
+_ROW_NAMES: dict[tuple[str, str], tuple[str, str]] = {
+    (check, seam): (
+        semconv.integrity_row_attribute(check, seam),
+        semconv.integrity_evaluation_name(check, seam),
+    )
+    for check, seam in semconv.INTEGRITY_ROWS
+}
+"""Each integrity row's state attribute and evaluation name (a fixed set, written every run)."""
+
+
+def _row_attribute(check: str, seam: str) -> str:
+    names = _ROW_NAMES.get((check, seam))
+    return names[0] if names is not None else semconv.integrity_row_attribute(check, seam)
+
+
+def _row_evaluation_name(check: str, seam: str) -> str:
+    names = _ROW_NAMES.get((check, seam))
+    return names[1] if names is not None else semconv.integrity_evaluation_name(check, seam)
+
+
 def _integrity_notes(
     result: IntegrityResult,
     verdict: RunVerdict,
@@ -549,8 +574,7 @@ def _integrity_notes(
     run.put(semconv.INTEGRITY_KINDS, shaper.strings(dict.fromkeys(f.kind for f in result.findings)))
     run.put(semconv.INTEGRITY_UNREACHABLE, shaper.strings(unreachable_rows(result)))
     run.put(semconv.INTEGRITY_SUMMARY, shaper.value(summary_sentence(result)))
-    for row in result.rows:
-        run.put(semconv.integrity_row_attribute(row.check, row.seam), row.state)
+    run.put_all([(_row_attribute(row.check, row.seam), row.state) for row in result.rows])
     if result.verified:
         run.put(semconv.INTEGRITY_MISMATCH, bool(result.disagreements))
     for row in result.rows:
@@ -560,7 +584,7 @@ def _integrity_notes(
             NoteEvent(
                 semconv.EV_EVALUATION_RESULT,
                 (
-                    (semconv.EVAL_NAME, semconv.integrity_evaluation_name(row.check, row.seam)),
+                    (semconv.EVAL_NAME, _row_evaluation_name(row.check, row.seam)),
                     (semconv.EVAL_SCORE_LABEL, row_label(row)),
                     (semconv.EVAL_EXPLANATION, shaper.text(row_explanation(row, result))),
                 ),
