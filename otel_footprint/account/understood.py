@@ -284,9 +284,11 @@ def delivered_skills(view: LegView) -> dict[str, FootprintEvent]:
     first: dict[str, FootprintEvent] = {}
     for event in view.of(semconv.T_CONTEXT_INJECTED):
         p = event.payload
-        sid = as_str(p.get("sourceId"))
-        if p.get("slot") == SYSTEM_PROMPT and p.get("source") == "skill" and sid is not None:
-            first.setdefault(sid, event)
+        if p.get("slot") != SYSTEM_PROMPT or p.get("source") != "skill":
+            continue  # most rows are messages and tool results
+        sid = p.get("sourceId")
+        if isinstance(sid, str) and sid not in first:
+            first[sid] = event
     return first
 
 
