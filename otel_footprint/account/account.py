@@ -60,12 +60,12 @@ def account_for(inp: AccountInput) -> AccountResult:
     )
     summary = _summary(inp, writer, checks, findings, pause)
     return AccountResult(
-        lines=(*rows, *wrong),
-        checks=checks,
-        signals=tuple(f.signal for found, _ in findings for f in found),
-        summary=summary,
-        routing=understood.facts,
-        unread=understood.unread + unreadable_items + writer.unread,
+        (*rows, *wrong),  # lines
+        checks,
+        tuple(f.signal for found, _ in findings for f in found),  # signals
+        summary,
+        understood.facts,  # routing
+        understood.unread + unreadable_items + writer.unread,  # unread
     )
 
 

@@ -470,17 +470,10 @@ def _result(
     not_applicable: str,
 ) -> CheckResult:
     if state == "unreachable":
-        return CheckResult(check_id, state, sentence=why[0].text, pointers=bounded(pointers))
+        return CheckResult(check_id, state, None, why[0].text, bounded(pointers))
+    # Positional (id, state, outcome, sentence, pointers, label): keywords cost twice as much.
     if state == "not-applicable":
-        return CheckResult(check_id, state, sentence=writer.text(not_applicable))
+        return CheckResult(check_id, state, None, writer.text(not_applicable))
     if findings:
-        return CheckResult(
-            check_id,
-            state,
-            sentence=findings[0].line.text,
-            pointers=bounded(pointers),
-            label="fail",
-        )
-    return CheckResult(
-        check_id, state, sentence=writer.text(passed), pointers=bounded(pointers), label="pass"
-    )
+        return CheckResult(check_id, state, None, findings[0].line.text, bounded(pointers), "fail")
+    return CheckResult(check_id, state, None, writer.text(passed), bounded(pointers), "pass")

@@ -124,20 +124,20 @@ def event_verdict(routed: FootprintEvent) -> RoutingVerdict | None:
         p.get("scores"), lambda i, f: at_event(routed, "scores", i, f)
     )
     decisive = p.get("decisive")
-    return RoutingVerdict(
-        by=by,
-        origin="event",
-        to=to,
-        from_=from_,
-        decisive=decisive if isinstance(decisive, bool) else None,
-        scorer=as_str(p.get("scorer")),
-        witness=witness_text,
-        offered=len(offered) if offered is not None else None,
-        decider_model=model,
-        top=top,
-        next=nxt,
-        others_equal=others_equal,
-        pointers=(*fields, *score_pointers),
+    return RoutingVerdict(  # positional: a record built with keywords costs twice as much
+        by,
+        "event",  # origin
+        to,
+        from_,
+        decisive if isinstance(decisive, bool) else None,  # decisive
+        as_str(p.get("scorer")),  # scorer
+        witness_text,  # witness
+        len(offered) if offered is not None else None,  # offered
+        model,  # decider_model
+        top,
+        nxt,  # next
+        others_equal,
+        (*fields, *score_pointers),  # pointers
     )
 
 
@@ -462,16 +462,18 @@ def _routing_facts(
 ) -> RoutingFacts:
     """The leg's routing facts before any verdict is read: what was configured, delivered and
     refused (each list bounded)."""
-    return RoutingFacts(
-        configured=configured,
-        verdict=None,
-        scores=None,
-        delivered=tuple(cut(sid, ID_CHARS) for sid in list(delivered)[:MAX_REFUSALS]),
-        refusals=tuple(
-            Refusal(cut(r.requested_id, ID_CHARS), cut(r.by, ID_CHARS))
-            for r in refusals[:MAX_REFUSALS]
+    return RoutingFacts(  # positional: a record built with keywords costs twice as much
+        configured,
+        None,  # verdict
+        None,  # scores
+        tuple([cut(sid, ID_CHARS) for sid in list(delivered)[:MAX_REFUSALS]]),  # delivered
+        tuple(  # refusals
+            [
+                Refusal(cut(r.requested_id, ID_CHARS), cut(r.by, ID_CHARS))
+                for r in refusals[:MAX_REFUSALS]
+            ]
         ),
-        refusals_omitted=max(0, len(refusals) - MAX_REFUSALS),
+        max(0, len(refusals) - MAX_REFUSALS),  # refusals_omitted
     )
 
 
@@ -521,17 +523,17 @@ def _without_verdict(
     """A leg with no verdict on the record: check 1 is not applicable (``why`` None), or
     unreachable and why."""
     state: CheckState = "not-applicable" if why is None else "unreachable"
+    # Positional records below: one built with keywords costs about twice as much.
+    sentence = why.text if why is not None else line.text
     return Understood(
-        lines=(line, *app),
-        check=CheckResult(
-            "decided-delivered", state, sentence=why.text if why is not None else line.text
-        ),
-        signal=None,
-        signal_line=None,
-        unreachable=why,
-        facts=_facts_with(facts, before_pause=before),
-        verdict=None,
-        unread=unread,
+        (line, *app),  # lines
+        CheckResult("decided-delivered", state, None, sentence),  # check
+        None,  # signal
+        None,  # signal_line
+        why,  # unreachable
+        _facts_with(facts, before_pause=before),
+        None,  # verdict
+        unread,
     )
 
 
@@ -642,9 +644,7 @@ def _with_verdict(
     delivery = _Delivery(
         [],
         CheckResult(
-            "decided-delivered",
-            "not-applicable",
-            sentence=writer.text("check.decided.notApplicable"),
+            "decided-delivered", "not-applicable", None, writer.text("check.decided.notApplicable")
         ),
     )
     if verdict.by in LIBRARY_DECISIONS and to is not None:
@@ -664,27 +664,23 @@ def _with_verdict(
     before: Literal["held", "carried"] | None = None
     if verdict.origin != "event":
         before = "held" if verdict.origin == "held" else "carried"
+    fact = VerdictFact(
+        cut(verdict.by),  # by
+        verdict.origin,
+        cut(verdict.from_) if verdict.from_ is not None else None,  # from_
+        cut(to) if to is not None else None,  # to
+        verdict.decisive,
+        verdict.scorer,
+    )
     return Understood(
-        lines=tuple(lines),
-        check=delivery.check,
-        signal=delivery.signal,
-        signal_line=delivery.signal_line,
-        unreachable=delivery.why,
-        facts=_facts_with(
-            facts,
-            verdict=VerdictFact(
-                by=cut(verdict.by),
-                origin=verdict.origin,
-                from_=cut(verdict.from_) if verdict.from_ is not None else None,
-                to=cut(to) if to is not None else None,
-                decisive=verdict.decisive,
-                scorer=verdict.scorer,
-            ),
-            scores=scores_fact,
-            before_pause=before,
-        ),
-        verdict=verdict,
-        unread=unread,
+        tuple(lines),
+        delivery.check,
+        delivery.signal,
+        delivery.signal_line,
+        delivery.why,  # unreachable
+        _facts_with(facts, verdict=fact, scores=scores_fact, before_pause=before),
+        verdict,
+        unread,
     )
 
 
@@ -726,10 +722,10 @@ def _delivered(
     check = CheckResult(
         "decided-delivered",
         "reachable",
-        outcome="delivered",
-        sentence=c.writer.text("check.decided.delivered", skill),
-        pointers=bounded([*verdict.ats("to"), at_event(row, "sourceId")]),
-        label="pass",
+        "delivered",  # outcome
+        c.writer.text("check.decided.delivered", skill),  # sentence
+        bounded([*verdict.ats("to"), at_event(row, "sourceId")]),  # pointers
+        "pass",  # label
     )
     return _Delivery([line], check)
 

@@ -432,17 +432,18 @@ def _with_riding(verdict: RunVerdict, plan: EngagementPlan) -> RunVerdict:
 
 
 def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
+    # Positional: a record built with keywords costs about twice as much (one per tool call).
     return [
         AccountToolCall(
-            name=call.name,
-            call_id=call.call_id,
-            arguments=call.arguments_text,
-            result=call.result,
-            error=call.failed,
-            status=call.status,
-            trace_id=call.trace_id,
-            span_id=call.span_id,
-            iteration=call.iteration,
+            call.name,  # name
+            call.call_id,  # call_id
+            call.arguments_text,  # arguments
+            call.result,  # result
+            call.failed,  # error
+            call.status,  # status
+            call.trace_id,  # trace_id
+            call.span_id,  # span_id
+            call.iteration,  # iteration
         )
         for call in facts.tool_calls
     ]
