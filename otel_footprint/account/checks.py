@@ -277,7 +277,9 @@ def _judge(
     emptiness: Emptiness
     rows: int | None = None
     counted_by: str | None = None
-    if span.status == "absent" or any(e.type == semconv.T_TOOLS_ABSENT for e in events):
+    if span.status == "absent" or (
+        events and any(e.type == semconv.T_TOOLS_ABSENT for e in events)
+    ):
         emptiness = "declared-absent"
     elif span.result is None:
         emptiness = "not-recorded"

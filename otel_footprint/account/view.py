@@ -22,7 +22,11 @@ class LegView:
         self.events = tuple(events)
         by_type: dict[str, list[FootprintEvent]] = {}
         for event in self.events:
-            by_type.setdefault(event.type, []).append(event)
+            found = by_type.get(event.type)
+            if found is None:
+                by_type[event.type] = [event]
+            else:
+                found.append(event)
         self._by_type = {k: tuple(v) for k, v in by_type.items()}
 
     def of(self, event_type: str) -> tuple[FootprintEvent, ...]:

@@ -131,12 +131,14 @@ class Writer:
 
 _VOUCHERS: dict[str, str] = {t.id: t.voucher for t in TEMPLATES.values()}
 """Each template's own voucher (read for every line)."""
+_PARTS: dict[str, tuple[str, ...]] = {t.id: template_parts(t.id) for t in TEMPLATES.values()}
+"""Each template's text split at its placeholders (read for every line)."""
 
 
 def _filled(template_id: str, values: Mapping[str, Var] | None) -> str | None:
     """:func:`~otel_footprint.account.templates.fill` with the variables' texts, read in place;
     None when the template names a variable not given."""
-    parts = template_parts(template_id)
+    parts = _PARTS[template_id]  # KeyError on an unknown id, as ``fill`` raises
     if len(parts) == 1:
         return parts[0]  # most templates have no placeholder
     if not values:
