@@ -94,7 +94,8 @@ def _say_args(draw: st.DrawFn) -> tuple[str, dict[str, Var] | None, list[Pointer
     }
     pointers = draw(st.lists(_POINTERS, max_size=3))
     basis = draw(st.lists(st.sampled_from(["library", "tool:x", "app", "model"]), max_size=2))
-    return template_id, (values if values or draw(st.booleans()) else None), pointers, basis
+    empty_as_none: bool = draw(st.booleans())
+    return template_id, (None if not values and empty_as_none else values), pointers, basis
 
 
 @given(_say_args(), st.booleans())
