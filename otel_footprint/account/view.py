@@ -70,11 +70,15 @@ def as_int(value: object) -> int | None:
 
 def as_obj(value: object) -> Mapping[str, Any] | None:
     """A JSON object, else None."""
+    if type(value) is dict:  # what decoded JSON holds: no abstract-class check needed
+        return cast(Mapping[str, Any], value)
     return cast(Mapping[str, Any], value) if isinstance(value, Mapping) else None
 
 
 def as_list(value: object) -> list[Any] | None:
     """A JSON list, else None."""
+    if type(value) is list:
+        return cast(list[Any], value)
     return cast(list[Any], value) if isinstance(value, list | tuple) else None
 
 
