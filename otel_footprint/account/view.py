@@ -78,7 +78,7 @@ def as_obj(value: object) -> Mapping[str, Any] | None:
 def as_list(value: object) -> list[Any] | None:
     """A JSON list, else None."""
     if type(value) is list:
-        return cast(list[Any], value)
+        return value
     return cast(list[Any], value) if isinstance(value, list | tuple) else None
 
 
