@@ -641,15 +641,19 @@ def _with_verdict(
     if scores_line is not None:
         lines.append(scores_line)
     skill = {"skill": c.skills.var(to, verdict.at("to"))} if to is not None else {}
-    delivery = _Delivery(
-        [],
-        CheckResult(
-            "decided-delivered", "not-applicable", None, writer.text("check.decided.notApplicable")
-        ),
-    )
     if verdict.by in LIBRARY_DECISIONS and to is not None:
         lines += _refusal_lines(writer, [r for r in c.refusals if r.requested_id == to], skill)
         delivery = _delivery_check(c, verdict, to, skill)
+    else:
+        delivery = _Delivery(
+            [],
+            CheckResult(
+                "decided-delivered",
+                "not-applicable",
+                None,
+                writer.text("check.decided.notApplicable"),
+            ),
+        )
     lines += delivery.lines
     lines.append(
         writer.say(
@@ -713,10 +717,12 @@ def _delivery_check(
 def _delivered(
     c: _Context, verdict: RoutingVerdict, row: FootprintEvent, skill: dict[str, Var]
 ) -> _Delivery:
+    # The line and the check point at the same evidence: read once.
+    pointers = bounded([*verdict.ats("to"), at_event(row, "sourceId")])
     line = c.writer.say(
         "understood",
         "understood.delivered",
-        pointers=[*verdict.ats("to"), at_event(row, "sourceId")],
+        pointers=pointers,
         chips=[chip("chip.decidedDelivered")],
     )
     check = CheckResult(
@@ -724,7 +730,7 @@ def _delivered(
         "reachable",
         "delivered",  # outcome
         c.writer.text("check.decided.delivered", skill),  # sentence
-        bounded([*verdict.ats("to"), at_event(row, "sourceId")]),  # pointers
+        pointers,
         "pass",  # label
     )
     return _Delivery([line], check)
