@@ -12,7 +12,7 @@ from typing import Literal, TypeAlias, cast
 
 from otel_footprint import semconv
 from otel_footprint.codec import quick_init
-from otel_footprint.runs.integrity_inputs import Ref
+from otel_footprint.runs.outputs import Ref
 
 Kind: TypeAlias = Literal[
     "invariant-violation",
