@@ -185,25 +185,38 @@ def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -
         return b"".join([_encode_key_value(tag, key, value, store=False) for key, value in pairs])
 
 
+_event_cache: dict[tuple[str, Pairs], bytes] = {}
+"""Encoded event name and attributes (all but the time) by (name, attributes): account lines,
+evaluation results and check events repeat from run to run. The same rule as :data:`_cache`:
+only events whose values are all str or tuples of str are stored, so a lookup can only hit an
+entry that encodes the same (equal tuples of such values have equal bytes)."""
+
+
+def _event_tail(name: str, pairs: Pairs, store: bool = True) -> bytes:
+    """An event's name field and attribute fields (what follows its time), cached if ``store``."""
+    name_field = _event_names.get(name)
+    if name_field is None:
+        name_field = _delimited(_EVENT_NAME, name.encode("utf-8"))
+        if len(_event_names) < _CACHE_ENTRIES:
+            _event_names[name] = name_field
+    tail = name_field + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(pairs))
+    if store and all(_plain_text(value) for _, value in pairs):
+        if len(_event_cache) >= _CACHE_ENTRIES:
+            _event_cache.clear()
+        _event_cache[(name, pairs)] = tail
+    return tail
+
+
+def _plain_text(value: object) -> bool:
+    cls = value.__class__
+    return cls is str or (cls is tuple and all(item.__class__ is str for item in value))  # type: ignore[attr-defined]
+
+
 def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
     """``pairs`` with one entry per key: the later value at the first position (as a dict merges)."""
     if len(pairs) < 2 or len({key for key, _ in pairs}) == len(pairs):
         return pairs
     return dict(pairs).items()
-
-
-def _changed(
-    target: RepeatedCompositeFieldContainer[KeyValue], restated: dict[str, AttributeValue]
-) -> dict[str, AttributeValue]:
-    """The restated keys some occurrence of which holds another value (compared as encoded)."""
-    changed: dict[str, AttributeValue] = {}
-    for kv in target:
-        key = kv.key
-        if key in restated and key not in changed:
-            value = restated[key]
-            if kv.value.SerializeToString() != _any_value_bytes(value):
-                changed[key] = value
-    return changed
 
 
 def _replace_in_place(
@@ -226,32 +239,39 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
     parts: list[bytes] = []
     if note.attributes:
         pairs = _unique(note.attributes)
-        existing = {kv.key for kv in pb_span.attributes}
-        if existing and not existing.isdisjoint(key for key, _ in pairs):
+        if pb_span.attributes:
             # A note restating a key (every pass note restates footprint.pass.iteration): a key
             # whose value is already there, byte for byte, needs no rewrite; the others change
-            # where they stand.
-            restated = {key: value for key, value in pairs if key in existing}
-            replace = _changed(pb_span.attributes, restated)
+            # where they stand. One pass over the span's attributes finds both.
+            wanted = dict(pairs)
+            restated: set[str] = set()
+            replace: dict[str, AttributeValue] = {}
+            for kv in pb_span.attributes:
+                key = kv.key
+                if key in wanted and key not in replace:
+                    restated.add(key)
+                    value = wanted[key]
+                    if kv.value.SerializeToString() != _any_value_bytes(value):
+                        replace[key] = value
             if replace:
                 _replace_in_place(pb_span.attributes, replace)
-            pairs = [(key, value) for key, value in pairs if key not in restated]
+            if restated:
+                pairs = [(key, value) for key, value in pairs if key not in restated]
         parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs))
     if note.events:
         start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)
         end = _EVENT_TIME + _FIXED64(pb_span.end_time_unix_nano)
+        get = _event_cache.get
         for event in note.events:
-            name = _event_names.get(event.name)
-            if name is None:
-                name = _delimited(_EVENT_NAME, event.name.encode("utf-8"))
-                if len(_event_names) < _CACHE_ENTRIES:
-                    _event_names[event.name] = name
-            body = (
-                (start if event.anchor == "start" else end)
-                + name
-                + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes))
-            )
-            parts.append(_delimited(_SPAN_EVENT, body))
+            key = (event.name, event.attributes)
+            try:
+                tail = get(key)
+            except TypeError:  # an unhashable value (a list where a tuple was expected)
+                tail = _event_tail(event.name, event.attributes, store=False)
+            if tail is None:
+                tail = _event_tail(event.name, event.attributes)
+            body = (start if event.anchor == "start" else end) + tail
+            parts.append(_SPAN_EVENT + _varint(len(body)) + body)
     for link in note.links:
         body = (
             _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))
