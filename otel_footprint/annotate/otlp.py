@@ -263,9 +263,8 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
         end = _EVENT_TIME + _FIXED64(pb_span.end_time_unix_nano)
         get = _event_cache.get
         for event in note.events:
-            key = (event.name, event.attributes)
             try:
-                tail = get(key)
+                tail = get((event.name, event.attributes))
             except TypeError:  # an unhashable value (a list where a tuple was expected)
                 tail = _event_tail(event.name, event.attributes, store=False)
             if tail is None:
