@@ -155,7 +155,7 @@ class RunSpans:
         return (*view.events(), *self.log_events.get(view.span_id, ()))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Node:
     view: SpanView
     role: SpanRole
