@@ -242,8 +242,8 @@ def test_apply_note_refuses_what_protobuf_refuses() -> None:
 
 
 def test_apply_note_never_confuses_events_whose_values_compare_equal() -> None:
-    # Whole events are cached by (name, attributes): an event holding True must not be served the
-    # bytes of an equal-comparing event holding 1, 1.0 or "1"-free look-alikes, in either order.
+    # Encoded values are cached: an event holding True must not be served the bytes of an
+    # equal-comparing event holding 1 or 1.0 (nor -0.0 those of 0.0), in either order.
     values = (True, 1, 1.0, (True,), (1,), ("1",), 0.0, -0.0, (), ("",), "", "x", ("x",))
     for order in (values, tuple(reversed(values))):
         for value in order:

@@ -185,33 +185,6 @@ def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -
         return b"".join([_encode_key_value(tag, key, value, store=False) for key, value in pairs])
 
 
-_event_cache: dict[tuple[str, Pairs], bytes] = {}
-"""Encoded event name and attributes (all but the time) by (name, attributes): account lines,
-evaluation results and check events repeat from run to run. The same rule as :data:`_cache`:
-only events whose values are all str or tuples of str are stored, so a lookup can only hit an
-entry that encodes the same (equal tuples of such values have equal bytes)."""
-
-
-def _event_tail(name: str, pairs: Pairs, store: bool = True) -> bytes:
-    """An event's name field and attribute fields (what follows its time), cached if ``store``."""
-    name_field = _event_names.get(name)
-    if name_field is None:
-        name_field = _delimited(_EVENT_NAME, name.encode("utf-8"))
-        if len(_event_names) < _CACHE_ENTRIES:
-            _event_names[name] = name_field
-    tail = name_field + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(pairs))
-    if store and all(_plain_text(value) for _, value in pairs):
-        if len(_event_cache) >= _CACHE_ENTRIES:
-            _event_cache.clear()
-        _event_cache[(name, pairs)] = tail
-    return tail
-
-
-def _plain_text(value: object) -> bool:
-    cls = value.__class__
-    return cls is str or (cls is tuple and all(item.__class__ is str for item in value))  # type: ignore[attr-defined]
-
-
 def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
     """``pairs`` with one entry per key: the later value at the first position (as a dict merges)."""
     if len(pairs) < 2 or len({key for key, _ in pairs}) == len(pairs):
@@ -261,15 +234,17 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
     if note.events:
         start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)
         end = _EVENT_TIME + _FIXED64(pb_span.end_time_unix_nano)
-        get = _event_cache.get
         for event in note.events:
-            try:
-                tail = get((event.name, event.attributes))
-            except TypeError:  # an unhashable value (a list where a tuple was expected)
-                tail = _event_tail(event.name, event.attributes, store=False)
-            if tail is None:
-                tail = _event_tail(event.name, event.attributes)
-            body = (start if event.anchor == "start" else end) + tail
+            name = _event_names.get(event.name)
+            if name is None:
+                name = _delimited(_EVENT_NAME, event.name.encode("utf-8"))
+                if len(_event_names) < _CACHE_ENTRIES:
+                    _event_names[event.name] = name
+            body = (
+                (start if event.anchor == "start" else end)
+                + name
+                + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes))
+            )
             parts.append(_SPAN_EVENT + _varint(len(body)) + body)
     for link in note.links:
         body = (
