@@ -187,9 +187,10 @@ def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -
 
 def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
     """``pairs`` with one entry per key: the later value at the first position (as a dict merges)."""
-    if len(pairs) < 2 or len({key for key, _ in pairs}) == len(pairs):
+    if len(pairs) < 2:
         return pairs
-    return dict(pairs).items()
+    merged = dict(pairs)  # built in C: cheaper than a set of the keys
+    return pairs if len(merged) == len(pairs) else merged.items()
 
 
 def _replace_in_place(
