@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -42,8 +42,9 @@ from otel_footprint.runs.store import MemoryRunStore
 VARIANTS = ("shadow", "verify", "shadow-noiter")
 
 
-def workload(variant: str, passes: int) -> bytes:
-    """One run of ``passes`` passes as a serialized ExportTraceServiceRequest."""
+def workload_spans(variant: str, passes: int) -> tuple[ReadableSpan, ...]:
+    """One run of ``passes`` passes as recorded (ended SDK spans; a new trace id each call). The
+    ``-noiter`` variants' tool spans are changed only in :func:`workload`'s protobuf."""
     base = SCENARIOS["stuck-verify" if variant == "verify" else "stuck-shadow"].script
     screen = base.passes[0]
     script = replace(
@@ -54,7 +55,12 @@ def workload(variant: str, passes: int) -> bytes:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     run_script(provider.get_tracer("bench"), script)
     provider.shutdown()
-    request = encode_spans(exporter.get_finished_spans())
+    return exporter.get_finished_spans()
+
+
+def workload(variant: str, passes: int) -> bytes:
+    """One run of ``passes`` passes as a serialized ExportTraceServiceRequest."""
+    request = encode_spans(workload_spans(variant, passes))
     if variant.endswith("-noiter"):
         for resource in request.resource_spans:
             for scope in resource.scope_spans:

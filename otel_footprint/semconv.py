@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, Literal
 
 # ---------------------------------------------------------------------------------------------
 # Prefixes and the event-name rule
@@ -564,7 +565,7 @@ def all_names() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Added by helper-6 (annotate/ + sdk/): annotation bookkeeping and in-process processor metrics
+# Added by helper-6 (annotate/ + sdk/): annotation bookkeeping; the self-metrics of both paths
 # ---------------------------------------------------------------------------------------------
 
 ENG_SERVED_CHARS_WHILE_PARKED: Final = "footprint.engagement.served_chars_while_parked"
@@ -577,17 +578,84 @@ ANNOTATION_DROPPED_LINKS: Final = "footprint.annotation.dropped_links"
 """On the run span when evidence links were cut by the link cap: how many were left off."""
 
 METRIC_PROCESSOR_SPANS: Final = "footprint.processor.spans"
-"""Counter: spans seen by the in-process processor, by ``footprint.outcome``."""
 METRIC_PROCESSOR_RUNS: Final = "footprint.processor.runs"
-"""Counter: runs released by the in-process processor, by ``footprint.outcome``."""
 METRIC_PROCESSOR_HELD_RUNS: Final = "footprint.processor.held_runs"
-"""Gauge: runs held in memory waiting for their run span (plus grace)."""
 METRIC_PROCESSOR_HELD_SPANS: Final = "footprint.processor.held_spans"
-"""Gauge: spans held in memory across all held runs."""
 METRIC_ATTR_COMPONENT: Final = "footprint.component"
 """Metric attribute: which buffer the measurement is of (``span_processor`` / ``otlp_exporter``)."""
 METRIC_ATTR_OUTCOME: Final = "footprint.outcome"
 """Metric attribute: what happened to a span or run (``passed``, ``annotated``, ``overflow``, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """A self-metric, declared once for the OpenTelemetry metrics API of both delivery paths.
+
+    The in-process path observes the ``PROCESSOR_*`` rows on the application's MeterProvider; the
+    hop (``service/metrics.py``) registers the ``HOP_*`` rows on its own, exported as OTLP under
+    ``name`` and as Prometheus text by the OpenTelemetry exporter's rule: dots become underscores,
+    a counter gains ``_total``, and a unit gains its name (``s`` -> ``_seconds``) unless the name
+    already ends with it.
+    """
+
+    name: str
+    kind: Literal["counter", "gauge", "histogram"]
+    unit: str
+    attributes: tuple[str, ...]
+    description: str
+    buckets: tuple[float, ...] | None = None
+    """A histogram's explicit bucket bounds (an advisory the SDK applies)."""
+
+
+_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+_DELAY = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
+_OUTCOME = (METRIC_ATTR_COMPONENT, METRIC_ATTR_OUTCOME)
+_COMPONENT = (METRIC_ATTR_COMPONENT,)
+
+# One row per instrument: name, kind, unit, attribute keys, description (, histogram buckets).
+# fmt: off
+PROCESSOR_SPANS: Final = Metric(METRIC_PROCESSOR_SPANS, "counter", "{span}", _OUTCOME, "Spans seen by the in-process processor, by footprint.outcome.")
+PROCESSOR_RUNS: Final = Metric(METRIC_PROCESSOR_RUNS, "counter", "{run}", _OUTCOME, "Runs released by the in-process processor, by footprint.outcome.")
+PROCESSOR_HELD_RUNS: Final = Metric(METRIC_PROCESSOR_HELD_RUNS, "gauge", "{run}", _COMPONENT, "Runs held in memory waiting for their run span (plus grace).")
+PROCESSOR_HELD_SPANS: Final = Metric(METRIC_PROCESSOR_HELD_SPANS, "gauge", "{span}", _COMPONENT, "Spans held in memory across all held runs.")
+
+HOP_SPANS_RECEIVED: Final = Metric("otel_footprint.spans.received", "counter", "{span}", ("transport",), "Spans accepted by a receiver.")
+HOP_LOG_RECORDS_RECEIVED: Final = Metric("otel_footprint.log.records.received", "counter", "{record}", ("transport",), "Log records accepted by a receiver.")
+HOP_REQUESTS_REJECTED: Final = Metric("otel_footprint.requests.rejected", "counter", "{request}", ("transport", "reason"), "Export requests refused, by reason.")
+HOP_SPANS_PASSED_THROUGH: Final = Metric("otel_footprint.spans.passed.through", "counter", "{span}", (), "Spans forwarded at once (they belong to no agent run).")
+HOP_SPANS_ANNOTATED: Final = Metric("otel_footprint.spans.annotated", "counter", "{span}", (), "Spans that received annotations.")
+HOP_LATE_SPANS: Final = Metric("otel_footprint.late.spans", "counter", "{span}", (), "Spans of an already-decided run, annotated from the decision cache.")
+HOP_SPANS_QUEUED: Final = Metric("otel_footprint.spans.queued", "counter", "{span}", (), "Spans written to the disk queue for forwarding.")
+HOP_SPANS_FORWARDED: Final = Metric("otel_footprint.spans.forwarded", "counter", "{span}", (), "Spans accepted by the next hop.")
+HOP_LOG_RECORDS_FORWARDED: Final = Metric("otel_footprint.log.records.forwarded", "counter", "{record}", (), "Log records accepted by the next hop.")
+HOP_FORWARD_RETRIES: Final = Metric("otel_footprint.forward.retries", "counter", "{attempt}", (), "Forward attempts that will be retried.")
+HOP_FORWARD_FAILED: Final = Metric("otel_footprint.forward.failed", "counter", "{batch}", ("signal",), "Batches the next hop refused permanently (not retried).")
+HOP_FORWARD_SPLITS: Final = Metric("otel_footprint.forward.splits", "counter", "{request}", (), "Requests split because they exceeded the forward request size.")
+HOP_DEAD_LETTERED: Final = Metric("otel_footprint.dead.lettered", "counter", "{record}", ("signal",), "Spans or log records the next hop can never take, set aside in the dead-letter file.")
+HOP_DEAD_LETTER_DROPPED: Final = Metric("otel_footprint.dead.letter.dropped", "counter", "{record}", ("signal",), "Spans or log records that could not be delivered and found the dead-letter file full.")
+HOP_SPANS_REJECTED_DOWNSTREAM: Final = Metric("otel_footprint.spans.rejected.downstream", "counter", "{span}", (), "Spans the next hop reported as rejected (partial success).")
+HOP_RUNS_RELEASED: Final = Metric("otel_footprint.runs.released", "counter", "{run}", ("cause",), "Runs released from the buffer, by cause.")
+HOP_RUNS_RELEASED_TIMEOUT: Final = Metric("otel_footprint.runs.released.timeout", "counter", "{run}", (), "Runs released because the wait bound passed (complete=false).")
+HOP_RUNS_RELEASED_OVERFLOW: Final = Metric("otel_footprint.runs.released.overflow", "counter", "{run}", ("limit",), "Runs released unannotated because a limit was hit.")
+HOP_DECISION_ERRORS: Final = Metric("otel_footprint.decision.errors", "counter", "{run}", (), "Runs whose decision raised; forwarded unannotated with the reason.")
+HOP_SERVED_CHARS_WHILE_PARKED: Final = Metric("otel_footprint.served.chars.while.parked", "counter", "{char}", (), "Shadow mode: characters that rode after the kernel would have parked them (what parking would have saved), summed over decided runs.")
+HOP_SERVED_PASSES_WHILE_PARKED: Final = Metric("otel_footprint.served.passes.while.parked", "counter", "{pass}", (), "Shadow mode: passes on which some parked injection still rode, over decided runs.")
+HOP_DECISION_LATENCY: Final = Metric("otel_footprint.decision.latency.seconds", "histogram", "s", (), "Time to decide and annotate one released trace.", _SECONDS)
+HOP_RELEASE_DELAY: Final = Metric("otel_footprint.release.delay.seconds", "histogram", "s", (), "From the run span's arrival to its spans being queued for forwarding.", _DELAY)
+HOP_RUNS_HELD: Final = Metric("otel_footprint.runs.held", "gauge", "{run}", (), "Runs currently held in the run buffer.")
+HOP_SPANS_HELD: Final = Metric("otel_footprint.spans.held", "gauge", "{span}", (), "Spans currently held in the run buffer.")
+HOP_BYTES_HELD: Final = Metric("otel_footprint.bytes.held", "gauge", "{byte}", (), "Wire bytes of the spans held in the run buffer.")  # "By" would add _bytes
+HOP_MEMORY_BYTES: Final = Metric("otel_footprint.memory.bytes", "gauge", "By", (), "Bytes counted against processing.max_bytes: runs held and releasing, the journal's outbound batches in memory, the verdict log's accounts (refused at 90%).")
+HOP_DECISION_CACHE_TRACES: Final = Metric("otel_footprint.decision.cache.traces", "gauge", "{trace}", (), "Decided traces kept in the decision cache (to annotate their late spans).")
+HOP_DECISION_CACHE_BYTES: Final = Metric("otel_footprint.decision.cache.bytes", "gauge", "By", (), "Memory the decision cache's notes take (estimated); it yields to held runs within processing.max_bytes.")
+HOP_QUEUE_BYTES: Final = Metric("otel_footprint.queue.bytes", "gauge", "By", (), "Bytes of pending records in the disk journal (held input and outbound).")
+HOP_QUEUE_DISK_BYTES: Final = Metric("otel_footprint.queue.disk.bytes", "gauge", "By", (), "Bytes the disk journal's segment files take (pending records plus finished ones not yet reclaimed; compaction keeps it near queue_bytes).")
+HOP_QUEUE_BATCHES: Final = Metric("otel_footprint.queue.batches", "gauge", "{batch}", (), "Batches waiting in the disk queue to be forwarded.")
+HOP_PHOENIX_ANNOTATIONS_POSTED: Final = Metric("otel_footprint.phoenix.annotations.posted", "counter", "{annotation}", (), "Check results Phoenix accepted as span annotations.")
+HOP_PHOENIX_ANNOTATIONS_FAILED: Final = Metric("otel_footprint.phoenix.annotations.failed", "counter", "{annotation}", (), "Span annotations Phoenix refused, or that could not be delivered after retries.")
+HOP_PHOENIX_ANNOTATIONS_DROPPED: Final = Metric("otel_footprint.phoenix.annotations.dropped", "counter", "{annotation}", ("reason",), "Span annotations not attempted: queue full, spans not forwarded, or shutdown.")
+HOP_PHOENIX_ANNOTATIONS_PENDING: Final = Metric("otel_footprint.phoenix.annotations.pending", "gauge", "{annotation}", (), "Span annotations waiting for their spans to be forwarded or to be posted.")
+# fmt: on
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The recordings, conformance vectors and spec excerpt under ``../shared`` (or ``OTEL_FOOTPRINT_SHARED``)
 generate many tests; without them those tests would silently never exist. The suite therefore
 refuses to run (exit status 4, usage error) rather than pass green on a fraction of itself.
-Importable helpers (paths, ``wait_until``) live in ``_shared.py``.
+Importable helpers (paths, ``wait_until``) live in ``_shared.py``; the server subprocesses (the hop,
+redis-server) and ``poll`` in ``servers.py``.
 """
 
 from __future__ import annotations

@@ -116,5 +116,5 @@ def test_the_hop_counts_what_parking_would_have_saved(tmp_path: Path) -> None:
     assert pipeline.process_due() == 3
     assert metrics.served_chars_while_parked.value() == 2 * RIDING_PASSES * ZONE_CHARS
     assert metrics.served_passes_while_parked.value() == 2 * RIDING_PASSES
-    assert "otel_footprint_served_chars_while_parked_total" in metrics.registry.render_prometheus()
+    assert "otel_footprint_served_chars_while_parked_total" in metrics.render_prometheus()
     journal.close()

@@ -22,6 +22,7 @@ from otel_footprint import semconv
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.outputs import (
     asked_for_tools,
+    call_view,
     offered_tools,
     output_tool_calls,
     skill_of,
@@ -90,6 +91,59 @@ def test_openinference_and_older_openllmetry_indexed_tool_calls() -> None:
     assert [(c.name, c.call_id, c.arguments_text) for c in output_tool_calls(legacy) or ()] == [
         ("lookup", "x", '{"id": 7}')
     ]
+
+
+def test_the_pass_reading_and_the_integrity_view_read_one_span_alike() -> None:
+    """One reader: the calls and results the passes take are the call view's (gaps in the indexes
+    read past, the legacy ``llm.completions.*`` names included)."""
+    view = _view(
+        {
+            "llm.input_messages.1.message.role": "tool",
+            "llm.input_messages.1.message.tool_call_id": "a",
+            "llm.input_messages.1.message.content": "refunded",
+            "llm.completions.2.tool_calls.0.name": "lookup",
+            "llm.completions.2.tool_calls.0.id": "b",
+            "llm.completions.2.tool_calls.0.arguments": '{"id": 7}',
+        }
+    )
+    whole = call_view(view)
+    assert [(m.index, m.role, m.tool_call_id, m.texts) for m in whole.messages or ()] == [
+        (1, "tool", "a", ("refunded",))
+    ]
+    assert list(tool_results(view)) == [("a", "refunded")]
+    chosen = [(c.name, c.call_id, c.arguments) for m in whole.output or () for c in m.calls]
+    assert chosen == [("lookup", "b", {"id": 7})]
+    assert [(c.name, c.call_id, c.arguments_text) for c in output_tool_calls(view) or ()] == [
+        ("lookup", "b", '{"id": 7}')
+    ]
+
+
+def test_the_call_view_reads_contents_and_flat_messages_and_names_what_it_cannot_read() -> None:
+    oi = _view(
+        {
+            semconv.OPENINFERENCE_SPAN_KIND: "LLM",
+            "llm.tools.0.tool.json_schema": '{"type": "function", "function": {"na',  # cut
+            "llm.tools.1.tool.json_schema": json.dumps({"function": {"name": "lookup"}}),
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.contents.0.message_content.type": "text",
+            "llm.input_messages.0.message.contents.0.message_content.text": "find host-1",
+            semconv.GEN_AI_SYSTEM_INSTRUCTIONS: "[{cut",
+        }
+    )
+    view = call_view(oi)
+    assert [t.name for t in view.tools or ()] == ["lookup"]
+    assert [(m.role, m.texts) for m in view.messages or ()] == [("user", ("find host-1",))]
+    assert view.unreadable == ("llm.tools.0.tool.json_schema", semconv.GEN_AI_SYSTEM_INSTRUCTIONS)
+    flat = _view(
+        {
+            semconv.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "content": "hi"}]),
+            semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps({"not": "a list"}),
+        }
+    )
+    view = call_view(flat)
+    assert [(m.role, m.texts) for m in view.messages or ()] == [("user", ("hi",))]
+    assert view.tools is None and view.unreadable == (semconv.GEN_AI_TOOL_DEFINITIONS,)
+    assert view.convention == "gen_ai" and view.system == ()
 
 
 def test_no_output_recorded_is_not_no_tool_calls() -> None:

@@ -205,7 +205,7 @@ def test_a_client_view_without_a_framework_list_leaves_the_wire_unarmed() -> Non
 
 
 def test_offered_lists_longer_than_the_cache_bound_are_still_read() -> None:
-    from otel_footprint.runs import integrity_inputs as reader
+    from otel_footprint.runs import outputs as reader
 
     big = [
         {"type": "function", "name": "t1", "description": "x" * (reader._TOOLS_CACHE_CHARS + 10)}

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from prometheus_client.parser import text_string_to_metric_families
 
 from otel_footprint import semconv
-from otel_footprint.service.metrics import HopMetrics, Registry
+from otel_footprint.service.metrics import Counter, HopMetrics
 from otel_footprint.service.otlp import (
     BadRequestError,
     build_request,
@@ -131,65 +133,76 @@ def test_footprint_log_events_need_a_span_and_a_footprint_name() -> None:
 
 
 def test_prometheus_text_format() -> None:
-    reg = Registry()
-    counter = reg.counter("things", "Things seen.", ("kind",))
-    counter.inc(2, 'a"b')
-    gauge = reg.gauge("level", "A level.", read=lambda: 1.5)
-    hist = reg.histogram("wait_seconds", "Waits.", buckets=(0.1, 1.0))
-    hist.observe(0.05)
-    hist.observe(5.0)
-    text = reg.render_prometheus()
-    assert "# TYPE otel_footprint_things_total counter" in text
-    assert 'otel_footprint_things_total{kind="a\\"b"} 2' in text
-    assert "otel_footprint_level 1.5" in text
-    assert 'otel_footprint_wait_seconds_bucket{le="0.1"} 1.0' in text
-    assert 'otel_footprint_wait_seconds_bucket{le="1.0"} 1.0' in text
-    assert 'otel_footprint_wait_seconds_bucket{le="+Inf"} 2.0' in text
-    assert "otel_footprint_wait_seconds_count 2.0" in text
-    assert "_created" not in text
-    assert gauge.value() == 1.5
-    assert counter.value('a"b') == 2
+    metrics = HopMetrics()
+    metrics.requests_rejected.inc(2, "http", 'a"b')
+    metrics.queue_bytes.set_reader(lambda: 1.5)
+    metrics.decision_latency.record(0.05)
+    metrics.decision_latency.record(5.0)
+    text = metrics.render_prometheus()
+    assert "# TYPE otel_footprint_requests_rejected_total counter" in text
+    assert 'otel_footprint_requests_rejected_total{reason="a\\"b",transport="http"} 2.0' in text
+    assert "otel_footprint_late_spans_total 0.0" in text  # unlabelled: exposed from the start
+    assert "otel_footprint_queue_bytes 1.5" in text
+    assert 'otel_footprint_decision_latency_seconds_bucket{le="0.025"} 0.0' in text
+    assert 'otel_footprint_decision_latency_seconds_bucket{le="0.05"} 1.0' in text
+    assert 'otel_footprint_decision_latency_seconds_bucket{le="+Inf"} 2.0' in text
+    assert "otel_footprint_decision_latency_seconds_count 2.0" in text
+    for absent in ("_created", "target_info", "otel_scope"):
+        assert absent not in text
+    assert metrics.queue_bytes.value() == 1.5
+    assert metrics.requests_rejected.value("http", 'a"b') == 2
     with pytest.raises(ValueError):
-        counter.inc(-1, "a")
+        metrics.requests_rejected.inc(-1, "http", "x")
+    with pytest.raises(ValueError):
+        metrics.requests_rejected.inc(1, "http")  # a label missing
+    # Each hop has its own registry: a second one in the same process starts from nothing.
+    assert "otel_footprint_requests_rejected" not in HopMetrics().render_prometheus()
 
 
-def test_the_hop_metrics_cover_the_issue_list() -> None:
-    text = HopMetrics().registry.render_prometheus()
-    for name in (
-        "spans_received_total",
-        "spans_annotated_total",
-        "spans_forwarded_total",
-        "forward_retries_total",
-        "spans_queued_total",
-        "runs_released_timeout_total",
-        "runs_released_overflow_total",
-        "decision_latency_seconds",
-        "runs_held",
-        "bytes_held",
-        "decision_cache_traces",
-    ):
-        assert f"otel_footprint_{name}" in text
+def test_every_hop_metric_is_exposed_under_its_documented_name() -> None:
+    rows = [m for m in vars(semconv).values() if isinstance(m, semconv.Metric)]
+    hop_rows = [m for m in rows if m.name.startswith("otel_footprint.")]
+    metrics = HopMetrics()
+    for instrument in vars(metrics).values():
+        if isinstance(instrument, Counter) and instrument.metric.attributes:
+            instrument.inc(1, *("x",) * len(instrument.metric.attributes))
+    metrics.decision_latency.record(0.01)
+    metrics.release_delay.record(1.0)
+    exposed = {
+        family.name + ("_total" if family.type == "counter" else "")
+        for family in text_string_to_metric_families(metrics.render_prometheus())
+    }
+    expected = {
+        m.name.replace(".", "_") + ("_total" if m.kind == "counter" else "") for m in hop_rows
+    }
+    assert exposed == expected and len(expected) == len(hop_rows) == 36
+    deploy = (Path(__file__).resolve().parents[1] / "docs" / "deploy.md").read_text()
+    undocumented = sorted(n for n in expected if n.removeprefix("otel_footprint_") not in deploy)
+    assert not undocumented, f"docs/deploy.md's /metrics list lacks {undocumented}"
 
 
-def test_metrics_bridge_to_opentelemetry() -> None:
-    from opentelemetry.sdk.metrics import MeterProvider
+def test_the_otlp_reader_sees_the_instruments_prometheus_shows() -> None:
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    metrics = HopMetrics()
     reader = InMemoryMetricReader()
-    provider = MeterProvider(metric_readers=[reader])
-    metrics.registry.bind_otel(provider.get_meter("t"))
+    metrics = HopMetrics(reader)
     metrics.spans_received.inc(7, "grpc")
-    metrics.decision_latency.observe(0.01)
+    metrics.decision_latency.record(0.01)
     data = reader.get_metrics_data()
     assert data is not None
     names = {
         m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
     }
     received = names["otel_footprint.spans.received"]
-    assert [p.value for p in received.data.data_points] == [7]
-    assert "otel_footprint.decision.latency.seconds" in names
-    provider.shutdown()
+    assert [(p.value, dict(p.attributes or {})) for p in received.data.data_points] == [
+        (7, {"transport": "grpc"})
+    ]
+    assert names["otel_footprint.decision.latency.seconds"].unit == "s"
+    assert (
+        'otel_footprint_spans_received_total{transport="grpc"} 7.0' in metrics.render_prometheus()
+    )
+    metrics.shutdown()
+    assert metrics.render_prometheus() == ""
 
 
 def test_only_agent_input_events_make_a_span_carry_footprint_events() -> None:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import free_ports, redis_server
 
 from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
 
@@ -28,42 +25,9 @@ def test_sqlite_store_keeps_values_across_reopen(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-            "--requirepass",
-            "pw",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"redis://:pw@127.0.0.1:{port}/2"
-    proc.terminate()
-    proc.wait(timeout=10)
+    process, url = redis_server(tmp_path_factory.mktemp("redis"), password="pw")
+    yield url
+    process.stop()
 
 
 def test_redis_store_is_shared_between_instances(redis_url: str) -> None:
@@ -80,9 +44,7 @@ def test_redis_store_is_shared_between_instances(redis_url: str) -> None:
 
 
 def test_an_unreachable_redis_degrades_to_no_state() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_ports(1)[0]
     store = RedisRunStore(f"redis://127.0.0.1:{port}/0", timeout=0.5)
     store.put("run", b"x")  # logged, not raised: the run is still decided
     assert store.get("run") is None

@@ -7,11 +7,6 @@ Nothing here is mocked: the sinks are real gRPC / HTTP servers on 127.0.0.1, the
 from __future__ import annotations
 
 import http.server
-import os
-import queue
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,12 +21,11 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metric
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from servers import REPO, HopProcess, Samples  # noqa: F401  (the service tests import them from here)
 
 from otel_footprint import semconv
 from otel_footprint.codec import encode_payload
 from otel_footprint.runs.spans import any_value_to_python
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_support_module_has_no_tests_of_its_own() -> None:
@@ -206,146 +200,6 @@ class HttpSink(_Store):
 # ---------------------------------------------------------------------------------------------
 # The hop as a subprocess
 # ---------------------------------------------------------------------------------------------
-
-
-class HopProcess:
-    """``otel-footprint serve`` in a subprocess; parses the bound addresses it prints."""
-
-    def __init__(
-        self,
-        data_dir: Path,
-        forward: str | None,
-        *args: str,
-        env: dict[str, str] | None = None,
-        stderr_path: Path | None = None,
-    ) -> None:
-        self.data_dir = data_dir
-        self.argv = [
-            sys.executable,
-            "-m",
-            "otel_footprint.commands.cli",
-            "serve",
-            "--grpc",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-            "--telemetry",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data_dir),
-        ]
-        if forward is not None:
-            self.argv += ["--forward", forward]
-        self.argv += list(args)
-        self.env = {**os.environ, **(env or {})}
-        self.stderr_path = stderr_path or data_dir.parent / f"{data_dir.name}-stderr.log"
-        self.proc: subprocess.Popen[str] | None = None
-        self.addresses: dict[str, str] = {}
-        self._lines: queue.Queue[str | None] = queue.Queue()
-
-    def start(self, timeout: float = 30.0) -> HopProcess:
-        self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
-        self._stderr = self.stderr_path.open("a")
-        self.proc = subprocess.Popen(
-            self.argv,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-            env=self.env,
-            cwd=str(REPO),
-        )
-        threading.Thread(target=self._pump, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                self.kill()
-                raise AssertionError(
-                    f"hop did not become ready; stderr:\n{self.stderr()}"
-                ) from None
-            if line is None:
-                raise AssertionError(f"hop exited before ready; stderr:\n{self.stderr()}")
-            parts = line.split()
-            if parts == ["ready"]:
-                return self
-            if len(parts) == 2:
-                self.addresses[parts[0]] = parts[1]
-
-    def _pump(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.strip())
-        self._lines.put(None)
-
-    @property
-    def grpc(self) -> str:
-        return self.addresses["grpc"]
-
-    @property
-    def http(self) -> str:
-        return self.addresses["http"]
-
-    @property
-    def telemetry(self) -> str:
-        return self.addresses["telemetry"]
-
-    def stderr(self) -> str:
-        try:
-            return self.stderr_path.read_text()
-        except OSError:
-            return ""
-
-    def terminate(self, timeout: float = 30.0) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=timeout)
-        self._stderr.close()
-        return code
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        if hasattr(self, "_stderr"):
-            self._stderr.close()
-
-    def metrics(self) -> Samples:
-        """The Prometheus exposition as ``{'name{labels}': value}``."""
-        import urllib.request
-
-        with urllib.request.urlopen(f"http://{self.telemetry}/metrics", timeout=5) as resp:
-            text = resp.read().decode()
-        out = Samples()
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                out[key] = float(value)
-        return out
-
-
-class Samples(dict[str, float]):
-    """Prometheus samples by ``name{labels}``; label order does not matter in a lookup."""
-
-    @staticmethod
-    def _key(key: object) -> object:
-        if not isinstance(key, str) or "{" not in key:
-            return key
-        name, _, labels = key.partition("{")
-        parts = sorted(p for p in labels.rstrip("}").split(",") if p)
-        return name + "{" + ",".join(parts) + "}"
-
-    def __setitem__(self, key: str, value: float) -> None:
-        super().__setitem__(str(self._key(key)), value)
-
-    def __getitem__(self, key: str) -> float:
-        return super().__getitem__(str(self._key(key)))
-
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return super().get(str(self._key(key)), default)
-
-    def __contains__(self, key: object) -> bool:
-        return super().__contains__(self._key(key))
 
 
 # ---------------------------------------------------------------------------------------------

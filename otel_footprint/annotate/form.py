@@ -28,6 +28,7 @@ from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.slices import Steps, finish
 from otel_footprint.runs.spans import SpanView
 
 WitnessPolicy: TypeAlias = Literal["keep", "hash", "drop"]
@@ -575,6 +576,13 @@ def annotations_for(
     checks (attributes + ``gen_ai.evaluation.result`` events), the account's lines and the evidence
     links. A reason that names a span puts its code on that span too.
     """
+    return finish(annotation_steps(verdict, options))
+
+
+def annotation_steps(
+    verdict: RunVerdict, options: AnnotateOptions | None = None
+) -> Steps[dict[str, SpanNote]]:
+    """:func:`annotations_for` in steps (one per pass span): see ``runs/slices.py``."""
     options = options or AnnotateOptions()
     shaper = _Shaper(options, _witnesses_of(verdict))
     builders: dict[str, _Builder] = {}
@@ -588,16 +596,23 @@ def annotations_for(
     for pass_ in verdict.passes:
         if pass_.span_id:
             _pass_note(pass_, verdict, shaper, builder_for(pass_.span_id))
+            yield None
     if verdict.run_span_id:
         _run_note(verdict, shaper, builder_for(verdict.run_span_id))
+        yield None
     if verdict.integrity is not None:
         _integrity_notes(verdict.integrity, verdict, shaper, builder_for)
+        yield None
     for reason in verdict.reasons:
         if reason.span_id and reason.span_id != verdict.run_span_id:
             target = builder_for(reason.span_id)
             prior = target.attributes.get(semconv.RUN_REASONS, ())
             target.put(semconv.RUN_REASONS, shaper.strings(_union_strings(prior, (reason.code,))))
-    return {span_id: b.note() for span_id, b in builders.items()}
+    notes: dict[str, SpanNote] = {}
+    for span_id, b in builders.items():
+        notes[span_id] = b.note()
+        yield None
+    return notes
 
 
 def unannotated_notes(
@@ -662,6 +677,7 @@ __all__ = [
     "NoteLink",
     "SpanNote",
     "WitnessPolicy",
+    "annotation_steps",
     "annotations_for",
     "clip",
     "describe_change",

@@ -14,6 +14,7 @@ from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import (
+    EngagedChange,
     EngagementChange,
     MapEngagementRecord,
     ParkedChange,
@@ -64,16 +65,7 @@ def describe_change(change: EngagementChange) -> str:
     if isinstance(change, ParkedChange):
         text = f"{change.map_id} PARKED (rested on {change.by}, {change.idle_calls} idle calls)"
     else:
-        how = (
-            "re-engaged"
-            if change.reengaged
-            else "upgraded"
-            if change.upgraded
-            else "changed tenant"
-            if change.tenant_changed
-            else "engaged"
-        )
-        text = f"{change.map_id} {how} by {change.by}"
+        text = f"{change.map_id} {_how(change)} by {change.by}"
         if change.at is not None:
             text += f" at {change.at}"
         if change.founded_by is not None:
@@ -81,6 +73,14 @@ def describe_change(change: EngagementChange) -> str:
     if change.witness is not None:
         text += f' witness "{change.witness}"'
     return text
+
+
+def _how(change: EngagedChange) -> str:
+    if change.reengaged:
+        return "re-engaged"
+    if change.upgraded:
+        return "upgraded"
+    return "changed tenant" if change.tenant_changed else "engaged"
 
 
 def standing_text(records: Sequence[MapEngagementRecord]) -> str:
@@ -154,15 +154,7 @@ def engagement_story(verdict: RunVerdict) -> str:
                     "idle calls"
                 )
                 continue
-            how = (
-                "re-engaged"
-                if change.reengaged
-                else "upgraded"
-                if change.upgraded
-                else "changed tenant"
-                if change.tenant_changed
-                else "engaged"
-            )
+            how = _how(change)
             evidence = (
                 f"on a {change.by} guess" if is_tentative(change.by) else f"by {change.by} evidence"
             )

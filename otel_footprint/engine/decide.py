@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,7 +31,7 @@ from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.lease import advance_engagement
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngagementRecord
-from otel_footprint.runs.group import RunSpans
+from otel_footprint.runs.group import RunSpans, may_be_run_span, run_id_of, session_id_of
 from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.passes import (
@@ -42,12 +42,14 @@ from otel_footprint.runs.passes import (
     RunFacts,
     batches_of,
     build_pass,
-    decode_run,
+    decode_run_steps,
     expected_first_iteration,
     gap_reason,
     latest_batch,
-    read_run,
+    read_run_steps,
 )
+from otel_footprint.runs.slices import Steps, Ticket, finish
+from otel_footprint.runs.spans import SpanView
 from otel_footprint.runs.store import LegState, SessionState, StateError, session_key
 
 _log = logging.getLogger(__name__)
@@ -77,8 +79,22 @@ def decide_run(
     run: RunSpans, store: RunStore | None = None, options: EngineOptions = EngineOptions()
 ) -> RunVerdict:
     """Everything decided about one run leg. Never raises: an internal failure is a reason."""
+    return finish(decide_run_steps(run, store, options))
+
+
+def decide_run_steps(
+    run: RunSpans,
+    store: RunStore | None = None,
+    options: EngineOptions = EngineOptions(),
+    *,
+    turn: Ticket | None = None,
+) -> Steps[RunVerdict]:
+    """:func:`decide_run` in steps (one per span decoded, per tool span read, per pass replayed),
+    so a decision thread can interleave a long run with others (``runs/slices.py``); the same
+    verdict. ``turn``: the decision's place in the run store's order, waited for before the
+    first read or write of the store."""
     try:
-        return _decide(run, store, options)
+        return (yield from _decide(run, store, options, turn))
     except Exception as error:  # the pipeline must forward spans whatever happens here
         _log.exception("deciding run %s failed", run.run_id)
         return RunVerdict(
@@ -91,6 +107,34 @@ def decide_run(
             engagement=(),
             reasons=(Reason("internal-error", f"{type(error).__name__}: {error}"),),
         )
+
+
+def store_keys(runs: Iterable[RunSpans]) -> set[str]:
+    """The run-store keys deciding ``runs`` may read or write (a :class:`Ticket` declares them)."""
+    return run_span_keys(run.run_span for run in runs if run.run_span is not None)
+
+
+def span_keys(spans: Iterable[SpanView]) -> Steps[set[str]]:
+    """A superset of the run-store keys of the runs grouped from ``spans``, known before the
+    grouping is (a long run's grouping takes several turns): the keys of every span grouping may
+    make a run span. In steps, one per span."""
+    keys: set[str] = set()
+    for view in spans:
+        if may_be_run_span(view):
+            keys |= run_span_keys((view,))
+        yield None
+    return keys
+
+
+def run_span_keys(run_spans: Iterable[SpanView]) -> set[str]:
+    """The run-store keys of the runs whose run spans are ``run_spans``."""
+    keys: set[str] = set()
+    for view in run_spans:
+        keys.add(run_id_of(view))
+        session = session_id_of(view)
+        if session is not None:
+            keys.add(session_key(session))
+    return keys
 
 
 def _load_leg(store: RunStore | None, run_id: str, reasons: list[Reason]) -> LegState | None:
@@ -114,7 +158,9 @@ def _mode_of(facts: RunFacts, enforced: bool | None, options: EngineOptions) -> 
     return "verify" if facts.has_map_events else "shadow"
 
 
-def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> RunVerdict:
+def _decide(
+    run: RunSpans, store: RunStore | None, options: EngineOptions, turn: Ticket | None
+) -> Steps[RunVerdict]:
     if run.run_span is None:
         return RunVerdict(
             run_id=run.run_id,
@@ -126,10 +172,12 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
             engagement=(),
             reasons=(run.reason,) if run.reason else (),
         )
-    decoded = decode_run(run)
+    decoded = yield from decode_run_steps(run)
     # Whether the leg resumes decides how it is read (below), so it is asked of the events first.
     resumed = any(event.type == semconv.T_PAUSE_RESUME for event in decoded.events)
     reasons: list[Reason] = []
+    if resumed and store is not None and turn is not None:
+        yield from turn.wait()
     leg = _load_leg(store, run.run_id, reasons) if resumed else None
     continuable = leg is None or leg.decided
     if not continuable:
@@ -142,7 +190,9 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
         )
     carry: Carry | None = leg.carry if leg is not None and continuable else None
     # Pass spans without an iteration continue the earlier leg's numbering.
-    facts = read_run(run, first_iteration=expected_first_iteration(carry), decoded=decoded)
+    facts = yield from read_run_steps(
+        run, first_iteration=expected_first_iteration(carry), decoded=decoded
+    )
     reasons[:0] = facts.reasons
 
     plan: EngagementPlan | None = facts.plan
@@ -169,13 +219,17 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     else:
         mode = _mode_of(facts, enforced, options)
         if continuable:
-            passes, engagement, decided_all = _replay(facts, plan, mode, carry, batches, reasons)
+            passes, engagement, decided_all = yield from _replay(
+                facts, plan, mode, carry, batches, reasons
+            )
         else:
             decided_all = False
 
     verdict_reasons = tuple(_dedupe(reasons))
     complete = decided_all and not any(r.code in INCOMPLETE_CODES for r in verdict_reasons)
     findings: tuple[str, ...] = ()
+    if store is not None and turn is not None:
+        yield from turn.wait()
     if options.findings and store is not None:
         findings = _cross_turn_findings(run, facts, passes, store)
     verdict = RunVerdict(
@@ -192,13 +246,18 @@ def _decide(run: RunSpans, store: RunStore | None, options: EngineOptions) -> Ru
     )
     carried = leg.carried_verdict if leg is not None else None
     if options.integrity:
-        verdict = _with_integrity(verdict, facts, plan)
+        verdict = yield from _with_integrity(verdict, facts, plan)
+        yield None
     if options.account:
         verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
+        yield None
     if mode == "shadow" and plan is not None:
         verdict = _with_riding(verdict, plan)
     if store is not None:
-        _remember(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided_all)
+        _remember(
+            store,
+            _Outcome(run, facts, plan, enforced, carry, batches, verdict, carried, decided_all),
+        )
     return verdict
 
 
@@ -219,8 +278,9 @@ def _replay(
     carry: Carry | None,
     batches: Mapping[int, Batch],
     reasons: list[Reason],
-) -> tuple[list[PassVerdict], tuple[MapEngagementRecord, ...], bool]:
-    """Advance the kernel pass by pass; stop (with a reason) at the first pass it cannot build."""
+) -> Steps[tuple[list[PassVerdict], tuple[MapEngagementRecord, ...], bool]]:
+    """Advance the kernel pass by pass (a step each: the kernel's state is ``prior``); stop (with
+    a reason) at the first pass it cannot build."""
     prior: tuple[MapEngagementRecord, ...] | None = carry.engagement if carry else None
     verdicts: list[PassVerdict] = []
     map_ids = [m.id for m in plan.maps]
@@ -266,6 +326,7 @@ def _replay(
             )
         )
         prior = advance.next
+        yield None
     return verdicts, prior or (), True
 
 
@@ -281,72 +342,70 @@ def _rode(pass_facts: PassFacts, members: frozenset[str]) -> tuple[str, ...] | N
     return tuple(dict.fromkeys(i for i in given if i is not None))
 
 
-def _remember(
-    store: RunStore,
-    run: RunSpans,
-    facts: RunFacts,
-    plan: EngagementPlan | None,
-    enforced: bool | None,
-    carry: Carry | None,
-    batches: Mapping[int, Batch],
-    verdict: RunVerdict,
-    carried: Mapping[str, Any] | None,
-    decided: bool,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a decided leg leaves for the run store (:func:`_remember`)."""
+
+    run: RunSpans
+    facts: RunFacts
+    plan: EngagementPlan | None
+    enforced: bool | None
+    carry: Carry | None
+    batches: Mapping[int, Batch]
+    verdict: RunVerdict
+    carried: Mapping[str, Any] | None
+    decided: bool
+
+    @property
+    def engagement(self) -> tuple[MapEngagementRecord, ...] | None:
+        """The engagement the leg ended with (the carried one when it decided no pass)."""
+        verdict, carry = self.verdict, self.carry
+        return verdict.engagement if verdict.passes or carry is None else carry.engagement
+
+
+def _remember(store: RunStore, outcome: _Outcome) -> None:
     """Write what the next leg (same run id) and the next turn (same session) need."""
+    run, facts = outcome.run, outcome.facts
     if facts.paused or facts.resumed:
-        _remember_leg(store, run, facts, plan, enforced, carry, batches, verdict, carried, decided)
+        store.put(run.run_id, _leg_state(outcome).to_bytes())
     session = run.session_id
-    if session is not None and verdict.mode is not None:
-        engagement = verdict.engagement if verdict.passes or carry is None else carry.engagement
+    if session is not None and outcome.verdict.mode is not None:
         final_cursor = next(
             (p.current_node for p in reversed(facts.passes) if p.current_node is not None), None
         )
         store.put(
             session_key(session),
-            SessionState(run.run_id, run.trace_id, engagement, final_cursor).to_bytes(),
+            SessionState(run.run_id, run.trace_id, outcome.engagement, final_cursor).to_bytes(),
         )
 
 
-def _remember_leg(
-    store: RunStore,
-    run: RunSpans,
-    facts: RunFacts,
-    plan: EngagementPlan | None,
-    enforced: bool | None,
-    carry: Carry | None,
-    batches: Mapping[int, Batch],
-    verdict: RunVerdict,
-    carried: Mapping[str, Any] | None,
-    decided: bool,
-) -> None:
+def _leg_state(outcome: _Outcome) -> LegState:
     """The leg's state for a leg that resumes it. Only a leg that paused (``pause.request``) has
     one; a resumed leg's own state is kept too (it may pause again). A run that never pauses, by
     far the most common, writes no leg state at all: nothing would ever read it."""
+    facts, carry = outcome.facts, outcome.carry
     last = facts.passes[-1] if facts.passes else None
     last_iteration = last.iteration if last else (carry.last_iteration if carry else 0)
-    batch = latest_batch(batches, last_iteration + 1)
+    batch = latest_batch(outcome.batches, last_iteration + 1)
     served = last.served if last else (carry.served if carry else ())
-    engagement = verdict.engagement if verdict.passes or carry is None else carry.engagement
-    state = LegState(
-        run_id=run.run_id,
-        trace_id=run.trace_id,
+    return LegState(
+        run_id=outcome.run.run_id,
+        trace_id=outcome.run.trace_id,
         paused=facts.paused,
         carry=Carry(
             last_iteration=last_iteration,
-            engagement=engagement if verdict.mode is not None else None,
+            engagement=outcome.engagement if outcome.verdict.mode is not None else None,
             served=served,
             batch_iteration=batch.iteration if batch else None,
             batch=batch.tool_names if batch else (),
             batch_picks=batch.picks if batch else (),
             batch_cursor=batch.cursor if batch else None,
         ),
-        decided=decided,
-        plan=plan,
-        enforced=enforced,
-        carried_verdict=carried,
+        decided=outcome.decided,
+        plan=outcome.plan,
+        enforced=outcome.enforced,
+        carried_verdict=outcome.carried,
     )
-    store.put(run.run_id, state.to_bytes())
 
 
 def _cross_turn_findings(
@@ -519,10 +578,12 @@ def _park_state(
 
 def _with_integrity(
     verdict: RunVerdict, facts: RunFacts, plan: EngagementPlan | None
-) -> RunVerdict:
-    """Fill ``verdict.integrity``; a failure here is a reason, never a lost verdict."""
+) -> Steps[RunVerdict]:
+    """Fill ``verdict.integrity``; a failure here is a reason, never a lost verdict. Two steps:
+    reading the inputs, checking them."""
     try:
         inputs = read_integrity_inputs(facts)
+        yield None
         park = _park_state(facts, plan, verdict.passes) if verdict.mode is not None else None
         result = check_integrity(inputs, park, shadow=verdict.mode == "shadow")
     except Exception as error:  # an integrity bug must not take the engagement verdict down

@@ -420,21 +420,6 @@ def change_to_json(change: EngagementChange) -> JsonObject:
 _ADVANCE_KEYS = frozenset({"next", "parkedInjectionIds", "parkedToolNames", "changes"})
 
 
-def advance_from_json(value: object, path: str = "advance") -> EngagementAdvance:
-    """An ``EngagementAdvance`` from ``{next, parkedInjectionIds, parkedToolNames, changes}``."""
-    obj = _object(value, path, _ADVANCE_KEYS)
-    records = _list(_required(obj, "next", path), f"{path}.next")
-    changes = _list(_required(obj, "changes", path), f"{path}.changes")
-    return EngagementAdvance(
-        next=tuple(record_from_json(r, f"{path}.next[{i}]") for i, r in enumerate(records)),
-        parked_injection_ids=_strs(
-            _required(obj, "parkedInjectionIds", path), f"{path}.parkedInjectionIds"
-        ),
-        parked_tool_names=_strs(_required(obj, "parkedToolNames", path), f"{path}.parkedToolNames"),
-        changes=tuple(change_from_json(c, f"{path}.changes[{i}]") for i, c in enumerate(changes)),
-    )
-
-
 def advance_to_json(advance: EngagementAdvance) -> JsonObject:
     """The reference JSON of one reducer step's result."""
     return {

@@ -145,7 +145,7 @@ class ModelCall:
     or a composition id, which ties them to this pass).
     """
 
-    def __init__(self, run: Run, iteration: int, model: str | None = None) -> None:
+    def __init__(self, run: Run, iteration: int) -> None:
         self._run = run
         self.span: Span | None = None
         """The span this pass's events are on: None while staged (no model call yet)."""
@@ -153,11 +153,9 @@ class ModelCall:
         """The pass number (``footprint.pass.iteration``)."""
         self.claimed = False
         """True when an instrumentation's model-call span took this pass's events."""
-        self._model = model
         self._open: dict[str, _Composition] = {}
         self._staged: list[_Staged] = []
         self._staged_attributes: dict[str, int | str] = {}
-        self._started_ns = time.time_ns()
 
     @property
     def staged(self) -> bool:
@@ -560,7 +558,6 @@ class Run:
         if iteration is not None and self._pending is None:
             self._next_iteration = iteration
         call = self.next_pass()
-        call._model = model
         started = time.time_ns()
         failure: BaseException | None = None
         try:

@@ -1,17 +1,25 @@
-"""What an instrumentation recorded of a model call's output: the tool calls the model asked for,
-the tool results it was given, and the tools it was offered.
+"""What an instrumentation recorded of a model call, read once from its span: the tools offered,
+the frame shown (system instructions, input messages with the tool results they carry) and the
+output (the tool calls the model asked for); and what a tool span recorded of its call.
 
 Client instrumentations make no tool spans; the tool calls are in the model-call span itself:
 
 - OTel GenAI (``opentelemetry-instrumentation-openai-v2`` with content capture, OpenLLMetry >= 0.5):
-  ``gen_ai.output.messages`` JSON, parts ``{"type": "tool_call", "id", "name", "arguments"}``;
-  results in a later call's ``gen_ai.input.messages`` parts ``{"type": "tool_call_response",
-  "id", "response"}``.
-- OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.{id,function.name,
-  function.arguments}``; results in ``llm.input_messages.{i}.message`` with role ``tool``,
-  ``tool_call_id`` and ``content``.
-- older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.{id,name,arguments}`` (or
-  ``llm.completions.*``).
+  ``gen_ai.tool.definitions``, ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
+  ``gen_ai.output.messages`` JSON; parts ``{"type": "tool_call", "id", "name", "arguments"}``, and
+  results ``{"type": "tool_call_response", "id", "response"}``.
+- OpenInference: ``llm.tools.{i}.tool.json_schema`` (else the request in ``input.value``),
+  ``llm.input_messages.{i}.message.*`` / ``llm.output_messages.{i}.message.*`` with
+  ``tool_calls.{j}.tool_call.{id,function.name,function.arguments}``; results are ``tool``-role
+  messages with ``tool_call_id`` and ``content``.
+- older OpenLLMetry: ``llm.request.functions.{i}``, ``gen_ai.prompt.{i}.*`` and
+  ``gen_ai.completion.{i}.tool_calls.{j}.{id,name,arguments}`` (or ``llm.completions.*``).
+
+The indexed conventions' messages are rebuilt in the GenAI shape, so one reader turns messages into
+frames, chosen tool calls and tool results; each fact comes from the first convention (in the order
+above) that recorded it. Every fact is read or ``None`` (not captured), never defaulted; a JSON
+attribute that does not parse (typically cut by a length limit) counts as not captured and is named
+in ``unreadable``.
 
 ``gen_ai.response.finish_reasons`` / ``llm.finish_reason`` say whether the model asked for tools at
 all, which tells "no tool called" from "tool calls not recorded" (openai-v2 without content capture,
@@ -21,13 +29,89 @@ or streaming).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from otel_footprint import semconv
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """Where an input was read: span, event, attribute, message index (an evidence pointer)."""
+
+    trace_id: str
+    span_id: str
+    attribute: str | None = None
+    event_name: str | None = None
+    event_index: int | None = None
+    message_index: int | None = None
+
+    def render(self) -> str:
+        """``<trace>/<span>[#<event>[i]][@<attribute>][/<message index>]``."""
+        text = f"{self.trace_id}/{self.span_id}"
+        if self.event_name is not None:
+            text += f"#{self.event_name}[{self.event_index or 0}]"
+        if self.attribute is not None:
+            text += f"@{self.attribute}"
+        if self.message_index is not None:
+            text += f"/{self.message_index}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """One tool on a call's offered list; ``parameters`` is its JSON schema when recorded."""
+
+    name: str
+    parameters: Any | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenCall:
+    """A tool call in a message: the model's choice (output) or an earlier one (frame)."""
+
+    call_id: str | None
+    name: str
+    arguments: Any | None
+    """Decoded JSON arguments; None when absent or not JSON (``readable`` False then)."""
+    readable: bool
+    ref: Ref
+
+
+@dataclass(frozen=True, slots=True)
+class FrameMessage:
+    """One message of a frame (input) or of the model's output."""
+
+    index: int
+    role: str
+    texts: tuple[str, ...]
+    """Text content (text parts, or a tool result's text)."""
+    calls: tuple[ChosenCall, ...] = ()
+    tool_call_id: str | None = None
+    """Tool-role messages: the call this result answers."""
+    tool_name: str | None = None
+    ref: Ref | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """One span's view of a model call. ``None`` = not captured (never "empty")."""
+
+    trace_id: str
+    span_id: str
+    convention: str
+    """``gen_ai``, ``openinference`` or ``openllmetry``: where the frame was read."""
+    tools: tuple[OfferedTool, ...] | None
+    tools_ref: Ref | None
+    system: tuple[str, ...] | None
+    messages: tuple[FrameMessage, ...] | None
+    messages_ref: Ref | None
+    output: tuple[FrameMessage, ...] | None
+    unreadable: tuple[str, ...] = ()
+    """Attributes present but unreadable (not JSON: cut by a length limit, or garbage)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,92 +123,325 @@ class OutputToolCall:
     arguments_text: str | None
 
 
-_OI_CALL = re.compile(
-    r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$"
-)
-_LEGACY_CALL = re.compile(
-    r"^(?:gen_ai\.completion|llm\.completions)\.(\d+)\.tool_calls\.(\d+)\.(id|name|arguments)$"
-)
-_OI_INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|tool_call_id|content)$")
-_OI_TOOL = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
+# ── JSON and indexed attributes ──────────────────────────────────────────────────────────────
 
 
-def _keys(view: SpanView) -> Iterable[str]:
-    """The attribute keys of a span (the two concrete views; others offer none)."""
-    if isinstance(view, OtlpSpanView):
-        return [kv.key for kv in view.pb.attributes]
-    if isinstance(view, SdkSpanView):
-        return list((view.span.attributes or {}).keys())
-    keys = getattr(view, "attribute_keys", None)
-    return list(keys()) if callable(keys) else []
+def loads(value: Any) -> tuple[Any | None, bool]:
+    """(decoded, readable) of a JSON text, or of a value already decoded (a map or a list)."""
+    if isinstance(value, dict | list):
+        return value, True
+    if not isinstance(value, str) or not value.strip():
+        return None, False
+    try:
+        return json.loads(value), True
+    except json.JSONDecodeError:
+        return None, False
 
 
-def _compact(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+def string(value: Any) -> str | None:
+    """``value`` when it is a string."""
+    return value if isinstance(value, str) else None
 
 
-def _json(value: Any) -> Any:
+def _compact(value: Any, ascii_only: bool = True) -> str:
+    """A string as it is; anything else as compact JSON."""
     if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    return value
+        return value
+    return json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
 
 
-def _genai_messages(view: SpanView, key: str) -> list[dict[str, Any]] | None:
-    raw = _json(view.attribute(key))
-    if not isinstance(raw, list | tuple):
+class _Indexed:
+    """A span's indexed attributes by key prefix (its key list read once, when first needed)."""
+
+    __slots__ = ("keys", "view")
+
+    def __init__(self, view: SpanView) -> None:
+        self.view = view
+        self.keys: list[str] | None = None
+
+    def rows(self, prefix: str) -> list[tuple[int, dict[str, Any]]]:
+        if self.keys is None:
+            view = self.view
+            if isinstance(view, OtlpSpanView):
+                self.keys = [kv.key for kv in view.pb.attributes]
+            else:
+                self.keys = (
+                    list(view.span.attributes or ()) if isinstance(view, SdkSpanView) else []
+                )
+        attribute = self.view.attribute
+        return _rows(((k, attribute(k)) for k in self.keys if k.startswith(prefix)), prefix)
+
+
+def _rows(pairs: Iterable[tuple[str, Any]], prefix: str) -> list[tuple[int, dict[str, Any]]]:
+    """``<prefix><i>.<rest>`` pairs as ``(i, {rest: value})`` rows, by index."""
+    rows: dict[int, dict[str, Any]] = {}
+    for key, value in pairs:
+        if key.startswith(prefix) and value is not None:
+            index, _, rest = key[len(prefix) :].partition(".")
+            if index.isdecimal():
+                rows.setdefault(int(index), {})[rest] = value
+    return sorted(rows.items())
+
+
+# ── messages ────────────────────────────────────────────────────────────────────────────────
+
+_INPUT = (
+    semconv.GEN_AI_INPUT_MESSAGES,
+    semconv.OI_INPUT_MESSAGES_PREFIX,
+    (semconv.TL_PROMPT_PREFIX,),
+)
+_OUTPUT = (
+    semconv.GEN_AI_OUTPUT_MESSAGES,
+    semconv.OI_OUTPUT_MESSAGES_PREFIX,
+    semconv.LEGACY_COMPLETION_PREFIXES,
+)
+
+_Messages = tuple[str, str, list[tuple[int, Mapping[str, Any]]]]
+"""(attribute, convention, (index, message in the GenAI shape) pairs)."""
+
+
+def _messages(
+    span: _Indexed, side: tuple[str, str, tuple[str, ...]], unreadable: list[str]
+) -> _Messages | None:
+    """A call's input or output messages from the first convention that recorded them."""
+    genai, oi_prefix, legacy_prefixes = side
+    raw = span.view.attribute(genai)
+    if raw is not None:
+        decoded, readable = loads(raw)
+        if readable and isinstance(decoded, list):
+            return genai, "gen_ai", [(i, m) for i, m in enumerate(decoded) if isinstance(m, dict)]
+        unreadable.append(genai)
+    rows = span.rows(oi_prefix)
+    if rows:
+        return oi_prefix[:-1], "openinference", [(i, _rebuilt(row)) for i, row in rows]
+    for prefix in legacy_prefixes:
+        rows = span.rows(prefix)
+        if rows:
+            return prefix[:-1], "openllmetry", [(i, _rebuilt(row)) for i, row in rows]
+    return None
+
+
+def _rebuilt(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An indexed convention's message (its attributes after ``<prefix><i>.``) in the GenAI shape:
+    a ``tool``-role message's content is the result of its ``tool_call_id``."""
+    row = {key.removeprefix("message."): value for key, value in row.items()}
+    role, content = row.get("role"), row.get("content")
+    parts: list[dict[str, Any]] = [
+        {"type": "tool_call_response", "id": row.get("tool_call_id"), "response": content}
+        if role == "tool"
+        else {"type": "text", "content": content}
+    ]
+    for _, item in _rows(row.items(), "contents."):
+        parts.append({"type": "text", "content": item.get("message_content.text")})
+    for _, item in _rows(row.items(), "tool_calls."):
+        call = {k.removeprefix("tool_call.").removeprefix("function."): v for k, v in item.items()}
+        if call.get("name") is not None:
+            parts.append({**call, "type": "tool_call"})
+    return {"role": role, "name": row.get("name"), "parts": parts}
+
+
+def _parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A message's parts (an older flat ``{"role", "content"}`` message: one text part)."""
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return [{"type": "text", "content": message.get("content")}]
+    return [part for part in parts if isinstance(part, dict)]
+
+
+def _response(part: Mapping[str, Any]) -> Any:
+    return part.get("response", part.get("result"))
+
+
+def _text_of_content(content: Any) -> tuple[str, ...]:
+    # A structured result (dict / list) is grounded as its compact JSON text.
+    return () if content is None else (_compact(content, ascii_only=False),)
+
+
+def _frame(view: SpanView, found: _Messages) -> tuple[FrameMessage, ...]:
+    key, _, messages = found
+    frame: list[FrameMessage] = []
+    for index, message in messages:
+        where = Ref(view.trace_id, view.span_id, key, message_index=index)
+        texts: list[str] = []
+        calls: list[ChosenCall] = []
+        tool_call_id: str | None = None
+        for part in _parts(message):
+            kind = part.get("type")
+            if kind == "text":
+                texts.extend(_text_of_content(part.get("content")))
+            elif kind == "tool_call":
+                arguments, readable = loads(part.get("arguments"))
+                name = string(part.get("name")) or ""
+                calls.append(ChosenCall(string(part.get("id")), name, arguments, readable, where))
+            elif kind == "tool_call_response":
+                tool_call_id = string(part.get("id"))
+                texts.extend(_text_of_content(_response(part)))
+        role, tool_name = string(message.get("role")) or "unknown", string(message.get("name"))
+        frame.append(
+            FrameMessage(index, role, tuple(texts), tuple(calls), tool_call_id, tool_name, where)
+        )
+    return tuple(frame)
+
+
+# ── offered tools ───────────────────────────────────────────────────────────────────────────
+
+_TOOLS_CACHE_ENTRIES = 256
+_TOOLS_CACHE_CHARS = 65_536
+"""Offered-tool lists parsed once per distinct text: the same list rides every pass of a run. At
+most 256 texts of at most 64 KiB each are kept (a longer one is parsed every time)."""
+
+
+@lru_cache(maxsize=_TOOLS_CACHE_ENTRIES)
+def _tools_of_text(text: str) -> tuple[OfferedTool, ...] | None:
+    """``gen_ai.tool.definitions`` text as offered tools; None when it is not a JSON list."""
+    decoded, readable = loads(text)
+    return _tool_list(decoded) if readable else None
+
+
+def _tool_list(raw: Any) -> tuple[OfferedTool, ...] | None:
+    """A JSON tool list, in the semconv shape ``{type, name, parameters}`` or the OpenAI request
+    shape ``{type: "function", function: {name, parameters}}``; None when it is not a list."""
+    if not isinstance(raw, list):
         return None
-    return [m for m in raw if isinstance(m, dict)]
+    tools = (_tool(item) for item in raw if isinstance(item, dict))
+    return tuple(tool for tool in tools if tool is not None)
+
+
+def _tool(item: Mapping[str, Any], name: Any = None) -> OfferedTool | None:
+    inner = item.get("function")
+    body: Mapping[str, Any] = inner if isinstance(inner, dict) else item
+    name = string(name) or string(body.get("name"))
+    return OfferedTool(name, body.get("parameters")) if name else None
+
+
+def _tools(
+    span: _Indexed, unreadable: list[str]
+) -> tuple[str, str, tuple[OfferedTool, ...]] | None:
+    """(attribute, convention, offered tools) from the first convention that recorded them."""
+    view = span.view
+    raw = view.attribute(semconv.GEN_AI_TOOL_DEFINITIONS)
+    if raw is not None:
+        if isinstance(raw, str):
+            parse = _tools_of_text if len(raw) <= _TOOLS_CACHE_CHARS else _tools_of_text.__wrapped__
+            found = parse(raw)
+            if found is not None:
+                return semconv.GEN_AI_TOOL_DEFINITIONS, "gen_ai", found
+        unreadable.append(semconv.GEN_AI_TOOL_DEFINITIONS)
+    tools: list[OfferedTool] = []
+    bad: list[str] = []
+    for i, row in span.rows(semconv.OI_TOOLS_PREFIX):
+        schema, readable = loads(row.get("tool.json_schema"))
+        if "tool.json_schema" in row and not readable:
+            bad.append(f"{semconv.OI_TOOLS_PREFIX}{i}.tool.json_schema")
+        tool = _tool(schema if isinstance(schema, dict) else {}, row.get("tool.name"))
+        tools += [tool] if tool is not None else []
+    unreadable.extend(bad)
+    if tools or bad:
+        return semconv.OI_TOOLS_PREFIX[:-1], "openinference", tuple(tools)
+    if view.attribute(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_LLM:
+        # The request recorded whole: one without ``tools`` is a stated zero.
+        request, readable = loads(view.attribute(semconv.OI_INPUT_VALUE))
+        if readable and isinstance(request, dict) and "messages" in request:
+            listed = request.get("tools")
+            found = () if listed is None else _tool_list(listed)
+            if found is not None:
+                return semconv.OI_INPUT_VALUE, "openinference", found
+    prefix = semconv.TL_FUNCTIONS_PREFIX
+    for _, row in span.rows(prefix):
+        if "name" in row:
+            tools.append(OfferedTool(str(row["name"]), loads(row.get("parameters"))[0]))
+    return (prefix[:-1], "openllmetry", tuple(tools)) if tools else None
+
+
+# ── the call view ───────────────────────────────────────────────────────────────────────────
+
+
+def _system(view: SpanView, unreadable: list[str]) -> tuple[str, ...] | None:
+    raw = view.attribute(semconv.GEN_AI_SYSTEM_INSTRUCTIONS)
+    if raw is None:
+        return None
+    decoded, readable = loads(raw)
+    if not readable:
+        unreadable.append(semconv.GEN_AI_SYSTEM_INSTRUCTIONS)
+        return None
+    return tuple(
+        text
+        for part in (decoded if isinstance(decoded, list) else [decoded])
+        for text in (
+            _text_of_content(part.get("content")) if isinstance(part, dict) else (str(part),)
+        )
+    )
+
+
+def call_view(view: SpanView, *, frames: bool = True) -> CallView:
+    """One model-call span read whole, each field from the first convention that recorded it: an
+    agent may state the offered tools in the GenAI attribute on a span whose instrumentation records
+    the messages in its own names. ``frames=False`` reads only the offered tools (what the compose
+    and wire checks need)."""
+    unreadable: list[str] = []
+    span = _Indexed(view)
+    tools = _tools(span, unreadable)
+    frame = output = None
+    system: tuple[str, ...] | None = None
+    if frames:
+        frame = _messages(span, _INPUT, unreadable)
+        output = _messages(span, _OUTPUT, unreadable)
+        system = _system(view, unreadable)
+        if system is None and frame is not None:
+            system = ()  # instructions ride as system-role messages, or there are none
+    trace_id, span_id = view.trace_id, view.span_id
+    first = frame or tools or output
+    return CallView(
+        trace_id,
+        span_id,
+        first[1] if first else "gen_ai" if unreadable else "none",  # only GenAI can be named so
+        tools[2] if tools else None,
+        Ref(trace_id, span_id, tools[0]) if tools else None,
+        system,
+        _frame(view, frame) if frame else None,
+        Ref(trace_id, span_id, frame[0]) if frame else None,
+        _frame(view, output) if output else None,
+        tuple(unreadable),
+    )
+
+
+# ── what the pass reading needs ─────────────────────────────────────────────────────────────
 
 
 def output_tool_calls(view: SpanView) -> tuple[OutputToolCall, ...] | None:
     """The tool calls in the span's recorded output, in order; None when the span records no
     output at all (then :func:`asked_for_tools` is all there is to go by)."""
-    messages = _genai_messages(view, semconv.GEN_AI_OUTPUT_MESSAGES)
-    if messages is not None:
-        found: list[OutputToolCall] = []
-        for message in messages:
-            parts = message.get("parts")
-            for part in parts if isinstance(parts, list) else ():
-                if isinstance(part, dict) and part.get("type") == "tool_call":
-                    call = _output_tool_call(part)
-                    if call is not None:
-                        found.append(call)
-        return tuple(found)
-    indexed: dict[tuple[int, int], dict[str, Any]] = {}
-    any_output = False
-    for key in _keys(view):
-        if key.startswith(semconv.OI_OUTPUT_MESSAGES_PREFIX) or key.startswith(
-            semconv.LEGACY_COMPLETION_PREFIXES
-        ):
-            any_output = True
-        match = _OI_CALL.match(key) or _LEGACY_CALL.match(key)
-        if match:
-            field = match.group(3).replace("function.", "")
-            indexed.setdefault((int(match.group(1)), int(match.group(2))), {})[field] = (
-                view.attribute(key)
-            )
-    if not any_output:
+    found = _messages(_Indexed(view), _OUTPUT, [])
+    if found is None:
         return None
-    calls = (_output_tool_call(fields) for _, fields in sorted(indexed.items()))
-    return tuple(call for call in calls if call is not None)
+    calls: list[OutputToolCall] = []
+    for _, message in found[2]:
+        for part in _parts(message):
+            name, arguments = string(part.get("name")), part.get("arguments")
+            if part.get("type") == "tool_call" and name:
+                text = None if arguments is None else _compact(arguments)
+                calls.append(OutputToolCall(name, string(part.get("id")), text))
+    return tuple(calls)
 
 
-def _output_tool_call(fields: Mapping[str, Any]) -> OutputToolCall | None:
-    """A tool call from its ``name``, ``id`` and ``arguments`` (a GenAI message part, or the
-    indexed attributes of one call); None without a name."""
-    name = fields.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-    call_id = fields.get("id")
-    arguments = fields.get("arguments")
-    return OutputToolCall(
-        name,
-        call_id if isinstance(call_id, str) else None,
-        None if arguments is None else _compact(arguments),
-    )
+def tool_results(view: SpanView) -> Iterator[tuple[str, str]]:
+    """(call id, result text) of every tool result the span's input messages hold."""
+    found = _messages(_Indexed(view), _INPUT, [])
+    for _, message in found[2] if found else ():
+        for part in _parts(message):
+            call_id, response = string(part.get("id")), _response(part)
+            if (
+                part.get("type") == "tool_call_response"
+                and call_id is not None
+                and response is not None
+            ):
+                yield call_id, _compact(response)
+
+
+def offered_tools(view: SpanView) -> tuple[str, ...] | None:
+    """Names of the tools offered to the model; None when the span does not say."""
+    found = _tools(_Indexed(view), [])
+    return None if found is None else tuple(tool.name for tool in found[2])
 
 
 def asked_for_tools(view: SpanView) -> bool | None:
@@ -154,72 +471,12 @@ def instrumented(view: SpanView) -> bool:
     )
 
 
-def tool_results(view: SpanView) -> Iterator[tuple[str, str]]:
-    """(call id, result text) of every tool result the span's input messages hold."""
-    messages = _genai_messages(view, "gen_ai.input.messages")
-    if messages is not None:
-        for message in messages:
-            parts = message.get("parts")
-            for part in parts if isinstance(parts, list) else ():
-                if isinstance(part, dict) and part.get("type") == "tool_call_response":
-                    call_id, response = part.get("id"), part.get("response")
-                    if isinstance(call_id, str) and response is not None:
-                        yield call_id, _compact(response)
-        return
-    rows: dict[int, dict[str, Any]] = {}
-    for key in _keys(view):
-        match = _OI_INPUT.match(key)
-        if match:
-            rows.setdefault(int(match.group(1)), {})[match.group(2)] = view.attribute(key)
-    for _, row in sorted(rows.items()):
-        call_id, content = row.get("tool_call_id"), row.get("content")
-        if row.get("role") == "tool" and isinstance(call_id, str) and content is not None:
-            yield call_id, _compact(content)
-
-
-def offered_tools(view: SpanView) -> tuple[str, ...] | None:
-    """Names of the tools offered to the model (``gen_ai.tool.definitions``, OpenInference
-    ``llm.tools.*``); None when the span does not say."""
-    definitions = _json(view.attribute(semconv.GEN_AI_TOOL_DEFINITIONS))
-    names: list[str] = []
-    if isinstance(definitions, list | tuple):
-        for item in definitions:
-            if isinstance(item, dict):
-                function = item.get("function")
-                name = item.get("name") or (
-                    function.get("name") if isinstance(function, dict) else None
-                )
-                if isinstance(name, str):
-                    names.append(name)
-        return tuple(names)
-    schemas = [key for key in _keys(view) if _OI_TOOL.match(key)]
-    if not schemas:
-        return None
-    for key in sorted(schemas, key=lambda k: int(k.split(".")[2])):
-        schema = _json(view.attribute(key))
-        if isinstance(schema, dict):
-            function = schema.get("function", schema)
-            name = function.get("name") if isinstance(function, dict) else None
-            if isinstance(name, str):
-                names.append(name)
-    return tuple(names)
+# ── tool spans ──────────────────────────────────────────────────────────────────────────────
 
 
 def skill_of(view: SpanView) -> str | None:
     """The skill a tool span loaded (``gen_ai.skill.name``, proposed GenAI conventions)."""
-    value = view.attribute(semconv.GEN_AI_SKILL_NAME)
-    return value if isinstance(value, str) and value else None
-
-
-def _unwrapped(value: Any) -> Any:
-    """A LangChain ``ToolMessage`` as OpenInference serialises it (``{"type": "tool", "data":
-    {"content": ...}}``) unwrapped to its content; anything else as it is."""
-    decoded = _json(value) if isinstance(value, str) and value[:1] == "{" else None
-    if isinstance(decoded, dict) and decoded.get("type") == "tool":
-        data = decoded.get("data")
-        if isinstance(data, dict) and "content" in data:
-            return _compact(data["content"])
-    return value
+    return string(view.attribute(semconv.GEN_AI_SKILL_NAME)) or None
 
 
 def tool_arguments_of(view: SpanView) -> Any | None:
@@ -231,8 +488,8 @@ def tool_arguments_of(view: SpanView) -> Any | None:
     for key in semconv.TOOL_ARGUMENT_KEYS[1:]:
         value = view.attribute(key)
         if value is not None:
-            decoded = _json(value)
-            return value if decoded is None else _compact(decoded)
+            decoded, readable = loads(value)
+            return _compact(decoded) if readable else value
     return None
 
 
@@ -244,3 +501,14 @@ def tool_result_of(view: SpanView) -> Any | None:
         if value is not None:
             return value if key == semconv.GEN_AI_TOOL_CALL_RESULT else _unwrapped(value)
     return None
+
+
+def _unwrapped(value: Any) -> Any:
+    """A LangChain ``ToolMessage`` as OpenInference serialises it (``{"type": "tool", "data":
+    {"content": ...}}``) unwrapped to its content; anything else as it is."""
+    decoded = loads(value)[0] if isinstance(value, str) and value[:1] == "{" else None
+    if isinstance(decoded, dict) and decoded.get("type") == "tool":
+        data = decoded.get("data")
+        if isinstance(data, dict) and "content" in data:
+            return _compact(data["content"])
+    return value

@@ -49,6 +49,7 @@ from otel_footprint.runs.outputs import (
     tool_results,
 )
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
+from otel_footprint.runs.slices import Steps, finish
 from otel_footprint.runs.spans import (
     OtlpSpanView,
     RawEvent,
@@ -244,7 +245,11 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     An attribute that cannot be decoded becomes a ``bad-attribute`` reason and the event is left
     out (the span still flows on).
     """
-    rd = reader or _Reader()
+    return finish(_decode_steps(run, reader or _Reader()))
+
+
+def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
+    """:func:`decode_run_events` in steps: one yield per span."""
     decoded: list[FootprintEvent] = []
     event_type_of = semconv.event_type_of
     for view in run.spans():
@@ -272,6 +277,7 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
                     rd.undecodable.setdefault((span_id, event_type), reason)
                     continue
                 decoded.append(event)
+        yield None
     # Appended in span order, span events before log records, then by index: a stable sort on
     # the time alone keeps that order among events of the same time.
     decoded.sort(key=_time_of)
@@ -364,8 +370,13 @@ class DecodedRun:
 
 def decode_run(run: RunSpans) -> DecodedRun:
     """Decode every footprint event of the leg (see :func:`decode_run_events`)."""
+    return finish(decode_run_steps(run))
+
+
+def decode_run_steps(run: RunSpans) -> Steps[DecodedRun]:
+    """:func:`decode_run` in steps (one per span): see ``runs/slices.py``."""
     rd = _Reader()
-    events = decode_run_events(run, rd)
+    events = yield from _decode_steps(run, rd)
     return DecodedRun(events, tuple(rd.reasons), dict(rd.undecodable))
 
 
@@ -375,30 +386,46 @@ def read_run(
     """Read a run leg's events into facts. ``first_iteration`` numbers pass spans that carry no
     iteration at all (a resumed leg continues its run's numbering); ``decoded`` is the leg's
     :func:`decode_run`, when the caller already has it."""
+    return finish(read_run_steps(run, first_iteration=first_iteration, decoded=decoded))
+
+
+def read_run_steps(
+    run: RunSpans, *, first_iteration: int = 1, decoded: DecodedRun | None = None
+) -> Steps[RunFacts]:
+    """:func:`read_run` in steps (between its stages, and one per tool span): see
+    ``runs/slices.py``."""
     rd = _Reader()
     if run.reason is not None:
         rd.reasons.append(run.reason)
     if decoded is None:
-        decoded = decode_run(run)
+        decoded = yield from decode_run_steps(run)
     rd.reasons.extend(decoded.reasons)
     rd.undecodable.update(decoded.undecodable)
     events = decoded.events
     index = _EventIndex.of(events)
     plan, enforced, plan_event = _plan_of(index.of_type(semconv.T_MAPS_MOUNTED), rd)
     span_iteration = _pass_span_iterations(run, index, first_iteration)
+    yield None
     # The order of the steps below is the order of the reasons they add: keep it.
     placed = _recorder_problems(index, rd)
     steps = _steps_by_iteration(index.steps, span_iteration, rd)
     injected = _injected_by_iteration(index, span_iteration)
+    yield None
     passes = _passes_of(span_iteration, steps, injected, placed, plan is not None, rd)
+    yield None
     pass_starts = _PassStarts(run.passes, span_iteration)
-    tool_calls = tuple(
-        _tool_call(view, index.on_span(view.span_id), pass_starts, first_iteration, rd)
-        for view in run.tools
-    )
+    spanned: list[ToolCall] = []
+    for view in run.tools:
+        spanned.append(
+            _tool_call(view, index.on_span(view.span_id), pass_starts, first_iteration, rd)
+        )
+        yield None
+    tool_calls = tuple(spanned)
     passes = _with_offered_tools(passes, run.passes)
+    yield None
     from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
     tool_calls = (*tool_calls, *from_output)
+    yield None
     if unrecorded is not None:
         # A later pass needs the batch these passes dispatched (the kernel's tool results):
         # it cannot be built.

@@ -3,7 +3,8 @@
 Callers offer ended spans (and footprint events that arrived as log records); the shared core
 (``runs/holding.py``) says which spans wait and when each run is released — the same rule as the
 hop's. Released runs are decided and annotated on ONE background worker thread and handed to a
-sink. Only spans that can receive notes are held back (run and model-call spans of a trace with
+sink; the worker decides them in slices, round-robin (``runs/slices.py``), so a run released behind
+a 3,000-pass one is not held up for that whole decision. Only spans that can receive notes are held back (run and model-call spans of a trace with
 footprint events, and spans carrying footprint events); the others go on at once and stay in the
 core by reference as evidence. Every release is counted. The worker is re-created in a child
 process after ``os.fork`` (as the SDK's batch processors do), with nothing of the parent's held.
@@ -31,6 +32,7 @@ from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits, RunHolding, reason_for
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
+from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 from otel_footprint.sdk.decide import Decider
 
@@ -168,6 +170,13 @@ class RunBuffer:
         self._span_limits = span_limits
         self._clock = clock
         self._name = name
+        self.slice_seconds = SLICE_SECONDS
+        """How long one release's decision keeps the worker before the next one's turn."""
+        self.longest_turn = 0.0
+        """The longest the worker was held by one release's decision at a time (seconds; a
+        readout for the benchmarks and tests)."""
+        self.longest_turn_cpu = 0.0
+        """The same turn's longest thread CPU time (seconds)."""
         # Releases may come up to one tick after their deadline (grace is a lower bound).
         self._tick = min(max(limits.release_grace / 2, 0.001), 0.05)
         self._closed = False
@@ -189,6 +198,7 @@ class RunBuffer:
         self._live: dict[int, list[ReadableSpan]] = {}
         self._ready: list[_Release] = []
         self._busy = 0
+        """Releases the worker has taken and not handed on yet (being decided, in slices)."""
         self._stopping = False
         self._wake_at = -math.inf
         self._passed_quickly = itertools.count()
@@ -346,7 +356,7 @@ class RunBuffer:
         for release in releases:
             if release.cause != "ended":
                 self._live.pop(release.trace_id, None)
-            if len(self._ready) >= self._limits.max_runs:
+            if len(self._ready) + self._busy >= self._limits.max_runs:
                 # The worker is a whole buffer behind: release this run unannotated right here (the
                 # reason on its spans, counted) rather than grow without bound or drop it.
                 self._counts["runs_released_raw"] += 1
@@ -367,11 +377,13 @@ class RunBuffer:
     # ── worker thread ─────────────────────────────────────────────────────────────────────────
 
     def _work(self) -> None:
+        slices: Slices[_Release, None] = Slices(self.slice_seconds)
+        turns = StoreTurns()
         while True:
             with self._lock:
                 while True:
                     self._ready += self._core.poll(self._clock())
-                    if self._ready or self._stopping:
+                    if self._ready or self._stopping or slices:
                         break
                     now = self._clock()
                     due = self._core.next_due()
@@ -383,38 +395,67 @@ class RunBuffer:
                         self._wake_at = math.inf
                         self._lock.wait()
                     self._wake_at = -math.inf  # awake: offers need not notify
-                if not self._ready and self._stopping:
+                if not self._ready and not slices and self._stopping:
                     return
                 batch, self._ready = self._ready, []
                 for release in batch:
                     if release.cause != "ended":
                         self._live.pop(release.trace_id, None)
-                self._busy += 1
-            try:
-                for release in batch:
-                    self._process(release)
-            finally:
-                with self._lock:
-                    self._busy -= 1
-                    self._lock.notify_all()
+                self._busy += len(batch)
+            for release in batch:
+                slices.add(release, self._process_steps(release, turn=turns.ticket()))
+            # Turns until a slice's time has passed: then releases that fell due meanwhile join.
+            until = time.perf_counter() + slices.budget
+            while slices:
+                ended = slices.step()
+                if ended is not None:
+                    release, outcome = ended
+                    if isinstance(outcome, BaseException):
+                        _logger.error(
+                            "handing on trace %032x failed",
+                            release.trace_id,
+                            exc_info=outcome,
+                        )
+                    with self._lock:
+                        self._busy -= 1
+                        self._lock.notify_all()
+                if time.perf_counter() >= until:
+                    break
+            self.longest_turn = max(self.longest_turn, slices.longest_turn)
+            self.longest_turn_cpu = max(self.longest_turn_cpu, slices.longest_turn_cpu)
 
     def _process(self, release: _Release, raw: bool = False) -> None:
-        held = [i.span for i in release.spans() if i.held]
-        notes: dict[str, SpanNote] = {}
-        if raw or release.cause == "overflow":
-            if not raw:
-                self._count(_LIMIT_COUNTER[release.limit or "runs"])
-            reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
-            if reason is not None:
-                notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
-        else:
-            for unit in release.units:
-                notes = merge_notes(notes, self._decide_unit(release, unit))
-        self._apply(held, notes)
+        finish(self._process_steps(release, raw=raw))
+
+    def _process_steps(
+        self, release: _Release, raw: bool = False, turn: Ticket | None = None
+    ) -> Steps[None]:
+        """Decide a release and hand its spans on, in steps (one turn of the worker's round-robin
+        at a time); ``turn`` orders its run-store use among the other releases'."""
+        try:
+            held = [i.span for i in release.spans() if i.held]
+            notes: dict[str, SpanNote] = {}
+            if raw or release.cause == "overflow":
+                if not raw:
+                    self._count(_LIMIT_COUNTER[release.limit or "runs"])
+                reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
+                if reason is not None:
+                    notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
+            else:
+                for unit in release.units:
+                    found = yield from self._decide_unit(release, unit, turn)
+                    notes = merge_notes(notes, found)
+        finally:
+            if turn is not None:
+                turn.close()
+        yield from self._apply(held, notes)
 
     def _decide_unit(
-        self, release: _Release, unit: holding.Unit[int, _Item, SpanEventView]
-    ) -> dict[str, SpanNote]:
+        self,
+        release: _Release,
+        unit: holding.Unit[int, _Item, SpanEventView],
+        turn: Ticket | None,
+    ) -> Steps[dict[str, SpanNote]]:
         if not any(i.held for i in unit.members):
             self._count("runs_without_footprint")
             return {}
@@ -425,10 +466,19 @@ class RunBuffer:
             self._count("runs_flushed_open")
         incomplete = reason_for(cause, release.limit, run_span=unit.run_span is not None)
         spans = [i.span for i in unit.members]
+        # The engine's decider decides in steps; any other Decider in one call.
+        stepped: Callable[..., Steps[dict[str, SpanNote]]] | None = getattr(
+            self._decide, "steps", None
+        )
         try:
             if unit.log_events:
                 log_events = {format(k, "016x"): v for k, v in unit.log_events.items()}
-                notes = self._decide(spans, incomplete, log_events=log_events)
+                if stepped is not None:
+                    notes = yield from stepped(spans, incomplete, log_events=log_events, turn=turn)
+                else:
+                    notes = self._decide(spans, incomplete, log_events=log_events)
+            elif stepped is not None:
+                notes = yield from stepped(spans, incomplete, turn=turn)
             else:
                 notes = self._decide(spans, incomplete)
             self._count("runs_decided")
@@ -441,7 +491,7 @@ class RunBuffer:
             held = [SdkSpanView(i.span) for i in unit.members if i.held]
             return unannotated_notes(held, Reason(REASON_ERROR, f"{type(exc).__name__}"))
 
-    def _apply(self, held: list[ReadableSpan], notes: dict[str, SpanNote]) -> None:
+    def _apply(self, held: list[ReadableSpan], notes: dict[str, SpanNote]) -> Steps[None]:
         out: list[ReadableSpan] = []
         applied = 0
         for span in held:
@@ -451,6 +501,7 @@ class RunBuffer:
             else:
                 out.append(annotated_copy(span, note, self._span_limits))
                 applied += 1
+                yield None
         if applied:
             self._count("spans_annotated", applied)
         if notes:

@@ -1,6 +1,8 @@
 """From one trace's held SDK spans (and footprint log records) to the notes to write on them.
 
-The buffer calls this on its worker thread; it is the only place the SDK path meets runs/.
+The buffer calls this on its worker thread; it is the only place the SDK path meets runs/. The
+engine's decider also decides in steps (:class:`SteppedDecider`, ``runs/slices.py``): the buffer's
+worker then interleaves a long run's decision with the others'.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otel_footprint.annotate.form import (
     AnnotateOptions,
     SpanNote,
-    annotations_for,
+    annotation_steps,
     merge_notes,
     unannotated_notes,
 )
-from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.decide import EngineOptions, decide_run_steps, span_keys, store_keys
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.group import group_runs_steps
 from otel_footprint.runs.model import Reason, RunStore
+from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 
 LogEvents = Mapping[str, Sequence[SpanEventView]]
@@ -45,33 +48,88 @@ class Decider(Protocol):
     ) -> dict[str, SpanNote]: ...
 
 
+class SteppedDecider(Decider, Protocol):
+    """A :class:`Decider` that can also decide in steps (the buffer's worker interleaves them)."""
+
+    def steps(
+        self,
+        spans: Sequence[ReadableSpan],
+        incomplete: Reason | None,
+        /,
+        *,
+        log_events: LogEvents | None = None,
+        turn: Ticket | None = None,
+    ) -> Steps[dict[str, SpanNote]]:
+        """The call's notes, computed in steps; ``turn`` orders the run-store use."""
+        ...
+
+
 def make_decider(
     *,
     store: RunStore | None = None,
     engine_options: EngineOptions | None = None,
     annotate_options: AnnotateOptions | None = None,
     on_verdict: Callable[[RunVerdict], None] | None = None,
-) -> Decider:
+) -> SteppedDecider:
     """The engine pipeline as a :class:`Decider`: group_runs -> decide_run -> annotations_for.
 
     ``incomplete`` (a timeout, a flush before the run span ended) marks every verdict of the trace
     ``complete=false`` with that reason: the decision stands on the spans that had arrived.
     ``on_verdict`` sees every verdict before it is written (the demo prints them).
     """
-    options = annotate_options or AnnotateOptions()
-    engine = engine_options or EngineOptions()
+    return _EngineDecider(
+        store, engine_options or EngineOptions(), annotate_options or AnnotateOptions(), on_verdict
+    )
 
-    def decide(
+
+class _EngineDecider:
+    """:func:`make_decider`'s decider: called, it decides in one go; :meth:`steps`, in steps."""
+
+    __slots__ = ("_annotate", "_engine", "_on_verdict", "_store")
+
+    def __init__(
+        self,
+        store: RunStore | None,
+        engine: EngineOptions,
+        annotate: AnnotateOptions,
+        on_verdict: Callable[[RunVerdict], None] | None,
+    ) -> None:
+        self._store = store
+        self._engine = engine
+        self._annotate = annotate
+        self._on_verdict = on_verdict
+
+    def __call__(
+        self,
         spans: Sequence[ReadableSpan],
         incomplete: Reason | None,
         /,
         *,
         log_events: LogEvents | None = None,
     ) -> dict[str, SpanNote]:
+        return finish(self.steps(spans, incomplete, log_events=log_events))
+
+    def steps(
+        self,
+        spans: Sequence[ReadableSpan],
+        incomplete: Reason | None,
+        /,
+        *,
+        log_events: LogEvents | None = None,
+        turn: Ticket | None = None,
+    ) -> Steps[dict[str, SpanNote]]:
         notes: dict[str, SpanNote] = {}
         # Log-record events join their spans inside group_runs: the engine then reads them exactly
         # as it reads span events (ordered by time, then span order), so the verdict is the same.
-        for run in group_runs((SdkSpanView(s) for s in spans), log_events):
+        views = [SdkSpanView(s) for s in spans]
+        if turn is not None and self._store is not None:
+            # Until its runs are grouped (several turns for a long run), a superset of their keys.
+            turn.declare((yield from span_keys(views)))
+        runs = yield from group_runs_steps(views, log_events)
+        if turn is not None:
+            turn.declare(store_keys(runs))
+        yield None
+        for run in runs:
             if run.run_span is None:
                 notes = merge_notes(
                     notes, unannotated_notes(run, run.reason or _NO_RUN, complete=None)
@@ -79,17 +137,17 @@ def make_decider(
                 if incomplete is not None:
                     notes = merge_notes(notes, unannotated_notes(run, incomplete, complete=None))
                 continue
-            verdict: RunVerdict = decide_run(run, store, engine)
+            verdict: RunVerdict = yield from decide_run_steps(
+                run, self._store, self._engine, turn=turn
+            )
             if incomplete is not None:
                 verdict = dataclasses.replace(
                     verdict, complete=False, reasons=(*verdict.reasons, incomplete)
                 )
-            if on_verdict is not None:
-                on_verdict(verdict)
-            notes = merge_notes(notes, annotations_for(verdict, options))
+            if self._on_verdict is not None:
+                self._on_verdict(verdict)
+            notes = merge_notes(notes, (yield from annotation_steps(verdict, self._annotate)))
         return notes
-
-    return decide
 
 
 _NO_RUN = Reason("no-run-span", "footprint events without a run span")

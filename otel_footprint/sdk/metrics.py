@@ -1,15 +1,21 @@
-"""The run buffer's counters as OpenTelemetry metrics (observable instruments read from stats())."""
+"""Self-metrics through the OpenTelemetry metrics API: :func:`observe` for both delivery paths.
+
+Every instrument is a row of ``semconv``'s table (name, kind, unit, attribute keys, description).
+The in-process path registers its rows on the application's MeterProvider, read from the run
+buffer's ``stats()`` at collection; the hop (``service/metrics.py``) registers its rows the same way
+on its own MeterProvider. Nothing here needs more than ``opentelemetry-api``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.metrics import Meter, MeterProvider, Observation
 
 from otel_footprint import semconv
 from otel_footprint.sdk.buffer import BufferStats
 
-# Counter name -> (instrument, outcome attribute value)
+# BufferStats field -> its footprint.outcome value
 _SPAN_OUTCOMES = {
     "spans_passed": "passed",
     "spans_held": "held",
@@ -30,6 +36,18 @@ _RUN_OUTCOMES = {
 }
 
 
+def observe(
+    meter: Meter, metric: semconv.Metric, read: Callable[[], Iterable[Observation]]
+) -> None:
+    """Register a counter or gauge row of the table as an observable instrument read by ``read``."""
+    create = (
+        meter.create_observable_counter
+        if metric.kind == "counter"
+        else meter.create_observable_gauge
+    )
+    create(metric.name, [lambda _options: read()], metric.unit, metric.description)
+
+
 def register_metrics(
     meter_provider: MeterProvider, stats: Callable[[], BufferStats], component: str
 ) -> None:
@@ -37,31 +55,20 @@ def register_metrics(
     meter = meter_provider.get_meter("otel_footprint.sdk")
     base = {semconv.METRIC_ATTR_COMPONENT: component}
 
-    def outcomes(table: dict[str, str]) -> Callable[[CallbackOptions], Iterable[Observation]]:
-        def callback(_options: CallbackOptions) -> Iterable[Observation]:
+    def outcomes(table: dict[str, str]) -> Callable[[], list[Observation]]:
+        def read() -> list[Observation]:
             values = stats().as_dict()
             return [
                 Observation(values[key], {**base, semconv.METRIC_ATTR_OUTCOME: outcome})
                 for key, outcome in table.items()
             ]
 
-        return callback
+        return read
 
-    def gauge(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
-        def callback(_options: CallbackOptions) -> Iterable[Observation]:
-            return [Observation(stats().as_dict()[key], base)]
+    def held(key: str) -> Callable[[], list[Observation]]:
+        return lambda: [Observation(stats().as_dict()[key], base)]
 
-        return callback
-
-    meter.create_observable_counter(
-        semconv.METRIC_PROCESSOR_SPANS, [outcomes(_SPAN_OUTCOMES)], unit="{span}"
-    )
-    meter.create_observable_counter(
-        semconv.METRIC_PROCESSOR_RUNS, [outcomes(_RUN_OUTCOMES)], unit="{run}"
-    )
-    meter.create_observable_gauge(
-        semconv.METRIC_PROCESSOR_HELD_RUNS, [gauge("held_runs")], unit="{run}"
-    )
-    meter.create_observable_gauge(
-        semconv.METRIC_PROCESSOR_HELD_SPANS, [gauge("held_spans")], unit="{span}"
-    )
+    observe(meter, semconv.PROCESSOR_SPANS, outcomes(_SPAN_OUTCOMES))
+    observe(meter, semconv.PROCESSOR_RUNS, outcomes(_RUN_OUTCOMES))
+    observe(meter, semconv.PROCESSOR_HELD_RUNS, held("held_runs"))
+    observe(meter, semconv.PROCESSOR_HELD_SPANS, held("held_spans"))

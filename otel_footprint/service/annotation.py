@@ -3,6 +3,8 @@
 Works on the protobuf spans in place (through ``OtlpSpanView``; no SDK objects). The buffer and
 the forwarder only see the small :class:`AnnotationStage` interface, so ``processing.annotate:
 false`` (the benchmark's baseline) and tests can swap the stage without touching the plumbing.
+A release is decided in steps (``runs/slices.py``): the pipeline's release worker interleaves a
+long run's decision with the others' so none waits behind a whole 3,000-pass decision.
 """
 
 from __future__ import annotations
@@ -17,20 +19,27 @@ from otel_footprint import semconv
 from otel_footprint.annotate.form import (
     AnnotateOptions,
     SpanNote,
-    annotations_for,
+    annotation_steps,
     merge_notes,
     unannotated_notes,
 )
 from otel_footprint.annotate.otlp import apply_note
-from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.decide import (
+    EngineOptions,
+    decide_run_steps,
+    run_span_keys,
+    span_keys,
+    store_keys,
+)
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.runs.group import RunSpans, group_runs
+from otel_footprint.runs.group import RunSpans, group_runs_steps
 from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.service import jsonlog
-from otel_footprint.service.buffer import LateSpan, Release, RunUnit
+from otel_footprint.service.buffer import HeldSpan, LateSpan, Release, RunUnit
 
 _log = jsonlog.get("annotate")
 
@@ -56,6 +65,10 @@ class AnnotationStage(Protocol):
 
     def annotate(self, release: Release) -> list[Decision]: ...
 
+    def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
+        """:meth:`annotate` in steps; ``turn`` orders its run-store use among other releases'."""
+        ...
+
     def annotate_late(self, late: LateSpan) -> bool:
         """Annotate a span of an already-decided run; True when something was written."""
         ...
@@ -66,6 +79,10 @@ class NoAnnotation:
 
     def annotate(self, release: Release) -> list[Decision]:
         return []
+
+    def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
+        return []
+        yield None  # a generator that ends at once
 
     def annotate_late(self, late: LateSpan) -> bool:
         return False
@@ -85,16 +102,19 @@ class FootprintAnnotation:
         self.annotate_options = annotate_options or AnnotateOptions()
 
     def annotate(self, release: Release) -> list[Decision]:
+        return finish(self.annotate_steps(release))
+
+    def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
         decisions: list[Decision] = []
         for unit in release.units:
-            decisions.extend(self._unit(release, unit))
+            decisions.extend((yield from self._unit(release, unit, turn)))
         for held in release.late:
             note = release.late_notes.get(held.info.span_id)
             if note is not None:
                 apply_note(held.info.span, _as_note(note))
         return decisions
 
-    def _unit(self, release: Release, unit: RunUnit) -> list[Decision]:
+    def _unit(self, release: Release, unit: RunUnit, turn: Ticket | None) -> Steps[list[Decision]]:
         members = unit.members
         if unit.run_span is not None:
             # The buffer grouped these members under this one run span by their parent chains, so
@@ -102,14 +122,30 @@ class FootprintAnnotation:
             # need no view: group_runs would only drop them, and a chain broken by leaving them out
             # still leads to the one run span here.
             members = [m for m in members if m.info.runish or m.info.span_id in unit.log_events]
-        views = {m.info.span_id: OtlpSpanView(m.info.span) for m in members}
+        if turn is not None:
+            # Known at once when grouping cannot find a run other than the unit's own (below);
+            # else not known until the spans are read.
+            turn.declare(_own_run_keys(unit, members))
+        views: dict[bytes, OtlpSpanView] = {}
+        for m in members:
+            views[m.info.span_id] = OtlpSpanView(m.info.span)  # a held span is parsed here
+            yield None
         log_events: dict[str, Sequence[SpanEventView]] = {
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
-        runs = group_runs(views.values(), log_events)
+        if turn is not None and not turn.declared:
+            # Until its runs are grouped, the keys of every span that may be a run span: a
+            # release behind this one need not wait for the whole grouping of a long run.
+            turn.declare((yield from span_keys(views.values())))
+        runs = yield from group_runs_steps(views.values(), log_events)
+        if turn is not None:
+            turn.declare(store_keys(runs))
+        yield None
         # "root" with the run span here: the root only ended first, nothing is missing.
         incomplete = reason_for(release.cause, release.limit, run_span=unit.run_span is not None)
-        out = [self._run(release, unit, run, views, incomplete) for run in runs]
+        out: list[Decision] = []
+        for run in runs:
+            out.append((yield from self._run(release, unit, run, views, incomplete, turn)))
         if not runs and incomplete is not None:
             # Model-call / tool spans with no run span and no footprint events form no run; they
             # still say why they leave undecided.
@@ -127,7 +163,8 @@ class FootprintAnnotation:
         run: RunSpans,
         views: Mapping[bytes, OtlpSpanView],
         incomplete: Reason | None,
-    ) -> Decision:
+        turn: Ticket | None,
+    ) -> Steps[Decision]:
         verdict: RunVerdict | None = None
         notes: dict[str, SpanNote]
         run_span = run.run_span
@@ -141,12 +178,12 @@ class FootprintAnnotation:
             # Already annotated (an in-process processor, or an earlier hop): never annotate twice.
             notes = {}
         else:
-            verdict = decide_run(run, self.store, self.engine_options)
+            verdict = yield from decide_run_steps(run, self.store, self.engine_options, turn=turn)
             if incomplete is not None:
                 verdict = dataclasses.replace(
                     verdict, complete=False, reasons=(*verdict.reasons, incomplete)
                 )
-            notes = annotations_for(verdict, self.annotate_options)
+            notes = yield from annotation_steps(verdict, self.annotate_options)
         by_id: dict[bytes, SpanNote] = {}
         annotated = 0
         for span_hex, note in notes.items():
@@ -159,6 +196,7 @@ class FootprintAnnotation:
             if view is not None:
                 apply_note(view.pb, note)
                 annotated += 1
+                yield None
         if verdict is not None:
             complete, reasons = verdict.complete, tuple(r.code for r in verdict.reasons)
         else:
@@ -201,6 +239,35 @@ class FootprintAnnotation:
 
 
 _NO_RUN = Reason("no-run-span", "footprint events without a run span")
+
+
+def _own_run_keys(unit: RunUnit, members: Sequence[HeldSpan]) -> set[str] | None:
+    """The run-store keys of the unit's own run when grouping ``members`` can make no other run
+    (None when that cannot be told without reading every span). The buffer made the unit's run
+    span the only run span among them; grouping makes another run only of an agent span that
+    footprint events with no run above them (a broken parent chain) lead to. When every member's
+    parent chain, through the members, reaches the run span, there is none: read from the ids
+    alone, without parsing the held spans."""
+    run_span = unit.run_span
+    if run_span is None:
+        return None
+    parent = {m.span_id: m.parent_id for m in members}
+    reaches = {run_span.span_id: True}
+    for member in members:
+        path: dict[bytes, None] = {}
+        current: bytes | None = member.span_id
+        while current is not None and current not in reaches:
+            if current in path or current not in parent:
+                current = None  # a cycle, or a parent not among the members: broken
+                break
+            path[current] = None
+            current = parent[current]
+        found = current is not None and reaches[current]
+        for span_id in path:
+            reaches[span_id] = found
+        if not found:
+            return None
+    return run_span_keys([OtlpSpanView(run_span.span)])
 
 
 def _as_note(note: object) -> SpanNote:

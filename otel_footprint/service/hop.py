@@ -26,7 +26,7 @@ from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
 from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.forward import Forwarder
 from otel_footprint.service.journal import Journal, Replay
-from otel_footprint.service.metrics import HopMetrics
+from otel_footprint.service.metrics import HopMetrics, otlp_reader
 from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.pipeline import Pipeline, PipelineOptions, memory_shares
@@ -67,7 +67,8 @@ class Hop:
 
     def __init__(self, cfg: HopConfig, stage: AnnotationStage | None = None) -> None:
         self.cfg = cfg
-        self.metrics = HopMetrics()
+        push = cfg.service.otlp_metrics
+        self.metrics = HopMetrics(*([otlp_reader(push)] if push else []))
         self._stage = stage
         self._lock_fd: int | None = None
         self._started = time.monotonic()
@@ -77,7 +78,6 @@ class Hop:
         self.verdicts: VerdictLog | None = None
         self.phoenix: PhoenixAnnotations | None = None
         self.query: QueryService | None = None
-        self._meter_provider: Any = None
         self._stack: contextlib.ExitStack | None = None
         self._deadline = 0.0
         """Monotonic time by which the queue must be drained (set by :meth:`stop`)."""
@@ -131,9 +131,7 @@ class Hop:
         data_dir = cfg.service.data_dir
         self._lock_data_dir(data_dir)
         stack.callback(self._unlock)
-        self._start_otel_metrics()
-        if self._meter_provider is not None:
-            stack.callback(self._meter_provider.shutdown)
+        stack.callback(self.metrics.shutdown)
         replay = self._open_state(stack)
         self._build_pipeline()
         self.pipeline.recover(replay)
@@ -142,7 +140,7 @@ class Hop:
         self.ops = _bind(
             "health/metrics",
             cfg.service.telemetry_endpoint,
-            lambda: OpsServer(cfg.service.telemetry_endpoint, self.metrics.registry, self.health),
+            lambda: OpsServer(cfg.service.telemetry_endpoint, self.metrics, self.health),
         )
         stack.callback(self.ops.stop)
         self._start_delivery(stack)
@@ -323,36 +321,6 @@ class Hop:
             )
             return None
         return query
-
-    def _start_otel_metrics(self) -> None:
-        otlp = self.cfg.service.otlp_metrics
-        if otlp is None:
-            return
-        from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
-        from opentelemetry.sdk.resources import Resource
-
-        exporter: MetricExporter
-        if otlp.protocol == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-            target = otlp.endpoint
-            exporter = OTLPMetricExporter(endpoint=target, insecure=not target.startswith("https"))
-        else:
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter as HttpMetricExporter,
-            )
-
-            exporter = HttpMetricExporter(endpoint=otlp.endpoint)
-        reader = PeriodicExportingMetricReader(
-            exporter, export_interval_millis=otlp.interval * 1000
-        )
-        provider = MeterProvider(
-            metric_readers=[reader],
-            resource=Resource.create({"service.name": "otel-footprint"}),
-        )
-        self.metrics.registry.bind_otel(provider.get_meter("otel_footprint.service"))
-        self._meter_provider = provider
 
     # -- health --------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from otel_footprint.service import jsonlog
 from otel_footprint.service.config import HostPort
-from otel_footprint.service.metrics import Registry
+from otel_footprint.service.metrics import HopMetrics
 
 _log = jsonlog.get("ops")
 
@@ -23,7 +23,7 @@ class _OpsServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], registry: Registry, health: HealthCheck) -> None:
+    def __init__(self, address: tuple[str, int], registry: HopMetrics, health: HealthCheck) -> None:
         self.registry = registry
         self.health = health
         super().__init__(address, _OpsHandler)
@@ -67,7 +67,7 @@ class _OpsHandler(BaseHTTPRequestHandler):
 class OpsServer:
     """Serves health and metrics on the telemetry endpoint (loopback by default)."""
 
-    def __init__(self, endpoint: HostPort, registry: Registry, health: HealthCheck) -> None:
+    def __init__(self, endpoint: HostPort, registry: HopMetrics, health: HealthCheck) -> None:
         self.endpoint = endpoint
         self._server = _OpsServer((endpoint.host, endpoint.port), registry, health)
         self._thread = threading.Thread(

@@ -4,7 +4,9 @@ A receiver hands over a parsed request; the pipeline classifies its spans, journ
 input or outbound batch), updates the run buffer and returns only once the journal is fsync'd —
 then the receiver acknowledges. The release worker decides released runs, writes their annotated
 spans to the journal as outbound batches (several runs per append and fsync: a group commit), and
-only then retires the held input records.
+only then retires the held input records. It decides in slices (``runs/slices.py``): releases are
+decided round-robin, a few milliseconds each, and releases that fall due meanwhile join them, so
+a trace released behind a 3,000-pass run is not held up for that whole decision.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint.annotate.phoenix import Annotation
 from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, Decision
 from otel_footprint.service.buffer import BufferLimits, LateSpan, Release, RunBuffer, SpanInfo
@@ -164,6 +167,13 @@ class Pipeline:
         self._forced: list[Release] = []
         self._stop = False
         self._worker = Worker("otel-footprint-release", self._step)
+        self.slice_seconds = SLICE_SECONDS
+        """How long one release's decision keeps the release worker before the next one's turn."""
+        self.longest_turn = 0.0
+        """The longest the release worker was held by one release's decision at a time (seconds;
+        a readout for the benchmarks and tests)."""
+        self.longest_turn_cpu = 0.0
+        """The same turn's longest thread CPU time (seconds)."""
         m = metrics
         m.runs_held.set_reader(lambda: self.buffer.runs_held)
         m.spans_held.set_reader(lambda: self.buffer.spans_held)
@@ -377,7 +387,7 @@ class Pipeline:
                 wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
                 self._wake.wait(wait)
                 return True
-        self._settle(releases, orphans)
+        self._settle(releases, orphans, poll=True)
         return True
 
     def _take_due(self) -> tuple[list[Release], list[int]]:
@@ -389,28 +399,52 @@ class Pipeline:
         self._forced = []
         return releases, self.buffer.take_orphan_done()
 
-    def _settle(self, releases: list[Release], orphans: list[int]) -> None:
+    def _settle(self, releases: list[Release], orphans: list[int], *, poll: bool = False) -> None:
         """Decide and commit ``releases`` (emptied as it goes: a decided release holds its
         parsed, annotated spans, several times their wire size, and one poll can hand over
-        thousands; each is let go once committed, not when the last of them is)."""
+        thousands; each is let go once committed, not when the last of them is).
+
+        The releases are decided in slices, round-robin (``runs/slices.py``): each gets the thread
+        for at most :attr:`slice_seconds` at a time. With ``poll`` (the worker), releases that
+        fall due while a long decision is under way join the round at once."""
         if orphans:
             self.journal.mark_done(orphans)
         # Group commit: several decided releases go to the journal as one append (one write, and
         # one wake-up of the forwarder, which then merges them into one send) and share one fsync;
         # only then are their held input records retired (a crash before the fsync replays them).
         batch: list[_Decided] = []
-        opened = time.monotonic()
-        releases.reverse()
+        slices: Slices[Release, _Decided] = Slices(self.slice_seconds)
+        turns = StoreTurns()
+        for release in releases:
+            slices.add(release, self._decide_steps(release, turns.ticket()))
+        releases.clear()
+        opened = polled = time.monotonic()
         try:
-            while releases:
-                batch.append(self._decide(releases.pop()))
-                if (
-                    len(batch) >= GROUP_COMMIT_RELEASES
-                    or time.monotonic() - opened >= GROUP_COMMIT_SECONDS
+            while slices:
+                ended = slices.step()
+                if ended is not None:
+                    decided = ended[1]
+                    if isinstance(decided, BaseException):
+                        raise decided
+                    batch.append(decided)
+                now = time.monotonic()
+                if batch and (
+                    len(batch) >= GROUP_COMMIT_RELEASES or now - opened >= GROUP_COMMIT_SECONDS
                 ):
                     done, batch = batch, []
                     self._commit(done)
                     opened = time.monotonic()
+                if poll and slices and now - polled >= self.slice_seconds:
+                    polled = now
+                    with self._lock:
+                        if self._stop:
+                            poll = False  # flush() takes what is still due
+                            continue
+                        due, orphans = self._take_due()
+                    if orphans:
+                        self.journal.mark_done(orphans)
+                    for release in due:
+                        slices.add(release, self._decide_steps(release, turns.ticket()))
             if batch:
                 done, batch = batch, []
                 self._commit(done)
@@ -418,11 +452,14 @@ class Pipeline:
             # What was neither committed nor handed to _commit leaves memory with this frame:
             # stop counting it, or back-pressure would refuse senders until a restart (its input
             # records are still in the journal and replay after one).
-            leftover = sum(r.size for r in releases) + sum(d.release.size for d in batch)
+            leftover = sum(r.size for r in slices.tags()) + sum(d.release.size for d in batch)
             if leftover:
                 with self._lock:
                     self.buffer.releasing_bytes -= leftover
             raise
+        finally:
+            self.longest_turn = max(self.longest_turn, slices.longest_turn)
+            self.longest_turn_cpu = max(self.longest_turn_cpu, slices.longest_turn_cpu)
 
     def process_due(self) -> int:
         """Decide and queue whatever is due now, on the calling thread; returns releases handled.
@@ -435,19 +472,24 @@ class Pipeline:
         self._settle(releases, orphans)
         return count
 
-    def _decide(self, release: Release) -> _Decided:
-        """Decide a release, annotate its spans in place and serialize them (no journal yet)."""
+    def _decide_steps(self, release: Release, turn: Ticket) -> Steps[_Decided]:
+        """Decide a release, annotate its spans in place and serialize them (no journal yet), in
+        steps. ``decision_latency`` is the wall time from its first step to its last: the turns
+        other releases took in between count (that is the delay the trace sees)."""
         started = time.perf_counter()
         decisions: list[Decision] = []
         try:
-            decisions = self.stage.annotate(release)
+            decisions = yield from self.stage.annotate_steps(release, turn)
         except Exception:  # the spans must flow on whatever the engine does
             self.metrics.decision_errors.inc()
             _log.exception(
                 "deciding a released trace failed; forwarding it unannotated",
                 extra={"trace_id": release.trace_id.hex()},
             )
+        finally:
+            turn.close()
         elapsed = time.perf_counter() - started
+        yield None  # publishing and serializing a long run's spans are steps of their own
         if self.verdicts is not None:
             # Before the spans leave: whoever sees the annotation can query the account.
             for d in decisions:
@@ -458,7 +500,7 @@ class Pipeline:
         spans = [h.info.span for h in release.spans()]
         if not spans:
             return _Decided(release, decisions, None, 0, [])
-        self.metrics.decision_latency.observe(elapsed)
+        self.metrics.decision_latency.record(elapsed)
         annotations: list[Annotation] = []
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
@@ -524,7 +566,7 @@ class Pipeline:
         now = self.clock()
         for unit in release.units:
             if unit.run_arrived is not None:
-                m.release_delay.observe(max(0.0, now - unit.run_arrived))
+                m.release_delay.record(max(0.0, now - unit.run_arrived))
         if release.cause in ("overflow", "timeout"):
             # One line per cause and limit per interval (runs_released_* count every trace):
             # under overload a line per trace would flood the log.

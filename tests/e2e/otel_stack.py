@@ -3,7 +3,8 @@ and Jaeger v2 built by ``scripts/jaeger.sh`` (found through their env files' var
 ``otel-footprint serve`` hops started per test, and Jaeger's HTTP query API.
 
 Everything here uses the standard library (urllib, subprocess) and the ``otel-footprint`` console
-command of this environment, so the product's module layout can change without breaking the suite.
+command of this environment (the processes in ``tests/servers.py``), so the product's module layout
+can change without breaking the suite.
 """
 
 from __future__ import annotations
@@ -11,21 +12,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
-import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
+from servers import HopProcess, Process, free_ports, poll
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "collector-config"
@@ -38,33 +35,6 @@ JAEGER_OTLP_HTTP_ENV = "OTEL_FOOTPRINT_JAEGER_OTLP_HTTP"
 
 WAIT_S = 30.0
 """Bound of every wait on a process or on Jaeger (ingestion through two Collectors and a hop)."""
-
-T = TypeVar("T")
-
-
-def poll(fetch: Callable[[], T], done: Callable[[T], bool], *, timeout: float, what: str) -> T:
-    """Call ``fetch`` until ``done(result)``; fail after ``timeout`` s with the last result."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        result = fetch()
-        if done(result):
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out after {timeout} s waiting for {what}; last: {result!r}"[:4000]
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1 right now."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
 
 
 def _http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -254,59 +224,6 @@ def search(
 # --- processes ---------------------------------------------------------------------------------
 
 
-class Process:
-    """A server subprocess this test started: its log in a file, stopped by its own pid only."""
-
-    def __init__(
-        self, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
-    ) -> None:
-        self.argv = list(argv)
-        self.log = log
-        self.env = {**os.environ, **(env or {})}
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def spawn(self, stdout: int | None = None) -> subprocess.Popen[bytes]:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=stdout if stdout is not None else log,
-                stderr=log,
-                env=self.env,
-                cwd=str(REPO),
-            )
-        return self.proc
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        """SIGKILL (a crash), then reap."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGTERM, SIGKILL after ``timeout`` s; the exit code (None when never started)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        return self.proc.returncode
-
-
 def otelcol_validate(
     binary: str, config: Path, env: Mapping[str, str]
 ) -> subprocess.CompletedProcess[str]:
@@ -386,96 +303,11 @@ class Collector(Process):
         return self
 
 
-def otel_footprint_command() -> str:
-    """The ``otel-footprint`` console command of this environment (beside its python)."""
-    candidate = Path(sys.executable).with_name("otel-footprint")
-    return str(candidate) if candidate.exists() else "otel-footprint"
-
-
-class Hop(Process):
-    """``otel-footprint serve`` (the console command); ``grpc``/``http``/``telemetry`` once ready."""
-
-    def __init__(
-        self,
-        data_dir: Path,
-        forward: str,
-        *args: str,
-        grpc: str = "127.0.0.1:0",
-        http: str = "127.0.0.1:0",
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        argv = [
-            otel_footprint_command(),
-            "serve",
-            "--grpc",
-            grpc,
-            "--http",
-            http,
-            "--telemetry",
-            "127.0.0.1:0",
-            "--data-dir",
-            str(data_dir),
-            "--forward",
-            forward,
-            *args,
-        ]
-        super().__init__(argv, data_dir.parent / f"{data_dir.name}-serve.log", env)
-        self.addresses: dict[str, str] = {}
-
-    def start(self, timeout: float = 60.0) -> Hop:
-        proc = self.spawn(stdout=subprocess.PIPE)
-        assert proc.stdout is not None
-        lines: list[str] = []
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                line = raw.decode(errors="replace").strip()
-                lines.append(line)
-                parts = line.split()
-                if parts == ["ready"]:
-                    ready.set()
-                elif len(parts) == 2:
-                    self.addresses[parts[0]] = parts[1]
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
-        if not ready.wait(timeout) or not self.alive():
-            self.kill()
-            raise AssertionError(
-                f"otel-footprint serve did not become ready: {lines}\n{self.tail()}"
-            )
-        return self
-
-    @property
-    def grpc(self) -> str:
-        return self.addresses["grpc"]
-
-    @property
-    def http(self) -> str:
-        return self.addresses["http"]
-
-    @property
-    def telemetry(self) -> str:
-        return self.addresses["telemetry"]
-
-    def metric(self, name: str) -> float:
-        """The sum over labels of a Prometheus counter on the hop's ``/metrics``."""
-        status, body = _http_get(f"http://{self.telemetry}/metrics")
-        assert status == 200, status
-        total = 0.0
-        for line in body.decode().splitlines():
-            if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " "):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-
-def jaeger_hop(data_dir: Path, backend_collector: str, token: str) -> Hop:
+def jaeger_hop(data_dir: Path, backend_collector: str, token: str) -> HopProcess:
     """``otel-footprint serve`` as collector-config/jaeger/otel-footprint.yaml deploys it (OTLP in
     behind bearer ``token``, annotated OTLP/gRPC out to ``backend_collector``, ``host:port``), on
     free loopback ports; a short release grace (the tests send whole traces), no fsync. Not started."""
-    return Hop(
+    return HopProcess(
         data_dir,
         f"http://{backend_collector}",
         "--config",
@@ -496,40 +328,3 @@ def running(*processes: Process) -> Iterator[None]:
     finally:
         for process in reversed(processes):
             process.stop()
-
-
-def redis_server(workdir: Path) -> tuple[Process, str]:
-    """A private redis-server on a free loopback port (no persistence): the process and its URL."""
-    import shutil
-
-    binary = shutil.which("redis-server")
-    if binary is None:
-        import pytest
-
-        pytest.skip("redis-server is not installed (.ci/run installs it)")
-    port = free_ports(1)[0]
-    argv = [
-        binary,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        str(workdir),
-    ]
-    process = Process(argv, workdir / "redis.log")
-    process.spawn()
-
-    def up() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            return False
-
-    poll(up, bool, timeout=10, what="redis-server")
-    return process, f"redis://127.0.0.1:{port}/0"

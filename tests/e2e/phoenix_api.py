@@ -4,21 +4,21 @@ needs no Phoenix package): span queries by attribute, span annotations, and boun
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias
+
+from servers import poll
 
 AttrScalar: TypeAlias = str | bool | int | float
 """A value the REST ``attribute=key:value`` filter can match (lists cannot be matched there)."""
 
 AnnotatorKind: TypeAlias = Literal["CODE", "LLM", "HUMAN"]
 
-T = TypeVar("T")
 
 MAX_SPANS: Final = 1000
 """Phoenix's per-request page limit; every query here is bounded by it (tests stay far below)."""
@@ -149,25 +149,6 @@ def gql_contains(name: str, element: str) -> str:
 
 
 # --- polling ---------------------------------------------------------------------------------
-
-
-def poll(fetch: Callable[[], T], done: Callable[[T], bool], *, timeout: float, what: str) -> T:
-    """Call ``fetch`` until ``done(result)`` or ``timeout`` seconds pass (ingestion is asynchronous).
-
-    Raises AssertionError naming ``what`` and the last result on timeout.
-    """
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        result = fetch()
-        if done(result):
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(
-                f"timed out after {timeout:.1f} s waiting for {what}; last: {result!r}"
-            )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
 
 
 # --- the client ------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from servers import otel_footprint_command
 
 from otel_footprint import semconv as sc
 from otel_footprint.sdk import setup as footprint_setup
@@ -44,7 +45,6 @@ from .otel_stack import (
     jaeger_hop,
     load_config,
     matching,
-    otel_footprint_command,
     poll,
     running,
     search,

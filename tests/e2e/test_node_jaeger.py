@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI
+from servers import HopProcess
 
 from otel_footprint import semconv as sc
 
@@ -40,7 +41,6 @@ from .node_agents import (
 )
 from .otel_stack import (
     WAIT_S,
-    Hop,
     JaegerClient,
     JaegerSpan,
     jaeger_hop,
@@ -112,7 +112,7 @@ def assert_found_by_python_verdicts(jaeger: JaegerClient, python: InJaeger, ts: 
 
 
 @pytest.fixture(scope="module")
-def hop(backend_collector: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hop]:
+def hop(backend_collector: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HopProcess]:
     """One ``otel-footprint serve`` for the module, forwarding to the backend Collector."""
     data_dir = tmp_path_factory.mktemp("hop-node-jaeger") / "data"
     process = jaeger_hop(data_dir, backend_collector, TOKEN).start()
@@ -125,7 +125,7 @@ def hop(backend_collector: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 @pytest.fixture(scope="module")
 def python_run(
-    jaeger: JaegerClient, hop: Hop, server: FakeOpenAI, openai_agent: Path
+    jaeger: JaegerClient, hop: HopProcess, server: FakeOpenAI, openai_agent: Path
 ) -> Callable[[bool], InJaeger]:
     """The Python agent's run through the same hop, Collector and Jaeger, stating the offered tools
     or not (one run of each, on first use): the verdicts to match."""
@@ -159,7 +159,7 @@ def python_run(
 @pytest.mark.parametrize("instrumentation", ["otel", "openinference", "traceloop"])
 def test_typescript_agent_in_jaeger_gets_the_python_agents_verdicts(
     jaeger: JaegerClient,
-    hop: Hop,
+    hop: HopProcess,
     server: FakeOpenAI,
     openai_agent: Path,
     python_run: Callable[[bool], InJaeger],
@@ -184,7 +184,7 @@ def test_typescript_agent_in_jaeger_gets_the_python_agents_verdicts(
 
 def test_agents_sdk_agent_in_jaeger_gets_the_python_agents_verdicts(
     jaeger: JaegerClient,
-    hop: Hop,
+    hop: HopProcess,
     server: FakeOpenAI,
     openai_agent: Path,
     python_run: Callable[[bool], InJaeger],

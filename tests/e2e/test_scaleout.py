@@ -26,6 +26,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from servers import HopProcess, free_ports, otel_footprint_command, redis_server
 
 from otel_footprint import semconv as sc
 
@@ -35,13 +36,9 @@ from .otel_stack import (
     REPO,
     WAIT_S,
     Collector,
-    Hop,
     JaegerClient,
-    free_ports,
     load_config,
-    otel_footprint_command,
     poll,
-    redis_server,
 )
 
 pytestmark = [pytest.mark.collector, pytest.mark.jaeger]
@@ -73,11 +70,11 @@ class Stack:
     where the edge's static resolver expects it)."""
 
     edge: Collector
-    hops: list[Hop]
+    hops: list[HopProcess]
     ports: list[int]
     make_hop: Any
 
-    def restart(self, index: int) -> Hop:
+    def restart(self, index: int) -> HopProcess:
         self.hops[index] = self.make_hop(index).start()
         return self.hops[index]
 
@@ -92,8 +89,8 @@ def stack(
     redis, redis_url = redis_server(workdir)
     ports = free_ports(2)
 
-    def make_hop(index: int) -> Hop:
-        return Hop(
+    def make_hop(index: int) -> HopProcess:
+        return HopProcess(
             workdir / f"hop-{index + 1}",
             f"http://{backend_collector}",
             *hop_args(redis_url),
@@ -101,7 +98,7 @@ def stack(
             env={"FOOTPRINT_TOKEN": TOKEN, "FOOTPRINT_INSTANCE": str(index + 1)},
         )
 
-    hops: list[Hop] = []
+    hops: list[HopProcess] = []
     edge: Collector | None = None
     try:
         hops = [make_hop(i).start() for i in range(2)]

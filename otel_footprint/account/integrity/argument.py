@@ -24,7 +24,8 @@ from otel_footprint.account.integrity.dangling import NO_GROUNDS
 from otel_footprint.account.integrity.model import Excusal, Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
-from otel_footprint.runs.integrity_inputs import ChosenCall, IntegrityInputs, PassInputs
+from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs
+from otel_footprint.runs.outputs import ChosenCall
 
 
 def _calls_of(inputs: IntegrityInputs, pass_: PassInputs) -> list[ChosenCall] | None:

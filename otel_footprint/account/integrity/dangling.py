@@ -14,7 +14,8 @@ from otel_footprint.account.integrity.common import frame_missing, names, tools_
 from otel_footprint.account.integrity.model import Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
-from otel_footprint.runs.integrity_inputs import FrameMessage, IntegrityInputs
+from otel_footprint.runs.integrity_inputs import IntegrityInputs
+from otel_footprint.runs.outputs import FrameMessage
 
 NO_GROUNDS = (
     "no tool declares where its arguments come from (footprint.tool.declared argumentsFrom)"

@@ -13,7 +13,8 @@ from otel_footprint.account.integrity.common import names, tools_missing
 from otel_footprint.account.integrity.model import Finding, ParkState, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
-from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs, Ref
+from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs
+from otel_footprint.runs.outputs import Ref
 
 NO_MAPS = "no maps are mounted in this run, so nothing can be parked"
 ONE_VIEW = (

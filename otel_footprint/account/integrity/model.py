@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, cast
 
 from otel_footprint import semconv
-from otel_footprint.runs.integrity_inputs import Ref
+from otel_footprint.runs.outputs import Ref
 
 Kind: TypeAlias = Literal[
     "invariant-violation",
