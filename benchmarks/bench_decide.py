@@ -1,6 +1,6 @@
 """Times the decision path stage by stage: group_runs, decide_run (without / with the account), and
 annotations_for, in µs of thread CPU time per run and per pass (best of R batches of K fresh inputs
-each).
+each); and the account alone (``leg_input`` + ``account_for`` on each run's facts, read beforehand).
 
 Workloads are realistic runs: the recorder's scripted runs (the 30-call stuck turn in verify and
 shadow mode, a routed 2-pass run) captured on SDK spans through an ``InMemorySpanExporter``, and the
@@ -26,12 +26,15 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otel_footprint.account.account import account_for
+from otel_footprint.account.input import AccountInput, ToolCall, leg_input
 from otel_footprint.annotate.form import AnnotateOptions, annotations_for
 from otel_footprint.bridges.agentfootprint import recording_to_requests
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.engine.decide import EngineOptions, decide_run
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import RunSpans, group_runs
+from otel_footprint.runs.passes import RunFacts, read_run
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
 from otel_footprint.runs.store import MemoryRunStore
 
@@ -85,10 +88,36 @@ class Row:
     decide: float
     decide_account: float
     annotate: float
+    account: float
 
 
 def _best(samples: Sequence[float]) -> float:
     return min(samples)
+
+
+def _account_of(facts: RunFacts) -> AccountInput:
+    """What the engine hands the account for one leg: its events, tool calls and last pass."""
+    calls = [
+        ToolCall(
+            c.name,
+            c.call_id,
+            c.arguments_text,
+            c.result,
+            c.failed,
+            c.status,
+            c.trace_id,
+            c.span_id,
+            c.iteration,
+        )
+        for c in facts.tool_calls
+    ]
+    last = max((p.iteration for p in facts.passes), default=None)
+    return AccountInput(facts.events, tuple(calls), answering_iteration=last)
+
+
+def _account(inp: AccountInput) -> None:
+    """The account alone, as the engine computes it: ``leg_input`` then ``account_for``."""
+    account_for(leg_input(inp.events, inp.tool_calls, answering_iteration=inp.answering_iteration))
 
 
 def measure(workload: Workload, batch: int, repeat: int) -> Row:
@@ -100,6 +129,7 @@ def measure(workload: Workload, batch: int, repeat: int) -> Row:
     decide_s: list[float] = []
     account_s: list[float] = []
     annotate_s: list[float] = []
+    alone_s: list[float] = []
     runs_count = passes_count = 0
     for _ in range(repeat):
         inputs = [workload.views() for _ in range(batch)]
@@ -128,6 +158,13 @@ def measure(workload: Workload, batch: int, repeat: int) -> Row:
             annotations_for(verdict, annotate)
         annotate_s.append(_clock() - start)
 
+        legs = [_account_of(read_run(run)) for runs in grouped for run in runs]
+        gc.collect()
+        start = _clock()
+        for leg in legs:
+            _account(leg)
+        alone_s.append(_clock() - start)
+
         runs_count = len(grouped[0])
         passes_count = sum(len(run.passes) for run in grouped[0])
     # A workload that stops early (a reason) would time less work than it claims: say so.
@@ -143,16 +180,18 @@ def measure(workload: Workload, batch: int, repeat: int) -> Row:
         _best(decide_s) * scale,
         _best(account_s) * scale,
         _best(annotate_s) * scale,
+        _best(alone_s) * scale,
     )
 
 
 def print_table(rows: Sequence[Row]) -> None:
     per_run = (
         f"{'workload':24} {'runs':>4} {'passes':>6} | {'µs per run':^47} | {'µs per pass':^31}"
+        f" | {'account alone':^17}"
     )
     sub = (
         f"{'':24} {'':>4} {'':>6} | {'group':>8} {'decide':>8} {'+account':>9} {'annotate':>9} "
-        f"{'total':>8} | {'decide':>7} {'+account':>9} {'total':>11}"
+        f"{'total':>8} | {'decide':>7} {'+account':>9} {'total':>11} | {'/run':>8} {'/pass':>8}"
     )
     print(per_run)
     print(sub)
@@ -165,12 +204,14 @@ def print_table(rows: Sequence[Row]) -> None:
             f"{row.name:24} {row.runs:>4} {row.passes:>6} | {row.group / runs:>8.1f} "
             f"{row.decide / runs:>8.1f} {row.decide_account / runs:>9.1f} "
             f"{row.annotate / runs:>9.1f} {total / runs:>8.1f} | {row.decide / passes:>7.1f} "
-            f"{row.decide_account / passes:>9.1f} {total / passes:>11.1f}"
+            f"{row.decide_account / passes:>9.1f} {total / passes:>11.1f} | "
+            f"{row.account / runs:>8.1f} {row.account / passes:>8.1f}"
         )
     print()
     print(
         "decide = decide_run(account=False); +account = decide_run with the account (what the "
-        "processor and the hop run); total = group + (+account) + annotate."
+        "processor and the hop run); total = group + (+account) + annotate; account alone = "
+        "leg_input + account_for on each run's facts (read beforehand, not timed)."
     )
 
 

@@ -311,6 +311,7 @@ def throughput(
         if not sink.wait_for(warm_spans, 60):
             raise RuntimeError("warm-up spans did not arrive")
         cpu0 = _cpu_seconds(hop.proc.pid)
+        threads0 = _thread_cpu_seconds(hop.proc.pid)
         started = time.perf_counter()
         send_all(hop.addresses["grpc"], requests, threads)
         sent = time.perf_counter()
@@ -318,6 +319,10 @@ def throughput(
             raise RuntimeError(f"only {sink.count - warm_spans} of {spans} spans arrived")
         done = time.perf_counter()
         cpu = _cpu_seconds(hop.proc.pid) - cpu0
+        by_thread = _thread_cpu_seconds(hop.proc.pid)
+        busiest = max(
+            (used - threads0.get(tid, 0.0) for tid, used in by_thread.items()), default=0.0
+        )
         annotated = hop.metric("otel_footprint_spans_annotated_total")
         latency_sum = hop.metric("otel_footprint_decision_latency_seconds_sum")
         latency_count = hop.metric("otel_footprint_decision_latency_seconds_count")
@@ -332,6 +337,9 @@ def throughput(
         "spans_per_second": round(spans / elapsed, 1),
         "hop_cpu_seconds": round(cpu, 3),
         "spans_per_hop_cpu_second": round(spans / cpu, 1) if cpu > 0 else 0.0,
+        # The share of that CPU one thread used (annotating: the release worker, which decides):
+        # what caps a hop however many cores it has.
+        "busiest_thread_cpu_share": round(busiest / cpu, 3) if cpu > 0 else 0.0,
         "spans_annotated": annotated,
         "mean_decision_ms": round(1000 * latency_sum / latency_count, 3) if latency_count else 0.0,
     }
@@ -341,6 +349,19 @@ def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def _thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each of the process's threads, by thread id."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[task.name] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
 
 
 def memory_per_held_span(tmp: Path, held_spans: int, threads: int) -> dict[str, float]:
@@ -624,6 +645,10 @@ def main() -> int:
             "annotating": [r["spans_per_hop_cpu_second"] for r in runs[True]],
             "annotation_off": [r["spans_per_hop_cpu_second"] for r in runs[False]],
         }
+        result["runs_busiest_thread_cpu_share"] = {
+            "annotating": [r["busiest_thread_cpu_share"] for r in runs[True]],
+            "annotation_off": [r["busiest_thread_cpu_share"] for r in runs[False]],
+        }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -634,7 +659,8 @@ def main() -> int:
         print(
             f"{name:>15}: {r['spans_per_second']:>10,.0f} spans/s end to end "
             f"({r['spans']} spans in {r['seconds']} s; hop CPU {r['hop_cpu_seconds']} s = "
-            f"{r['spans_per_hop_cpu_second']:,.0f} spans per hop-CPU-second; "
+            f"{r['spans_per_hop_cpu_second']:,.0f} spans per hop-CPU-second, "
+            f"{100 * r['busiest_thread_cpu_share']:.0f}% of it on one thread; "
             f"mean decision {r['mean_decision_ms']} ms per trace)"
         )
     print(f"          ratio: annotating / annotation off = {result['ratio_annotating_to_off']}")

@@ -239,3 +239,20 @@ def test_apply_note_refuses_what_protobuf_refuses() -> None:
     pb = PbSpan()
     apply_note(pb, SpanNote(attributes=(("list", ["a", "b"]),)))  # type: ignore[arg-type]
     assert [v.string_value for v in pb.attributes[0].value.array_value.values] == ["a", "b"]
+
+
+def test_apply_note_never_confuses_events_whose_values_compare_equal() -> None:
+    # Encoded values are cached: an event holding True must not be served the bytes of an
+    # equal-comparing event holding 1 or 1.0 (nor -0.0 those of 0.0), in either order.
+    values = (True, 1, 1.0, (True,), (1,), ("1",), 0.0, -0.0, (), ("",), "", "x", ("x",))
+    for order in (values, tuple(reversed(values))):
+        for value in order:
+            note = SpanNote(events=(NoteEvent("e", (("k", value), ("t", "same"))),))
+            pb, reference = PbSpan(), PbSpan()
+            apply_note(pb, note)
+            _reference_apply(reference, note)
+            assert pb == reference, value
+    # An event holding a list (unhashable) still encodes, uncached.
+    pb = PbSpan()
+    apply_note(pb, SpanNote(events=(NoteEvent("e", (("list", ["a"]),)),)))  # type: ignore[arg-type]
+    assert pb.events[0].attributes[0].value.array_value.values[0].string_value == "a"

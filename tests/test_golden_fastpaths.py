@@ -95,7 +95,11 @@ def _request_cases() -> list[ExportTraceServiceRequest]:
     # The same resource and scope again in a second block: regrouped with the first.
     again = plain.resource_spans.add()
     again.scope_spans.add().spans.add(name="e")
-    cases = [plain]
+    # A scope and a resource past 16 KiB: three-byte lengths at every level.
+    big = ExportTraceServiceRequest()
+    for n in range(100):
+        big.resource_spans.add().scope_spans.add().spans.add(name=f"{n:03d}" + "x" * 200)
+    cases = [plain, big]
     for recording in _recordings()[:2]:
         cases.extend(recording_to_requests(recording.read_text(encoding="utf-8").splitlines()))
     return cases

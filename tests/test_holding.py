@@ -70,7 +70,8 @@ def test_what_the_adapter_keeps_outside_the_buffer_counts_against_max_bytes() ->
     """Issue 13 (defect 4): batches waiting for the forwarder and recent accounts are memory too
     (the adapter says how much, :attr:`RunHolding.outside_bytes`): they push back with the runs
     held and releasing, and the decision cache yields to them."""
-    core: Core = RunHolding(HoldLimits(max_bytes=10_000, release_grace=0.0))
+    # The cache's own share as large as the limit: here it yields to what the runs leave.
+    core: Core = RunHolding(HoldLimits(max_bytes=10_000, cache_bytes=10_000, release_grace=0.0))
     outside = [0]
     core.outside_bytes = lambda: outside[0]
     for trace in range(1, 41):
@@ -92,7 +93,7 @@ def test_what_the_adapter_keeps_outside_the_buffer_counts_against_max_bytes() ->
 def test_the_decision_cache_yields_to_held_runs_within_max_bytes() -> None:
     """Issue 13 (defect 4): remembered notes are memory max_bytes bounds; the cache keeps only
     what held and releasing runs leave of it (oldest decided trace first), never refusing input."""
-    core: Core = RunHolding(HoldLimits(max_bytes=10_000, release_grace=0.0))
+    core: Core = RunHolding(HoldLimits(max_bytes=10_000, cache_bytes=10_000, release_grace=0.0))
     for trace in range(1, 11):
         hold(core, trace, 1, 0, SpanRole.RUN)
         assert [r.trace_id for r in core.poll(1.0)] == [trace]
@@ -107,6 +108,25 @@ def test_the_decision_cache_yields_to_held_runs_within_max_bytes() -> None:
     core.releasing_bytes = 2_000
     core.enforce([])
     assert core.cache_bytes <= 10_000 - 3_000 - 2_000
+
+
+def test_the_decision_cache_keeps_to_its_own_share_of_max_bytes() -> None:
+    """Issue 13: the cache has its own byte share of the one limit (an eighth unless set), so a
+    cache filling what idle runs leave cannot take the process past the bound when they return."""
+    assert HoldLimits(max_bytes=80_000).cache_budget == 10_000
+    assert HoldLimits(max_bytes=80_000, cache_bytes=3_000).cache_budget == 3_000
+    core: Core = RunHolding(HoldLimits(max_bytes=80_000, release_grace=0.0))
+    for trace in range(1, 31):
+        hold(core, trace, 1, 0, SpanRole.RUN)
+        assert [r.trace_id for r in core.poll(1.0)] == [trace]
+        core.remember(trace, {1: "note"}, size=1_000)
+    assert core.bytes_held == 0  # nothing held: the room left is the whole limit, yet
+    assert core.cached_traces() == 10 and core.cache_bytes == 10_000
+    assert core.knows(30) and core.knows(21) and not core.knows(20)  # oldest first
+    core.shrink_cache(2_500)
+    assert core.cached_traces() == 2 and core.knows(30) and core.knows(29)
+    with pytest.raises(ValueError, match="cache_bytes must be >= 0"):
+        HoldLimits(cache_bytes=-1)
 
 
 def test_an_unbounded_restore_releases_recovered_runs_when_due_not_as_overflow() -> None:

@@ -15,6 +15,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
 from otel_footprint.runs.spans import any_value_to_python
+from otel_footprint.service import pipeline as pipeline_module
 from otel_footprint.service.annotation import FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
 from otel_footprint.service.journal import Journal
@@ -190,8 +191,10 @@ class RecordingJournal(Journal):
 
 
 def test_released_runs_share_one_append_and_fsync_and_input_is_retired_after_it(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The commit window is wall time; on a loaded machine twenty decisions can outlast it.
+    monkeypatch.setattr(pipeline_module, "GROUP_COMMIT_SECONDS", 60.0)
     clock = Clock()
     journal = RecordingJournal(tmp_path / "queue")
     journal.open()
@@ -395,3 +398,112 @@ def test_batches_waiting_for_the_forwarder_in_memory_count_against_max_bytes(
     assert len(_forwarded(journal)) == admitted  # the forwarder catches up
     assert journal.memory_bytes == 0
     assert pipeline.ingest_traces(_request(_span(121, "chat")), None, "test") == 1
+
+
+def test_a_retry_of_decided_runs_gets_the_same_annotations_from_the_packed_cache(
+    tmp_path: Path,
+) -> None:
+    """Issue 13: the decision cache keeps each decided trace's notes packed (a compressed blob,
+    ~1.9 KB a run instead of ~19 KB of objects); a late copy of a decided span (a sender's retry
+    after its acknowledgement was lost) must still leave byte for byte as the first one did."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_hop import build_requests
+
+    clock = Clock()
+    pipeline, journal, metrics = _pipeline(tmp_path, clock)
+    (payload,) = build_requests(100, 0)  # 10 agent runs: notes with attributes, events, links
+    request = ExportTraceServiceRequest.FromString(payload)
+    pipeline.ingest_traces(request, payload, "test")
+    clock.now += 1.5
+    pipeline.process_due()
+    first = _forwarded(journal)
+    assert len(first) == 100 and pipeline.buffer.cached_traces() == 10
+    assert any(span.events for span in first.values())
+    assert any(span.links for span in first.values())
+    cached = pipeline.buffer.cache_bytes
+    assert 10 * 2_000 < cached < 10 * 8_000  # packed: a few KB a trace, not ~20 KB
+    pipeline.ingest_traces(ExportTraceServiceRequest.FromString(payload), payload, "test")
+    assert metrics.late_spans.value() == 100
+    again = _forwarded(journal)
+    assert again == first
+
+
+def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives_way(
+    tmp_path: Path,
+) -> None:
+    """Issue 13: whatever the estimates say, a process whose resident memory is past the limit
+    pushes back (RESOURCE_EXHAUSTED / 503 with a retry delay) while the runs held exceed a tenth of
+    max_bytes, after shrinking the decision cache and handing free memory back (malloc_trim)."""
+    from otel_footprint.service.memory import MemoryGuard
+
+    clock = Clock()
+    rss = [50_000]
+    trims: list[float] = []
+    guard = MemoryGuard(
+        100_000, reader=lambda: rss[0], clock=clock, trim=lambda: trims.append(clock.now)
+    )
+    journal = Journal(tmp_path / "queue", fsync=False)
+    journal.open()
+    metrics = HopMetrics()
+    pipeline = Pipeline(
+        PipelineOptions(limits=BufferLimits(release_grace=1.0, max_bytes=40_000)),
+        journal,
+        FootprintAnnotation(),
+        metrics,
+        clock=clock,
+        memory=guard,
+    )
+    assert metrics.memory_limit_bytes.value() == 100_000
+    # A decided run in the cache, then a run held: under the limit, all is admitted.
+    first = _span(1, "invoke_agent", footprint__run__id="r1")
+    pipeline.ingest_traces(_request(first), None, "test")
+    clock.now += 1.5
+    pipeline.process_due()
+    assert pipeline.buffer.cached_traces() == 1
+    for trace in range(2, 22):
+        run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
+        pipeline.ingest_traces(_request(run), None, "test")
+    held = pipeline.buffer.bytes_held
+    assert 4_000 < held < 20_000  # more than a tenth of max_bytes, far from its 90%
+    assert metrics.resident_bytes.value() == 50_000
+    # Past the limit: refused, counted, the cache emptied, free memory handed back once.
+    rss[0] = 90_000  # past the soft limit (90% of it)
+    clock.now += 0.2
+    with pytest.raises(OverloadedError, match="over its memory limit"):
+        pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
+    assert metrics.memory_limit_refusals.value() == 1
+    assert metrics.resident_bytes.value() == 90_000
+    assert pipeline.buffer.cached_traces() == 0
+    assert trims == [clock.now]
+    clock.now += 0.2
+    with pytest.raises(OverloadedError):
+        pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
+    assert len(trims) == 1  # at most every few seconds
+    # The held runs drain; the process stays big (allocator slack), yet input is admitted again
+    # while what is held stays under the low-water share.
+    clock.now += 1.5
+    pipeline.process_due()
+    _forwarded(journal)  # the forwarder sends them: the journal's copies leave memory
+    assert pipeline.buffer.bytes_held == 0
+    pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
+    assert metrics.memory_limit_refusals.value() == 2
+    # Back under the limit: the ordinary 90% high-water mark again.
+    rss[0] = 89_000
+    clock.now += 0.2
+    for trace in range(30, 50):
+        pipeline.ingest_traces(_request(_span(trace, "invoke_agent")), None, "test")
+    assert metrics.memory_limit_refusals.value() == 2
+    journal.close()
+
+
+def test_the_memory_guard_reads_this_process() -> None:
+    from otel_footprint.service.memory import MemoryGuard, resident_bytes
+
+    rss = resident_bytes()
+    assert rss is not None and rss > 10 << 20  # Linux /proc: the interpreter alone is more
+    assert MemoryGuard(1 << 40).over() is False
+    assert MemoryGuard(1 << 20, trim=lambda: None).over() is True
+    assert MemoryGuard(rss * 21 // 20, trim=lambda: None).over() is True  # the soft limit: 90%
+    assert MemoryGuard(rss * 2).over() is False

@@ -26,7 +26,7 @@ from otel_footprint.account.rows import (
 )
 from otel_footprint.account.templates import chip, count_phrase
 from otel_footprint.account.understood import Understood, held_verdict, read_understood
-from otel_footprint.account.view import LegView
+from otel_footprint.account.view import leg_view
 from otel_footprint.account.writer import Var, Writer
 
 SHOWN_PER_CHECK = 3
@@ -37,7 +37,7 @@ PauseKind: TypeAlias = Literal["lost", "held", "held-events", "carried"]
 
 def account_for(inp: AccountInput) -> AccountResult:
     """The account of one run leg (reference §4): rows, checks 1–3, signals and the summary."""
-    view = LegView(inp.events)
+    view = leg_view(inp)
     writer = Writer()
     asked = asked_lines(inp, view, writer)
     understood = read_understood(inp, view, writer)
@@ -60,12 +60,12 @@ def account_for(inp: AccountInput) -> AccountResult:
     )
     summary = _summary(inp, writer, checks, findings, pause)
     return AccountResult(
-        lines=(*rows, *wrong),
-        checks=checks,
-        signals=tuple(f.signal for found, _ in findings for f in found),
-        summary=summary,
-        routing=understood.facts,
-        unread=understood.unread + unreadable_items + writer.unread,
+        (*rows, *wrong),  # lines
+        checks,
+        tuple(f.signal for found, _ in findings for f in found),  # signals
+        summary,
+        understood.facts,  # routing
+        understood.unread + unreadable_items + writer.unread,  # unread
     )
 
 

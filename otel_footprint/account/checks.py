@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from otel_footprint import semconv
 from otel_footprint.account.input import AccountInput, ToolCall
 from otel_footprint.account.model import CheckId, CheckResult, CheckState, Line, Pointer, Signal
-from otel_footprint.account.pointers import at_event, at_span, bounded
+from otel_footprint.account.pointers import at_event, bounded
 from otel_footprint.account.templates import tool_phrase
 from otel_footprint.account.view import LegView, as_list, as_obj, as_str
 from otel_footprint.account.writer import Var, Writer
@@ -33,6 +33,7 @@ MAX_SIGNALS_PER_CHECK = 12
 """Signals kept per check in the result (the "Anything wrong" row shows 3; the rest are counted)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CoverageItem:
     """One declared coverage item ``{what, short?, kind?}`` and where it was read."""
@@ -50,10 +51,9 @@ class CoverageItem:
         return at_event(self.event, self.list_name, self.index)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One tool call as the checks judge it."""
+class Call(NamedTuple):
+    """One tool call as the checks judge it (internal to the account: built for every tool call
+    of a leg, so a named tuple, immutable and about half the cost of a frozen dataclass)."""
 
     name: str | None
     span: ToolCall | None
@@ -82,9 +82,12 @@ class Call:
 
     def listed(self, kind: CoverageList) -> tuple[CoverageItem, ...]:
         """The items of one coverage list."""
+        if not self.items:
+            return ()
         return tuple(i for i in self.items if i.list_name == kind)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A signal and its sentence as an "Anything wrong" line."""
@@ -93,6 +96,7 @@ class Finding:
     line: Line
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
     """One check: its result, its findings (bounded) and why it could not run (lines)."""
@@ -110,22 +114,31 @@ class CheckOutcome:
 def calls_of(inp: AccountInput, view: LegView) -> tuple[tuple[Call, ...], int]:
     """Every call of the leg (tool spans first, then calls only coverage events name) and the
     number of unreadable coverage items skipped."""
-    by_span = {(c.trace_id, c.span_id): c for c in inp.tool_calls}
     coverage: dict[str, list[FootprintEvent]] = {}
+    by_span: dict[tuple[str, str], ToolCall] | None = None
     for event in view.events:  # in leg order, both coverage event types interleaved
         if event.type in COVERAGE_EVENTS:
+            if by_span is None:  # only a coverage event without a call id needs it
+                by_span = {(c.trace_id, c.span_id): c for c in inp.tool_calls}
             coverage.setdefault(_call_key(event, by_span), []).append(event)
     refusals = _tool_refusals(view)
+    # A stuck agent repeats the same call and reads the same result: each distinct result text
+    # is parsed once per account (the value is only read).
+    results: dict[str, object] = {}
     unread = 0
     calls: list[Call] = []
     seen: set[str] = set()
     for span in inp.tool_calls:
-        key = _span_key(span)
+        key = span.call_id if span.call_id is not None else _span_key(span)
         seen.add(key)
-        events = tuple(coverage.get(key, ()))
-        items, bad = _items(events)
-        unread += bad
-        calls.append(_judge(inp, span, events, items, refusals))
+        found = coverage.get(key) if coverage else None
+        if found:
+            events = tuple(found)
+            items, bad = _items(events)
+            unread += bad
+        else:
+            events, items = (), ()
+        calls.append(_judge(inp, span, events, items, refusals, results))
     for call_id, name, request in _paused_calls(view):
         if call_id in seen:
             continue
@@ -217,86 +230,96 @@ def _tool_refusals(view: LegView) -> dict[tuple[str, str], list[FootprintEvent]]
     return found
 
 
+_NOT_JSON: object = object()
+"""A result text that is not a JSON list or object (or not JSON at all)."""
+
+
+def _parsed(text: str, results: dict[str, object]) -> object:
+    """The JSON value of a result text that looks like a list or an object, else ``_NOT_JSON``
+    (memoized in ``results``)."""
+    value = results.get(text, results)
+    if value is not results:
+        return value
+    try:
+        value = json.loads(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
+    except json.JSONDecodeError:
+        value = _NOT_JSON
+    results[text] = value
+    return value
+
+
 def _judge(
     inp: AccountInput,
     span: ToolCall,
     events: tuple[FootprintEvent, ...],
     items: tuple[CoverageItem, ...],
     refusals: dict[tuple[str, str], list[FootprintEvent]],
+    results: dict[str, object],
 ) -> Call:
     name = span.name or _named(events)
     # Refused: a deny/halt check on the call's own span whose target is the tool itself (a
     # skill_read refusal on a read_skill span refuses the skill, not the call).
-    refusal = next(
-        (
-            e
-            for e in refusals.get((span.trace_id, span.span_id), ())
-            if name is not None and e.payload.get("target") == name
-        ),
-        None,
-    )
-    if refusal is not None:
-        return Call(name, span, events, items, "refused", refusal, None)
+    if refusals:
+        refusal = next(
+            (
+                e
+                for e in refusals.get((span.trace_id, span.span_id), ())
+                if name is not None and e.payload.get("target") == name
+            ),
+            None,
+        )
+        if refusal is not None:
+            return Call(name, span, events, items, "refused", refusal, None)
     if span.error:
         return Call(name, span, events, items, "failed", None, None)
-    where = at_span(span.trace_id, span.span_id, semconv.GEN_AI_TOOL_CALL_RESULT)
-    base = Call(name, span, events, items, "ran", None, None, result_pointer=where)
-    if span.status == "absent" or any(e.type == semconv.T_TOOLS_ABSENT for e in events):
-        return _with(base, "declared-absent")
-    if span.result is None:
-        return _with(base, "not-recorded")
-    text = span.result
-    if text.lstrip()[:1] not in ("{", "["):
-        return _with(base, "unknown")
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return _with(base, "unknown")
-    entries = as_list(value)
-    if entries is not None:
-        return _with(base, "non-empty" if entries else "undeclared-empty", len(entries), "library")
-    obj = as_obj(value)
-    rows_at = inp.declarations.rows_at_of(name)
-    held = as_list(obj.get(rows_at)) if obj is not None and rows_at is not None else None
-    if held is None or rows_at is None:
-        return _with(base, "unknown-shape")
-    pointer = at_span(span.trace_id, span.span_id, semconv.GEN_AI_TOOL_CALL_RESULT)
-    pointer = Pointer(
-        pointer.trace_id, pointer.span_id, attribute=pointer.attribute, json_path=_path(rows_at)
-    )
-    return Call(
-        name,
-        span,
-        events,
-        items,
-        "ran",
-        None,
-        "non-empty" if held else "undeclared-empty",
-        len(held),
-        "app",
-        pointer,
-    )
+    # The pointer ``at_span(trace, span, gen_ai.tool.call.result)`` builds, built in place.
+    where = Pointer(span.trace_id, span.span_id, None, None, semconv.GEN_AI_TOOL_CALL_RESULT, None)
+    emptiness: Emptiness
+    rows: int | None = None
+    counted_by: str | None = None
+    if span.status == "absent" or (
+        events and any(e.type == semconv.T_TOOLS_ABSENT for e in events)
+    ):
+        emptiness = "declared-absent"
+    elif span.result is None:
+        emptiness = "not-recorded"
+    else:
+        value = _parsed(span.result, results)
+        if value is _NOT_JSON:
+            emptiness = "unknown"
+        elif isinstance(value, list):  # json.loads gives lists, never tuples
+            emptiness = "non-empty" if value else "undeclared-empty"
+            rows, counted_by = len(value), "library"
+        else:
+            obj = as_obj(value)
+            rows_at = inp.declarations.rows_at_of(name)
+            held = as_list(obj.get(rows_at)) if obj is not None and rows_at is not None else None
+            if held is None or rows_at is None:
+                emptiness = "unknown-shape"
+            else:
+                pointer = Pointer(
+                    span.trace_id,
+                    span.span_id,
+                    attribute=semconv.GEN_AI_TOOL_CALL_RESULT,
+                    json_path=_path(rows_at),
+                )
+                return Call(
+                    name,
+                    span,
+                    events,
+                    items,
+                    "ran",
+                    None,
+                    "non-empty" if held else "undeclared-empty",
+                    len(held),
+                    "app",
+                    pointer,
+                )
+    return Call(name, span, events, items, "ran", None, emptiness, rows, counted_by, where)
 
 
 def _path(key: str) -> str:
     return "/" + key.replace("~", "~0").replace("/", "~1")
-
-
-def _with(
-    base: Call, emptiness: Emptiness, rows: int | None = None, counted_by: str | None = None
-) -> Call:
-    return Call(
-        base.name,
-        base.span,
-        base.coverage,
-        base.items,
-        base.outcome,
-        base.refusal,
-        emptiness,
-        rows,
-        counted_by,
-        base.result_pointer,
-    )
 
 
 # ── check 2: existence ───────────────────────────────────────────────────────────────────────
@@ -449,17 +472,10 @@ def _result(
     not_applicable: str,
 ) -> CheckResult:
     if state == "unreachable":
-        return CheckResult(check_id, state, sentence=why[0].text, pointers=bounded(pointers))
+        return CheckResult(check_id, state, None, why[0].text, bounded(pointers))
+    # Positional (id, state, outcome, sentence, pointers, label): keywords cost twice as much.
     if state == "not-applicable":
-        return CheckResult(check_id, state, sentence=writer.text(not_applicable))
+        return CheckResult(check_id, state, None, writer.text(not_applicable))
     if findings:
-        return CheckResult(
-            check_id,
-            state,
-            sentence=findings[0].line.text,
-            pointers=bounded(pointers),
-            label="fail",
-        )
-    return CheckResult(
-        check_id, state, sentence=writer.text(passed), pointers=bounded(pointers), label="pass"
-    )
+        return CheckResult(check_id, state, None, findings[0].line.text, bounded(pointers), "fail")
+    return CheckResult(check_id, state, None, writer.text(passed), bounded(pointers), "pass")

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
+from otel_footprint.account.view import LegView
 from otel_footprint.codec import EventPointer, FootprintEvent, quick_init
 
 Origin: TypeAlias = Literal["event", "held", "carried"]
@@ -54,6 +55,7 @@ class ToolCall:
     """``footprint.pass.iteration``: the pass whose model output asked for the call."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HeldState:
     """The ``state`` and ``pausedWith`` objects a resumed leg's ``pause.resume`` event carries."""
@@ -69,6 +71,7 @@ class HeldState:
         return self.state is not None and self.paused_with is not None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Score:
     """One entry of a routing verdict's ranked scores (only what the scores line reads)."""
@@ -79,6 +82,7 @@ class Score:
     """The score when it is a finite number."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RoutingVerdict:
     """The turn-start routing verdict, from whichever source held it, with its evidence."""
@@ -117,6 +121,7 @@ class RoutingVerdict:
         return tuple([p for p in found if p is not None])
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Declarations:
     """What the app declares beside the record (reference §4.1 ``declarations``)."""
@@ -184,6 +189,7 @@ def _strings_under(data: Mapping[str, Any], section: str, key: str) -> dict[str,
     return found
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CarriedVerdict:
     """The routing verdict an EARLIER leg of the same run had, kept in the run store.
@@ -377,6 +383,10 @@ class AccountInput:
     carried: CarriedVerdict | None = None
     """The verdict an earlier leg of the same run had (used on resumed legs only)."""
     declarations: Declarations = field(default_factory=Declarations)
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """What the account's readers derive from this input once and share (the indexed leg, the
+    routing verdict): ``account_for`` and ``verdict_to_carry`` read the same leg. A cache only:
+    every value in it is a pure function of the fields above, which are frozen."""
 
 
 def held_state_of(events: Iterable[FootprintEvent]) -> HeldState | None:
@@ -408,16 +418,19 @@ def leg_input(
     pass span (None when the leg has no pass). ``carried`` comes from the run store.
     """
     ordered = tuple(events)
-    types = {e.type for e in ordered}
-    answered = semconv.T_TURN_END in types
-    resumed = semconv.T_PAUSE_RESUME in types or (answered and semconv.T_TURN_START not in types)
-    return AccountInput(
+    view = LegView(ordered)  # indexed once here; the account's readers share it (``memo``)
+    answered = view.has(semconv.T_TURN_END)
+    resumed = view.has(semconv.T_PAUSE_RESUME) or (answered and not view.has(semconv.T_TURN_START))
+    resume = view.first(semconv.T_PAUSE_RESUME)
+    inp = AccountInput(
         events=ordered,
         tool_calls=tuple(tool_calls),
         answered=answered,
         answering_iteration=answering_iteration,
         resumed=resumed,
-        held=held_state_of(ordered),
+        held=held_state_of((resume,)) if resume is not None else None,
         carried=carried,
         declarations=declarations if declarations is not None else Declarations(),
     )
+    inp.memo["view"] = view
+    return inp

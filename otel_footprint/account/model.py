@@ -54,6 +54,7 @@ class Pointer:
         return text
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Chip:
     """A short mark beside a line (``decided and delivered``, ``missing from the record``, ...)."""
@@ -80,6 +81,7 @@ class Line:
     item: bool = False
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """One check's single state; ``outcome`` only for a reachable check 1."""
@@ -95,6 +97,7 @@ class CheckResult:
     signal), unknown otherwise."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Signal:
     """Something the account found wrong, in priority order."""
@@ -108,6 +111,7 @@ class Signal:
     pointers: tuple[Pointer, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Summary:
     """The one-line verdict and its tone."""
@@ -119,6 +123,7 @@ class Summary:
     """Template ids of sentences appended to the base one (a resumed leg's pause note)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class VerdictFact:
     """The routing verdict the account read (reference §4.4 ``facts.routing.verdict``)."""
@@ -132,6 +137,7 @@ class VerdictFact:
     scorer: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ScoresFact:
     """The app's scores behind a verdict, when the pick is their top (source: app)."""
@@ -142,6 +148,7 @@ class ScoresFact:
     all_others_equal: bool
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """A refusal to open a skill: ``skill.rejected`` (by ``skill-graph``) or a refusing check."""
@@ -150,6 +157,7 @@ class Refusal:
     by: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RoutingFacts:
     """What the "It understood" row read, as data (ids and names cut at 200 characters)."""
@@ -168,6 +176,7 @@ class RoutingFacts:
     """Resumed legs: the verdict was lost, read from held state, or carried from an earlier leg."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AccountResult:
     """What the account says about one run (or leg): rows of lines, checks, signals, summary."""

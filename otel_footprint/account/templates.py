@@ -385,9 +385,7 @@ def fill(template_id: str, values: Mapping[str, str]) -> str:
     joined in: a value that itself contains ``{x}`` stays as written, so a model-chosen id can never
     inject a placeholder.
     """
-    parts = _parts.get(template_id)
-    if parts is None:
-        parts = _parts[template_id] = tuple(_PLACEHOLDER.split(TEMPLATES[template_id].text))
+    parts = template_parts(template_id)
     if len(parts) == 1:
         return parts[0]  # most templates have no placeholder
     out = [parts[0]]
@@ -398,6 +396,15 @@ def fill(template_id: str, values: Mapping[str, str]) -> str:
         out.append(values[name])
         out.append(parts[index + 1])
     return "".join(out)
+
+
+def template_parts(template_id: str) -> tuple[str, ...]:
+    """The template's text split at its placeholders: literal, name, literal, ... (one literal
+    when it has none). KeyError on an unknown id."""
+    parts = _parts.get(template_id)
+    if parts is None:
+        parts = _parts[template_id] = tuple(_PLACEHOLDER.split(TEMPLATES[template_id].text))
+    return parts
 
 
 _parts: dict[str, tuple[str, ...]] = {}

@@ -51,11 +51,12 @@ from otel_footprint.account.view import (
     as_num,
     as_obj,
     as_str,
+    leg_view,
     same_json,
     strict_equal,
 )
 from otel_footprint.account.writer import Var, Writer
-from otel_footprint.codec import FootprintEvent
+from otel_footprint.codec import FootprintEvent, quick_init
 
 MAX_REFUSALS = 12
 """Refusals listed in the routing facts; the rest are counted."""
@@ -123,20 +124,20 @@ def event_verdict(routed: FootprintEvent) -> RoutingVerdict | None:
         p.get("scores"), lambda i, f: at_event(routed, "scores", i, f)
     )
     decisive = p.get("decisive")
-    return RoutingVerdict(
-        by=by,
-        origin="event",
-        to=to,
-        from_=from_,
-        decisive=decisive if isinstance(decisive, bool) else None,
-        scorer=as_str(p.get("scorer")),
-        witness=witness_text,
-        offered=len(offered) if offered is not None else None,
-        decider_model=model,
-        top=top,
-        next=nxt,
-        others_equal=others_equal,
-        pointers=(*fields, *score_pointers),
+    return RoutingVerdict(  # positional: a record built with keywords costs twice as much
+        by,
+        "event",  # origin
+        to,
+        from_,
+        decisive if isinstance(decisive, bool) else None,  # decisive
+        as_str(p.get("scorer")),  # scorer
+        witness_text,  # witness
+        len(offered) if offered is not None else None,  # offered
+        model,  # decider_model
+        top,
+        nxt,  # next
+        others_equal,
+        (*fields, *score_pointers),  # pointers
     )
 
 
@@ -200,6 +201,15 @@ def held_verdict(inp: AccountInput) -> RoutingVerdict | None:
 
 
 def _routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict | None, int]:
+    """The leg's verdict and how many unreadable ``skill.turn_routed`` were passed over; read
+    once per input (the account and the verdict to carry both ask)."""
+    found: tuple[RoutingVerdict | None, int] | None = inp.memo.get("routing")
+    if found is None:
+        found = inp.memo["routing"] = _read_routing_verdict(inp, view)
+    return found
+
+
+def _read_routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict | None, int]:
     unread = 0
     routed = view.first(semconv.T_TURN_ROUTED)
     if routed is not None:
@@ -218,14 +228,14 @@ def _routing_verdict(inp: AccountInput, view: LegView) -> tuple[RoutingVerdict |
 def routing_verdict_of(inp: AccountInput) -> RoutingVerdict | None:
     """The routing verdict of the leg: its first readable ``skill.turn_routed``, else (resumed
     legs) the held verdict, else (resumed legs) the verdict carried from an earlier leg."""
-    return _routing_verdict(inp, LegView(inp.events))[0]
+    return _routing_verdict(inp, leg_view(inp))[0]
 
 
 def verdict_to_carry(inp: AccountInput) -> CarriedVerdict | None:
     """What a later leg of this run should carry: this leg's verdict (whatever its origin) and
     the question, with pointers into the trace where each was read. None when there is no
     verdict, or an id is too long to keep (a cut id could never match a delivered row)."""
-    view = LegView(inp.events)
+    view = leg_view(inp)
     verdict, _ = _routing_verdict(inp, view)
     if verdict is None:
         return None
@@ -234,14 +244,19 @@ def verdict_to_carry(inp: AccountInput) -> CarriedVerdict | None:
         for v in (verdict.by, verdict.to, verdict.from_)
     ):
         return None
-    verdict = replace(
-        verdict,
-        witness=_clip(verdict.witness),
-        scorer=_clip(verdict.scorer),
-        decider_model=_clip(verdict.decider_model),
-        top=_clip_score(verdict.top),
-        next=_clip_score(verdict.next),
-    )
+    witness, scorer = _clip(verdict.witness), _clip(verdict.scorer)
+    model = _clip(verdict.decider_model)
+    top, nxt = _clip_score(verdict.top), _clip_score(verdict.next)
+    if (witness, scorer, model, top, nxt) != (
+        verdict.witness,
+        verdict.scorer,
+        verdict.decider_model,
+        verdict.top,
+        verdict.next,
+    ):  # something was cut (rare): the verdict with the cut values
+        verdict = replace(
+            verdict, witness=witness, scorer=scorer, decider_model=model, top=top, next=nxt
+        )
     start = view.first(semconv.T_TURN_START)
     prompt = as_str(start.payload.get("userPrompt")) if start is not None else None
     if prompt is not None and start is not None:
@@ -256,7 +271,9 @@ def _clip(text: str | None) -> str | None:
 
 
 def _clip_score(score: Score | None) -> Score | None:
-    return replace(score, id=_clip(score.id)) if score is not None else None
+    if score is None or score.id is None or len(score.id) <= CARRIED_TEXT_CHARS:
+        return score
+    return Score(_clip(score.id), score.score)
 
 
 # ── delivery ─────────────────────────────────────────────────────────────────────────────────
@@ -267,9 +284,11 @@ def delivered_skills(view: LegView) -> dict[str, FootprintEvent]:
     first: dict[str, FootprintEvent] = {}
     for event in view.of(semconv.T_CONTEXT_INJECTED):
         p = event.payload
-        sid = as_str(p.get("sourceId"))
-        if p.get("slot") == SYSTEM_PROMPT and p.get("source") == "skill" and sid is not None:
-            first.setdefault(sid, event)
+        if p.get("slot") != SYSTEM_PROMPT or p.get("source") != "skill":
+            continue  # most rows are messages and tool results
+        sid = p.get("sourceId")
+        if isinstance(sid, str) and sid not in first:
+            first[sid] = event
     return first
 
 
@@ -319,6 +338,7 @@ def delivery_complete(view: LegView, last_iteration: int | None) -> bool:
 # ── refusals ─────────────────────────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Refusal:
     requested_id: str
@@ -351,6 +371,7 @@ def _refusals(view: LegView) -> list[_Refusal]:
 # ── the row ──────────────────────────────────────────────────────────────────────────────────
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Understood:
     """The row's lines, check 1, its signal and the routing facts."""
@@ -441,16 +462,38 @@ def _routing_facts(
 ) -> RoutingFacts:
     """The leg's routing facts before any verdict is read: what was configured, delivered and
     refused (each list bounded)."""
-    return RoutingFacts(
-        configured=configured,
-        verdict=None,
-        scores=None,
-        delivered=tuple(cut(sid, ID_CHARS) for sid in list(delivered)[:MAX_REFUSALS]),
-        refusals=tuple(
-            Refusal(cut(r.requested_id, ID_CHARS), cut(r.by, ID_CHARS))
-            for r in refusals[:MAX_REFUSALS]
+    return RoutingFacts(  # positional: a record built with keywords costs twice as much
+        configured,
+        None,  # verdict
+        None,  # scores
+        tuple([cut(sid, ID_CHARS) for sid in list(delivered)[:MAX_REFUSALS]]),  # delivered
+        tuple(  # refusals
+            [
+                Refusal(cut(r.requested_id, ID_CHARS), cut(r.by, ID_CHARS))
+                for r in refusals[:MAX_REFUSALS]
+            ]
         ),
-        refusals_omitted=max(0, len(refusals) - MAX_REFUSALS),
+        max(0, len(refusals) - MAX_REFUSALS),  # refusals_omitted
+    )
+
+
+def _facts_with(
+    facts: RoutingFacts,
+    *,
+    verdict: VerdictFact | None = None,
+    scores: ScoresFact | None = None,
+    before_pause: Literal["lost", "held", "carried"] | None = None,
+) -> RoutingFacts:
+    """``facts`` with the verdict read (``dataclasses.replace`` of those three fields, built
+    directly)."""
+    return RoutingFacts(
+        facts.configured,
+        verdict,
+        scores,
+        facts.delivered,
+        facts.refusals,
+        facts.refusals_omitted,
+        before_pause,
     )
 
 
@@ -480,17 +523,17 @@ def _without_verdict(
     """A leg with no verdict on the record: check 1 is not applicable (``why`` None), or
     unreachable and why."""
     state: CheckState = "not-applicable" if why is None else "unreachable"
+    # Positional records below: one built with keywords costs about twice as much.
+    sentence = why.text if why is not None else line.text
     return Understood(
-        lines=(line, *app),
-        check=CheckResult(
-            "decided-delivered", state, sentence=why.text if why is not None else line.text
-        ),
-        signal=None,
-        signal_line=None,
-        unreachable=why,
-        facts=replace(facts, before_pause=before),
-        verdict=None,
-        unread=unread,
+        (line, *app),  # lines
+        CheckResult("decided-delivered", state, None, sentence),  # check
+        None,  # signal
+        None,  # signal_line
+        why,  # unreachable
+        _facts_with(facts, before_pause=before),
+        None,  # verdict
+        unread,
     )
 
 
@@ -501,6 +544,7 @@ def _why(writer: Writer, template_id: str, missing: str) -> Line:
     )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Context:
     inp: AccountInput
@@ -597,17 +641,19 @@ def _with_verdict(
     if scores_line is not None:
         lines.append(scores_line)
     skill = {"skill": c.skills.var(to, verdict.at("to"))} if to is not None else {}
-    delivery = _Delivery(
-        [],
-        CheckResult(
-            "decided-delivered",
-            "not-applicable",
-            sentence=writer.text("check.decided.notApplicable"),
-        ),
-    )
     if verdict.by in LIBRARY_DECISIONS and to is not None:
         lines += _refusal_lines(writer, [r for r in c.refusals if r.requested_id == to], skill)
         delivery = _delivery_check(c, verdict, to, skill)
+    else:
+        delivery = _Delivery(
+            [],
+            CheckResult(
+                "decided-delivered",
+                "not-applicable",
+                None,
+                writer.text("check.decided.notApplicable"),
+            ),
+        )
     lines += delivery.lines
     lines.append(
         writer.say(
@@ -622,30 +668,27 @@ def _with_verdict(
     before: Literal["held", "carried"] | None = None
     if verdict.origin != "event":
         before = "held" if verdict.origin == "held" else "carried"
+    fact = VerdictFact(
+        cut(verdict.by),  # by
+        verdict.origin,
+        cut(verdict.from_) if verdict.from_ is not None else None,  # from_
+        cut(to) if to is not None else None,  # to
+        verdict.decisive,
+        verdict.scorer,
+    )
     return Understood(
-        lines=tuple(lines),
-        check=delivery.check,
-        signal=delivery.signal,
-        signal_line=delivery.signal_line,
-        unreachable=delivery.why,
-        facts=replace(
-            facts,
-            verdict=VerdictFact(
-                by=cut(verdict.by),
-                origin=verdict.origin,
-                from_=cut(verdict.from_) if verdict.from_ is not None else None,
-                to=cut(to) if to is not None else None,
-                decisive=verdict.decisive,
-                scorer=verdict.scorer,
-            ),
-            scores=scores_fact,
-            before_pause=before,
-        ),
-        verdict=verdict,
-        unread=unread,
+        tuple(lines),
+        delivery.check,
+        delivery.signal,
+        delivery.signal_line,
+        delivery.why,  # unreachable
+        _facts_with(facts, verdict=fact, scores=scores_fact, before_pause=before),
+        verdict,
+        unread,
     )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Delivery:
     """Check 1 on a decision: its lines in the "It understood" row, its result, and its signal or
@@ -674,19 +717,21 @@ def _delivery_check(
 def _delivered(
     c: _Context, verdict: RoutingVerdict, row: FootprintEvent, skill: dict[str, Var]
 ) -> _Delivery:
+    # The line and the check point at the same evidence: read once.
+    pointers = bounded([*verdict.ats("to"), at_event(row, "sourceId")])
     line = c.writer.say(
         "understood",
         "understood.delivered",
-        pointers=[*verdict.ats("to"), at_event(row, "sourceId")],
+        pointers=pointers,
         chips=[chip("chip.decidedDelivered")],
     )
     check = CheckResult(
         "decided-delivered",
         "reachable",
-        outcome="delivered",
-        sentence=c.writer.text("check.decided.delivered", skill),
-        pointers=bounded([*verdict.ats("to"), at_event(row, "sourceId")]),
-        label="pass",
+        "delivered",  # outcome
+        c.writer.text("check.decided.delivered", skill),  # sentence
+        pointers,
+        "pass",  # label
     )
     return _Delivery([line], check)
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from otel_footprint.codec import FootprintEvent, integral
+
+if TYPE_CHECKING:  # the input module's records do not need the view at run time
+    from otel_footprint.account.input import AccountInput
 
 
 class LegView:
@@ -19,7 +22,11 @@ class LegView:
         self.events = tuple(events)
         by_type: dict[str, list[FootprintEvent]] = {}
         for event in self.events:
-            by_type.setdefault(event.type, []).append(event)
+            found = by_type.get(event.type)
+            if found is None:
+                by_type[event.type] = [event]
+            else:
+                found.append(event)
         self._by_type = {k: tuple(v) for k, v in by_type.items()}
 
     def of(self, event_type: str) -> tuple[FootprintEvent, ...]:
@@ -30,6 +37,18 @@ class LegView:
         """The first event of one type."""
         found = self._by_type.get(event_type)
         return found[0] if found else None
+
+    def has(self, event_type: str) -> bool:
+        """Whether the leg has an event of this type."""
+        return event_type in self._by_type
+
+
+def leg_view(inp: AccountInput) -> LegView:
+    """The input's leg indexed by type: built once per input, shared by every reader of it."""
+    view = inp.memo.get("view")
+    if view is None:
+        view = inp.memo["view"] = LegView(inp.events)
+    return cast(LegView, view)
 
 
 def as_str(value: object) -> str | None:
@@ -51,11 +70,15 @@ def as_int(value: object) -> int | None:
 
 def as_obj(value: object) -> Mapping[str, Any] | None:
     """A JSON object, else None."""
+    if type(value) is dict:  # what decoded JSON holds: no abstract-class check needed
+        return cast(Mapping[str, Any], value)
     return cast(Mapping[str, Any], value) if isinstance(value, Mapping) else None
 
 
 def as_list(value: object) -> list[Any] | None:
     """A JSON list, else None."""
+    if type(value) is list:
+        return value
     return cast(list[Any], value) if isinstance(value, list | tuple) else None
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from otel_footprint.account.model import Chip, FactStatus, Line, Pointer, RowId
 from otel_footprint.account.pointers import bounded
-from otel_footprint.account.templates import TEMPLATES, VAR_CHARS, FillError, fill, weakest
+from otel_footprint.account.templates import TEMPLATES, VAR_CHARS, template_parts, weakest
 from otel_footprint.codec import quick_init
 
 ITEM_LIMIT = 12
@@ -65,11 +65,11 @@ class Writer:
 
     def text(self, template_id: str, values: Mapping[str, Var] | None = None) -> str:
         """The sentence alone (signals, unreachable explanations, summaries)."""
-        try:
-            return fill(template_id, {k: v.text for k, v in (values or {}).items()})
-        except FillError:
+        text = _filled(template_id, values)
+        if text is None:
             self.unread += 1
             return TEMPLATES["unreadable.line"].text
+        return text
 
     def say(
         self,
@@ -86,10 +86,8 @@ class Writer:
     ) -> Line:
         """One line: the filled template, its voucher (the weakest of the template's, every
         truth-deciding variable's and ``basis``), and its pointers (given, then the variables')."""
-        values = values or {}
-        try:
-            text = fill(template_id, {k: v.text for k, v in values.items()} if values else {})
-        except FillError:
+        text = _filled(template_id, values)
+        if text is None:
             self.unread += 1
             return Line(
                 row=row,
@@ -100,19 +98,56 @@ class Writer:
                 missing="unreadable",
                 item=item,
             )
-        sources = [TEMPLATES[template_id].voucher, *basis]
-        every = [*pointers]
+        voucher = _VOUCHERS[template_id]
+        every = pointers if isinstance(pointers, list | tuple) else list(pointers)
+        sources: list[str] | None = [voucher, *basis] if basis else None
         if values:
-            sources += [v.source for v in values.values() if v.source is not None]
-            every += [v.pointer for v in values.values() if v.pointer is not None]
+            extra: list[Pointer] | None = None
+            for var in values.values():
+                if var.source is not None:
+                    if sources is None:
+                        sources = [voucher]
+                    sources.append(var.source)
+                if var.pointer is not None:
+                    if extra is None:
+                        extra = [*every]
+                    extra.append(var.pointer)
+            if extra is not None:
+                every = extra
+        # The weakest of one voucher is that voucher.
+        source = weakest(sources) if sources is not None else voucher
         return Line(
-            row=row,
-            template_id=template_id,
-            text=text,
-            status=status,
-            source=weakest(sources),
-            pointers=bounded(every) if every else (),
-            chips=tuple(chips),
-            missing=missing,
-            item=item,
+            row,
+            template_id,
+            text,
+            status,
+            source,
+            bounded(every) if every else (),
+            tuple(chips) if chips else (),
+            missing,
+            item,
         )
+
+
+_VOUCHERS: dict[str, str] = {t.id: t.voucher for t in TEMPLATES.values()}
+"""Each template's own voucher (read for every line)."""
+_PARTS: dict[str, tuple[str, ...]] = {t.id: template_parts(t.id) for t in TEMPLATES.values()}
+"""Each template's text split at its placeholders (read for every line)."""
+
+
+def _filled(template_id: str, values: Mapping[str, Var] | None) -> str | None:
+    """:func:`~otel_footprint.account.templates.fill` with the variables' texts, read in place;
+    None when the template names a variable not given."""
+    parts = _PARTS[template_id]  # KeyError on an unknown id, as ``fill`` raises
+    if len(parts) == 1:
+        return parts[0]  # most templates have no placeholder
+    if not values:
+        return None
+    out = [parts[0]]
+    for index in range(1, len(parts), 2):
+        var = values.get(parts[index])
+        if var is None:
+            return None
+        out.append(var.text)
+        out.append(parts[index + 1])
+    return "".join(out)

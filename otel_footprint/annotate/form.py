@@ -145,12 +145,18 @@ def _union_strings(a: AttributeValue, b: AttributeValue) -> tuple[str, ...]:
     return tuple(seen)
 
 
-@dataclass(slots=True)
 class _Shaper:
     """Applies the options' limits and witness policy to every value written."""
 
-    options: AnnotateOptions
-    witnesses: tuple[str, ...] = ()
+    __slots__ = ("_count", "_keep", "_limit", "options", "witnesses")
+
+    def __init__(self, options: AnnotateOptions, witnesses: tuple[str, ...] = ()) -> None:
+        self.options = options
+        self.witnesses = witnesses
+        # Read for every list written (five per pass span): kept at hand.
+        self._limit = options.max_value_chars
+        self._count = options.max_list_items
+        self._keep = options.witness == "keep"
 
     def witness(self, text: str) -> str | None:
         if self.options.witness == "drop":
@@ -161,7 +167,7 @@ class _Shaper:
 
     def scrub(self, text: str) -> str:
         """A sentence with the known witnesses replaced per policy (the account quotes them)."""
-        if self.options.witness == "keep":
+        if self._keep:
             return text
         for witness in self.witnesses:
             if witness and witness in text:
@@ -172,50 +178,86 @@ class _Shaper:
         return text
 
     def value(self, text: str) -> str:
-        return clip(self.scrub(text), self.options.max_value_chars)
+        if self._keep and len(text) <= self._limit:
+            return text  # what clip(scrub(text)) gives: nothing to replace, nothing to cut
+        return clip(self.scrub(text), self._limit)
 
     def text(self, text: str) -> str:
-        return clip(self.scrub(text), self.options.max_text_chars)
+        limit = self.options.max_text_chars
+        if self._keep and len(text) <= limit:
+            return text
+        return clip(self.scrub(text), limit)
 
     def strings(self, items: Iterable[str]) -> tuple[str, ...]:
-        # Runs for every list written (five per pass span), mostly on short or empty ones: the
-        # limits are read once and :meth:`value` is inlined.
-        options = self.options
-        limit, count = options.max_value_chars, options.max_list_items
-        keep = options.witness == "keep"
+        limit, count = self._limit, self._count
+        if type(items) is tuple and self._keep:
+            # Mostly short or empty tuples: one that needs no cut is written as it is.
+            if not items:
+                return items
+            if len(items) <= count:
+                for item in items:
+                    if len(item) > limit:
+                        break
+                else:
+                    return items
         out: list[str] = []
         for item in items:
             if len(out) == count:
                 break
-            if not keep:
+            if not self._keep:
                 item = self.scrub(item)
             out.append(item if len(item) <= limit else clip(item, limit))
         return tuple(out)
 
 
-@dataclass(slots=True)
 class _Builder:
     """Collects one span's note while enforcing the per-span caps."""
 
-    options: AnnotateOptions
-    attributes: dict[str, AttributeValue] = field(default_factory=dict)
-    events: list[NoteEvent] = field(default_factory=list)
-    links: list[NoteLink] = field(default_factory=list)
-    dropped_events: int = 0
-    dropped_links: int = 0
+    __slots__ = (
+        "_max_attributes",
+        "_max_events",
+        "attributes",
+        "dropped_events",
+        "dropped_links",
+        "events",
+        "links",
+        "options",
+    )
+
+    def __init__(self, options: AnnotateOptions) -> None:
+        self.options = options
+        self.attributes: dict[str, AttributeValue] = {}
+        self.events: list[NoteEvent] = []
+        self.links: list[NoteLink] = []
+        self.dropped_events = 0
+        self.dropped_links = 0
+        self._max_attributes = options.max_attributes_per_span
+        self._max_events = options.max_events_per_span
 
     def put(self, key: str, value: AttributeValue) -> None:
         # Past the cap a new key is left off uncounted: no output name says how many were cut.
-        if key in self.attributes or len(self.attributes) < self.options.max_attributes_per_span:
-            self.attributes[key] = value
+        attributes = self.attributes
+        if key in attributes or len(attributes) < self._max_attributes:
+            attributes[key] = value
+
+    def put_all(self, pairs: Sequence[tuple[str, AttributeValue]]) -> None:
+        """:meth:`put` of each pair in order; on an empty builder with room for them all, at once."""
+        attributes = self.attributes
+        if not attributes and len(pairs) <= self._max_attributes:
+            attributes.update(pairs)
+            return
+        for key, value in pairs:
+            self.put(key, value)
 
     def event(self, event: NoteEvent) -> None:
-        if len(self.events) < self.options.max_events_per_span:
+        if len(self.events) < self._max_events:
             self.events.append(event)
         else:
             self.dropped_events += 1
 
     def note(self) -> SpanNote:
+        if not self.dropped_events and not self.dropped_links:
+            return SpanNote(tuple(self.attributes.items()), tuple(self.events), tuple(self.links))
         attrs = dict(self.attributes)
         # The drop counters bypass the attribute cap: a silent cut would read as "nothing more".
         if self.dropped_events:
@@ -292,18 +334,23 @@ def _witnesses_of(verdict: RunVerdict) -> tuple[str, ...]:
 
 
 def _pass_note(pass_: PassVerdict, verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
-    builder.put(semconv.PASS_ITERATION, pass_.iteration)
     if verdict.mode is None:
+        builder.put(semconv.PASS_ITERATION, pass_.iteration)
         return
-    builder.put(semconv.ENG_ENGAGED_MAPS, shaper.strings(pass_.engaged_maps))
-    builder.put(semconv.ENG_PARKED_MAPS, shaper.strings(pass_.parked_maps))
-    builder.put(semconv.ENG_PARKED_INJECTION_IDS, shaper.strings(pass_.parked_injection_ids))
-    builder.put(semconv.ENG_PARKED_TOOL_NAMES, shaper.strings(pass_.parked_tool_names))
-    builder.put(semconv.ENG_SERVED_WHILE_PARKED, shaper.strings(pass_.served_while_parked))
+    strings = shaper.strings
+    pairs: list[tuple[str, AttributeValue]] = [
+        (semconv.PASS_ITERATION, pass_.iteration),
+        (semconv.ENG_ENGAGED_MAPS, strings(pass_.engaged_maps)),
+        (semconv.ENG_PARKED_MAPS, strings(pass_.parked_maps)),
+        (semconv.ENG_PARKED_INJECTION_IDS, strings(pass_.parked_injection_ids)),
+        (semconv.ENG_PARKED_TOOL_NAMES, strings(pass_.parked_tool_names)),
+        (semconv.ENG_SERVED_WHILE_PARKED, strings(pass_.served_while_parked)),
+    ]
     if verdict.mode == semconv.MODE_SHADOW:
-        builder.put(semconv.ENG_SERVED_CHARS_WHILE_PARKED, pass_.served_chars_while_parked)
+        pairs.append((semconv.ENG_SERVED_CHARS_WHILE_PARKED, pass_.served_chars_while_parked))
     if verdict.mode == semconv.MODE_VERIFY:
-        builder.put(semconv.ENG_MISMATCH, pass_.mismatch)
+        pairs.append((semconv.ENG_MISMATCH, pass_.mismatch))
+    builder.put_all(pairs)
     for change in pass_.changes:
         builder.event(_change_event(change, shaper))
     if pass_.mismatch:
@@ -376,22 +423,35 @@ def _account_note(
         evidence.add(check.check_id, check.pointers)
     for signal in account.signals:
         evidence.add(signal.signal_id, signal.pointers)
+    if not options.include_lines:
+        for line in account.lines:
+            evidence.add(line.template_id, line.pointers)
+        return
+    # One event per line (the account's longest loop): the options and methods are read once.
+    max_pointers = options.max_pointers_per_line
+    value, text, strings, add, event = (
+        shaper.value,
+        shaper.text,
+        shaper.strings,
+        evidence.add,
+        builder.event,
+    )
     for line in account.lines:
-        evidence.add(line.template_id, line.pointers)
-        if not options.include_lines:
-            continue
+        pointers = line.pointers
         attrs = [
             (semconv.LINE_ROW, line.row),
-            (semconv.LINE_TEMPLATE, shaper.value(line.template_id)),
-            (semconv.LINE_TEXT, shaper.text(line.text)),
+            (semconv.LINE_TEMPLATE, value(line.template_id)),
+            (semconv.LINE_TEXT, text(line.text)),
             (semconv.LINE_STATUS, line.status),
         ]
-        pointers = [p.render() for p in line.pointers[: options.max_pointers_per_line]]
         if pointers:
-            attrs.append((semconv.LINE_POINTERS, shaper.strings(pointers)))
+            add(line.template_id, pointers)
+            attrs.append(
+                (semconv.LINE_POINTERS, strings([p.render() for p in pointers[:max_pointers]]))
+            )
         if line.chips:
-            attrs.append((semconv.LINE_CHIPS, shaper.strings(_chip_text(c) for c in line.chips)))
-        builder.event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
+            attrs.append((semconv.LINE_CHIPS, strings([_chip_text(c) for c in line.chips])))
+        event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
 
 
 def _riding_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
@@ -473,6 +533,26 @@ def _finding_event(finding: Finding, shaper: _Shaper) -> NoteEvent:
     return NoteEvent(semconv.EV_INTEGRITY_FINDING, tuple(attrs))
 
 
+_ROW_NAMES: dict[tuple[str, str], tuple[str, str]] = {
+    (check, seam): (
+        semconv.integrity_row_attribute(check, seam),
+        semconv.integrity_evaluation_name(check, seam),
+    )
+    for check, seam in semconv.INTEGRITY_ROWS
+}
+"""Each integrity row's state attribute and evaluation name (a fixed set, written every run)."""
+
+
+def _row_attribute(check: str, seam: str) -> str:
+    names = _ROW_NAMES.get((check, seam))
+    return names[0] if names is not None else semconv.integrity_row_attribute(check, seam)
+
+
+def _row_evaluation_name(check: str, seam: str) -> str:
+    names = _ROW_NAMES.get((check, seam))
+    return names[1] if names is not None else semconv.integrity_evaluation_name(check, seam)
+
+
 def _integrity_notes(
     result: IntegrityResult,
     verdict: RunVerdict,
@@ -495,8 +575,7 @@ def _integrity_notes(
     run.put(semconv.INTEGRITY_KINDS, shaper.strings(dict.fromkeys(f.kind for f in result.findings)))
     run.put(semconv.INTEGRITY_UNREACHABLE, shaper.strings(unreachable_rows(result)))
     run.put(semconv.INTEGRITY_SUMMARY, shaper.value(summary_sentence(result)))
-    for row in result.rows:
-        run.put(semconv.integrity_row_attribute(row.check, row.seam), row.state)
+    run.put_all([(_row_attribute(row.check, row.seam), row.state) for row in result.rows])
     if result.verified:
         run.put(semconv.INTEGRITY_MISMATCH, bool(result.disagreements))
     for row in result.rows:
@@ -506,7 +585,7 @@ def _integrity_notes(
             NoteEvent(
                 semconv.EV_EVALUATION_RESULT,
                 (
-                    (semconv.EVAL_NAME, semconv.integrity_evaluation_name(row.check, row.seam)),
+                    (semconv.EVAL_NAME, _row_evaluation_name(row.check, row.seam)),
                     (semconv.EVAL_SCORE_LABEL, row_label(row)),
                     (semconv.EVAL_EXPLANATION, shaper.text(row_explanation(row, result))),
                 ),

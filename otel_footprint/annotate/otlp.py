@@ -187,23 +187,10 @@ def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -
 
 def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
     """``pairs`` with one entry per key: the later value at the first position (as a dict merges)."""
-    if len(pairs) < 2 or len({key for key, _ in pairs}) == len(pairs):
+    if len(pairs) < 2:
         return pairs
-    return dict(pairs).items()
-
-
-def _changed(
-    target: RepeatedCompositeFieldContainer[KeyValue], restated: dict[str, AttributeValue]
-) -> dict[str, AttributeValue]:
-    """The restated keys some occurrence of which holds another value (compared as encoded)."""
-    changed: dict[str, AttributeValue] = {}
-    for kv in target:
-        key = kv.key
-        if key in restated and key not in changed:
-            value = restated[key]
-            if kv.value.SerializeToString() != _any_value_bytes(value):
-                changed[key] = value
-    return changed
+    merged = dict(pairs)  # built in C: cheaper than a set of the keys
+    return pairs if len(merged) == len(pairs) else merged.items()
 
 
 def _replace_in_place(
@@ -226,16 +213,24 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
     parts: list[bytes] = []
     if note.attributes:
         pairs = _unique(note.attributes)
-        existing = {kv.key for kv in pb_span.attributes}
-        if existing and not existing.isdisjoint(key for key, _ in pairs):
+        if pb_span.attributes:
             # A note restating a key (every pass note restates footprint.pass.iteration): a key
             # whose value is already there, byte for byte, needs no rewrite; the others change
-            # where they stand.
-            restated = {key: value for key, value in pairs if key in existing}
-            replace = _changed(pb_span.attributes, restated)
+            # where they stand. One pass over the span's attributes finds both.
+            wanted = dict(pairs)
+            restated: set[str] = set()
+            replace: dict[str, AttributeValue] = {}
+            for kv in pb_span.attributes:
+                key = kv.key
+                if key in wanted and key not in replace:
+                    restated.add(key)
+                    value = wanted[key]
+                    if kv.value.SerializeToString() != _any_value_bytes(value):
+                        replace[key] = value
             if replace:
                 _replace_in_place(pb_span.attributes, replace)
-            pairs = [(key, value) for key, value in pairs if key not in restated]
+            if restated:
+                pairs = [(key, value) for key, value in pairs if key not in restated]
         parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs))
     if note.events:
         start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)
@@ -251,7 +246,7 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
                 + name
                 + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes))
             )
-            parts.append(_delimited(_SPAN_EVENT, body))
+            parts.append(_SPAN_EVENT + _varint(len(body)) + body)
     for link in note.links:
         body = (
             _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))

@@ -249,7 +249,10 @@ def _decide(
         verdict = yield from _with_integrity(verdict, facts, plan)
         yield None
     if options.account:
-        verdict, carried = _with_account(verdict, facts, leg, hand_on=store is not None)
+        # Only a leg that pauses or resumes keeps leg state (`_remember`): the verdict to carry
+        # is read for those alone.
+        hand_on = store is not None and (facts.paused or facts.resumed)
+        verdict, carried = _with_account(verdict, facts, leg, hand_on=hand_on)
         yield None
     if mode == "shadow" and plan is not None:
         verdict = _with_riding(verdict, plan)
@@ -488,17 +491,18 @@ def _with_riding(verdict: RunVerdict, plan: EngagementPlan) -> RunVerdict:
 
 
 def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
+    # Positional: a record built with keywords costs about twice as much (one per tool call).
     return [
         AccountToolCall(
-            name=call.name,
-            call_id=call.call_id,
-            arguments=call.arguments_text,
-            result=call.result,
-            error=call.failed,
-            status=call.status,
-            trace_id=call.trace_id,
-            span_id=call.span_id,
-            iteration=call.iteration,
+            call.name,  # name
+            call.call_id,  # call_id
+            call.arguments_text,  # arguments
+            call.result,  # result
+            call.failed,  # error
+            call.status,  # status
+            call.trace_id,  # trace_id
+            call.span_id,  # span_id
+            call.iteration,  # iteration
         )
         for call in facts.tool_calls
     ]

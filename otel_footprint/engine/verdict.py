@@ -52,6 +52,7 @@ class PassVerdict:
     """Shadow mode: ``served_chars_while_parked`` per riding id."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RunVerdict:
     """Everything decided about one run leg."""

@@ -96,6 +96,10 @@ class HoldLimits:
     """Decided traces remembered for their late spans."""
     cache_spans: int = 1_000_000
     """Parent links remembered across those traces."""
+    cache_bytes: int | None = None
+    """Bytes the decision cache may take (None: :data:`CACHE_SHARE` of ``max_bytes``): its own
+    share of the one memory limit, as the Collector's tail sampler bounds its decision cache, so
+    decided runs' notes never crowd out the runs held; within what those leave of ``max_bytes``."""
 
     def __post_init__(self) -> None:
         floors: dict[str, tuple[float, bool]] = {
@@ -108,6 +112,7 @@ class HoldLimits:
             "max_events_per_run": (1, True),
             "cache_traces": (0, True),
             "cache_spans": (0, True),
+            "cache_bytes": (0, True),
         }
         for name, (floor, inclusive) in floors.items():
             value = getattr(self, name)
@@ -115,7 +120,16 @@ class HoldLimits:
                 bound = ">=" if inclusive else ">"
                 raise ValueError(f"{name} must be {bound} {floor:g} (got {value})")
 
+    @property
+    def cache_budget(self) -> int:
+        """The decision cache's byte share: ``cache_bytes``, else :data:`CACHE_SHARE` of ``max_bytes``."""
+        if self.cache_bytes is not None:
+            return self.cache_bytes
+        return int(self.max_bytes * CACHE_SHARE)
 
+
+CACHE_SHARE = 1 / 8
+"""The share of ``max_bytes`` the decision cache takes unless ``cache_bytes`` says otherwise."""
 DEFAULT_LIMITS = HoldLimits()
 HIGH_WATER = 0.9
 """The share of ``max_bytes`` / ``max_runs`` held past which new input is refused (back-pressure)."""
@@ -312,6 +326,9 @@ class RunHolding(Generic[K, T, E]):
         the adapter; counted with ``bytes_held`` against ``max_bytes`` for back-pressure."""
         self.cache_bytes = 0
         """Bytes of the decision cache's notes (the adapter's estimates, see :meth:`remember`)."""
+        self.cache_cap: int | None = None
+        """A tighter bound on ``cache_bytes`` than its share while the adapter says memory is
+        short (the hop: its resident memory past the limit); None: the share."""
         self.outside_bytes: Callable[[], int] = _nothing
         """Memory the adapter keeps outside the buffer that counts against ``max_bytes`` too (the
         hop: batches waiting for the forwarder, recent accounts); read without a lock, so cheap."""
@@ -784,6 +801,8 @@ class RunHolding(Generic[K, T, E]):
                 self.events_held -= 1
                 self._dropped.append(event)
         entry.events = _EMPTY
+        if not entry.held:
+            entry.held = {}  # a fresh map: the emptied one keeps its table (~0.6 KB a trace)
         entry.event_count = 0
         entry.size = 0
         entry.state = state
@@ -814,9 +833,15 @@ class RunHolding(Generic[K, T, E]):
 
     def _trim_cache(self) -> None:
         lim = self.limits
-        # The cache only keeps what the held and releasing runs leave of max_bytes: it is memory
-        # too, and the first to go (a late span then passes unannotated).
-        room = lim.max_bytes - self.used_bytes()
+        # The cache keeps its own share of max_bytes, and only what the held and releasing runs
+        # leave of it: it is memory too, and the first to go (a late span then passes unannotated).
+        room = min(lim.cache_budget, lim.max_bytes - self.used_bytes())
+        self.shrink_cache(room if self.cache_cap is None else min(room, self.cache_cap))
+
+    def shrink_cache(self, room: int) -> None:
+        """Forget decided traces, oldest first, until the cache's notes take at most ``room``
+        bytes (and it is within its trace and link counts)."""
+        lim = self.limits
         while self._idle and (
             len(self._idle) > lim.cache_traces
             or self._links > lim.cache_spans
@@ -834,7 +859,8 @@ class RunHolding(Generic[K, T, E]):
         the memory they take (the adapter's estimate), counted in ``cache_bytes``."""
         entry = self._entries.get(trace_id)
         if entry is not None:
-            entry.own("notes").update(notes)
+            if notes:
+                entry.own("notes").update(notes)
             entry.cached += size
             self.cache_bytes += size
         self._trim_cache()

@@ -357,6 +357,11 @@ class ReceiversSettings(_Model, frozen=True):
 class DecisionCacheSettings(_Model, frozen=True):
     max_traces: Annotated[int, doc("decided traces kept for their late spans")] = _L.cache_traces
     max_spans: Annotated[int, doc("parent links kept across those traces")] = _L.cache_spans
+    max_bytes: Annotated[
+        int | None,
+        _unit("size"),
+        doc("its share of processing.max_bytes (default: an eighth)"),
+    ] = _L.cache_bytes
 
 
 class RunStoreSettings(_Model, frozen=True):
@@ -377,6 +382,11 @@ class ProcessingSettings(_Model, frozen=True):
     )
     max_runs: Annotated[int, doc("traces held at once")] = _L.max_runs
     max_bytes: Annotated[Size, doc("wire bytes held at once")] = _L.max_bytes
+    memory_limit: Annotated[
+        int | None,
+        _unit("size"),
+        doc("resident memory past which input is refused (default: max_bytes)"),
+    ] = None
     max_spans_per_run: Annotated[int, doc("spans held in one trace")] = _L.max_spans_per_run
     decision_cache: DecisionCacheSettings = DecisionCacheSettings()
     run_store: RunStoreSettings = RunStoreSettings()

@@ -10,15 +10,17 @@ passed in (monotonic seconds).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import marshal
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_footprint.annotate.form import SpanNote
+from otel_footprint.annotate.form import NoteEvent, NoteLink, SpanNote
 from otel_footprint.runs import holding
 from otel_footprint.runs.holding import Cause, HoldLimits, Limit, RunHolding
 from otel_footprint.runs.recognize import SpanRole
@@ -59,42 +61,73 @@ HELD_SPAN_OVERHEAD = 200
 measured with tracemalloc by ``benchmarks/bench_held.py``: counted in ``bytes_held``."""
 
 
-NOTE_OVERHEAD = 200
-"""Bytes a remembered note costs beyond its attributes (the note, its id key, the map entry)."""
-NOTE_EVENT_OVERHEAD = 150
-"""Bytes per event or link of a remembered note beyond its attributes."""
-NOTE_PAIR_OVERHEAD = 100
-"""Bytes per attribute pair beyond its text (the pair and the boxed value; keys are shared)."""
+CACHED_TRACE_OVERHEAD = 1_000
+"""Bytes a decided trace costs in the decision cache beyond its packed notes and its spans' links
+(its entry, the maps it keeps for late spans, the cache's own entries), measured with tracemalloc by
+``benchmarks/bench_cache.py``: counted in ``decision_cache_bytes``."""
+CACHED_SPAN_OVERHEAD = 100
+"""Bytes per span of a decided trace in the cache: its parent link (a late span's chain may lead
+through it) and, when it has a note, the note's entry (measured as above)."""
+PACK_LEVEL = 1
+"""zlib level of packed notes: level 1 takes a run's ~6 KB of marshalled notes to ~1.9 KB in about
+35 us (3% of deciding it); higher levels gain a few percent for twice the time."""
 
 
-def note_bytes(note: object) -> int:
-    """An estimate of the memory a decided run's note for one span takes in the decision cache.
+class PackedNotes:
+    """A decided trace's notes as the decision cache keeps them: one compressed blob.
 
-    Calibrated with tracemalloc against ``bench_hop``'s runs (5 notes, 154 attribute pairs, 20
-    events, ~3,000 characters a run: 24.5 KB estimated, 19.6 KB measured with the cache entry
-    itself). Counted against ``max_bytes``: a run's notes take more memory than its spans."""
+    A late span needs only its own note, and late spans are rare, so the notes are kept as marshalled
+    plain tuples (zlib-compressed: ~1.9 KB a ``bench_hop`` run against ~19 KB as objects) and rebuilt
+    for the one span that asks. Notes marshal cannot write (never made by the engine) are kept as they
+    are, and counted as such.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, notes: Mapping[bytes, object]) -> None:
+        self._data: bytes | dict[bytes, object]
+        try:
+            plain = {sid: _plain(note) for sid, note in notes.items()}
+            self._data = zlib.compress(marshal.dumps(plain, 4), PACK_LEVEL)
+        except (TypeError, ValueError):
+            self._data = dict(notes)
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds (the blob; a fallback counts as many notes as objects)."""
+        data = self._data
+        return len(data) if isinstance(data, bytes) else 20_000 * max(len(data), 1)
+
+    def get(self, span_id: bytes) -> object | None:
+        """The note for ``span_id`` (None: the decision wrote none for it)."""
+        data = self._data
+        if not isinstance(data, bytes):
+            return data.get(span_id)
+        found = marshal.loads(zlib.decompress(data)).get(span_id)
+        return None if found is None else _note(found)
+
+
+def _plain(note: object) -> tuple[object, ...]:
     if not isinstance(note, SpanNote):
-        return NOTE_OVERHEAD
-    size = NOTE_OVERHEAD + _pairs_bytes(note.attributes)
-    for event in note.events:
-        size += NOTE_EVENT_OVERHEAD + _pairs_bytes(event.attributes)
-    for link in note.links:
-        size += NOTE_EVENT_OVERHEAD + _pairs_bytes(link.attributes)
-    return size
+        raise TypeError("not a SpanNote")
+    return (
+        note.attributes,
+        tuple((e.name, e.attributes, e.anchor) for e in note.events),
+        tuple((k.trace_id, k.span_id, k.attributes) for k in note.links),
+    )
 
 
-def _pairs_bytes(pairs: Sequence[tuple[str, object]]) -> int:
-    size = 0
-    for _key, value in pairs:
-        size += NOTE_PAIR_OVERHEAD
-        if isinstance(value, str | bytes):
-            size += len(value)
-        elif isinstance(value, tuple | list):
-            size += sum(
-                (len(v) if isinstance(v, str | bytes) else 0) + NOTE_PAIR_OVERHEAD // 2
-                for v in value
-            )
-    return size
+def _note(plain: tuple[Any, Any, Any]) -> SpanNote:
+    attributes, events, links = plain
+    return SpanNote(
+        attributes,
+        tuple(NoteEvent(name, attrs, anchor) for name, attrs, anchor in events),
+        tuple(NoteLink(trace, span, attrs) for trace, span, attrs in links),
+    )
+
+
+def _unpacked(note: object | None, span_id: bytes) -> object | None:
+    return note.get(span_id) if isinstance(note, PackedNotes) else note
 
 
 class HeldSpan:
@@ -204,7 +237,7 @@ class RunBuffer:
 
     @property
     def cache_bytes(self) -> int:
-        """Memory the decision cache's notes take (estimated by :func:`note_bytes`)."""
+        """Memory the decision cache takes (its packed notes and what it keeps of each trace)."""
         return self.core.cache_bytes
 
     @property
@@ -251,7 +284,8 @@ class RunBuffer:
                 passed.append(s)
             else:
                 cached = core.late(s.trace_id, s.span_id, s.parent_id)
-                late.append(LateSpan(s, cached.note, cached.run_span_id, cached.cause))
+                note = _unpacked(cached.note, s.span_id)
+                late.append(LateSpan(s, note, cached.run_span_id, cached.cause))
         return hold, late, passed
 
     # -- holding -------------------------------------------------------------------------------
@@ -348,12 +382,33 @@ class RunBuffer:
             self._unref(event.seq, done)
         return done
 
-    def remember(self, trace_id: bytes, notes: dict[bytes, object]) -> None:
-        """Keep a decided run's notes so its late spans get the same annotations."""
-        self.core.remember(trace_id, notes, sum(note_bytes(n) for n in notes.values()))
+    def remember(self, trace_id: bytes, notes: Mapping[bytes, object], spans: int = 0) -> None:
+        """Keep a decided trace's notes so its late spans get the same annotations (packed here:
+        :meth:`remember_packed` takes them packed off the lock); ``spans``: how many it released."""
+        self.remember_packed(trace_id, PackedNotes(notes) if notes else None, notes, spans)
+
+    def remember_packed(
+        self,
+        trace_id: bytes,
+        pack: PackedNotes | None,
+        span_ids: Iterable[bytes],
+        spans: int,
+    ) -> None:
+        """Keep ``pack`` (the notes of ``span_ids``) for a decided trace of ``spans`` released
+        spans, counted in ``cache_bytes`` with what the cache keeps of the trace besides them."""
+        ids = list(span_ids) if pack is not None else []
+        size = CACHED_TRACE_OVERHEAD + CACHED_SPAN_OVERHEAD * max(spans, len(ids))
+        if pack is not None:
+            size += pack.size
+        self.core.remember(trace_id, dict.fromkeys(ids, pack), size)
 
     def _settled(self, releases: list[Release]) -> list[Release]:
         for release in releases:
+            if release.late_notes:
+                # The cache keeps notes packed; the annotation stage reads plain ones.
+                release.late_notes = {
+                    sid: _unpacked(n, sid) for sid, n in release.late_notes.items()
+                }
             done: list[int] = []
             for held in release.spans():
                 self._unref(held.seq, done)

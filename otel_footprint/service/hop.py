@@ -26,6 +26,7 @@ from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
 from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.forward import Forwarder
 from otel_footprint.service.journal import Journal, Replay
+from otel_footprint.service.memory import MemoryGuard, limit_malloc_arenas
 from otel_footprint.service.metrics import HopMetrics, otlp_reader
 from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.phoenix import PhoenixAnnotations
@@ -132,6 +133,7 @@ class Hop:
         self._lock_data_dir(data_dir)
         stack.callback(self._unlock)
         stack.callback(self.metrics.shutdown)
+        limit_malloc_arenas()  # before the receivers' and workers' threads allocate
         replay = self._open_state(stack)
         self._build_pipeline()
         self.pipeline.recover(replay)
@@ -227,6 +229,7 @@ class Hop:
             max_spans_per_run=proc.max_spans_per_run,
             cache_traces=proc.decision_cache.max_traces,
             cache_spans=proc.decision_cache.max_spans,
+            cache_bytes=proc.decision_cache.max_bytes,
         )
         hooks: list[Callable[[], None]] = [self.verdicts.flush]
         if isinstance(self.store, SqliteRunStore):
@@ -246,6 +249,7 @@ class Hop:
             self.verdicts,
             commit_hooks=hooks,
             phoenix=self.phoenix,
+            memory=MemoryGuard(proc.memory_limit or proc.max_bytes),
         )
         self.dead_letter = DeadLetterFile(
             cfg.service.data_dir / DEAD_LETTER_FILE,

@@ -321,15 +321,17 @@ def build_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> ExportTr
     return out
 
 
-def _length_delimited(tag: int, payload: bytes) -> bytes:
-    """One length-delimited protobuf field (``tag`` is the field's whole first byte)."""
-    size = len(payload)
+def _head(tag: int, size: int) -> bytes:
+    """The tag and length of one length-delimited protobuf field (``tag`` is its whole first
+    byte) holding ``size`` bytes."""
+    if size < 0x80:
+        return bytes((tag, size))
     head = bytearray((tag,))
     while size >= 0x80:
         head.append(size & 0x7F | 0x80)
         size >>= 7
     head.append(size)
-    return bytes(head) + payload
+    return bytes(head)
 
 
 # Field tags (field number << 3 | wire type 2) of the three messages the request is built from:
@@ -340,11 +342,20 @@ _FIELD_2: Final = 0x12
 _FIELD_3: Final = 0x1A
 
 
+def _field(tag: int, payload: bytes, chunks: list[bytes]) -> int:
+    """Append one length-delimited field to ``chunks``; returns the bytes appended."""
+    head = _head(tag, len(payload))
+    chunks.append(head)
+    chunks.append(payload)
+    return len(head) + len(payload)
+
+
 def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> bytes:
     """The wire bytes of ``build_request(groups).SerializeToString()``, without copying a span:
     each span is serialized where it stands and the enclosing messages are written around it
-    (fields in number order, as protobuf writes them; tests compare both ways)."""
-    resources: dict[bytes, tuple[Origin, list[bytes]]] = {}
+    (fields in number order, as protobuf writes them; tests compare both ways). Each enclosing
+    message's length is summed from its parts, so the bytes are joined once, at the end."""
+    resources: dict[bytes, tuple[Origin, list[tuple[list[bytes], int]]]] = {}
     for origin, spans in groups.values():
         if not spans:
             continue
@@ -352,17 +363,26 @@ def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> byte
         entry = resources.get(r_key)
         if entry is None:
             entry = resources[r_key] = (origin, [])
-        scope = [_length_delimited(_FIELD_1, origin.scope.SerializeToString())]
-        scope.extend(_length_delimited(_FIELD_2, span.SerializeToString()) for span in spans)
+        chunks: list[bytes] = []
+        size = _field(_FIELD_1, origin.scope.SerializeToString(), chunks)
+        for span in spans:
+            size += _field(_FIELD_2, span.SerializeToString(), chunks)
         if origin.scope_schema_url:
-            scope.append(_length_delimited(_FIELD_3, origin.scope_schema_url.encode()))
-        entry[1].append(_length_delimited(_FIELD_2, b"".join(scope)))
+            size += _field(_FIELD_3, origin.scope_schema_url.encode(), chunks)
+        entry[1].append((chunks, size))
     out: list[bytes] = []
     for origin, scopes in resources.values():
-        body = [_length_delimited(_FIELD_1, origin.resource.SerializeToString()), *scopes]
+        body: list[bytes] = []
+        size = _field(_FIELD_1, origin.resource.SerializeToString(), body)
+        for chunks, scope_size in scopes:
+            head = _head(_FIELD_2, scope_size)
+            body.append(head)
+            body.extend(chunks)
+            size += len(head) + scope_size
         if origin.resource_schema_url:
-            body.append(_length_delimited(_FIELD_3, origin.resource_schema_url.encode()))
-        out.append(_length_delimited(_FIELD_1, b"".join(body)))
+            size += _field(_FIELD_3, origin.resource_schema_url.encode(), body)
+        out.append(_head(_FIELD_1, size))
+        out.extend(body)
     return b"".join(out)
 
 

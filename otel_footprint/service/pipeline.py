@@ -27,7 +27,14 @@ from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, Decision
-from otel_footprint.service.buffer import BufferLimits, LateSpan, Release, RunBuffer, SpanInfo
+from otel_footprint.service.buffer import (
+    BufferLimits,
+    LateSpan,
+    PackedNotes,
+    Release,
+    RunBuffer,
+    SpanInfo,
+)
 from otel_footprint.service.journal import (
     KIND_HELD_LOGS,
     KIND_HELD_TRACES,
@@ -37,6 +44,7 @@ from otel_footprint.service.journal import (
     QueueFullError,
     Replay,
 )
+from otel_footprint.service.memory import MemoryGuard
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.otlp import (
     Origin,
@@ -72,6 +80,9 @@ class _Decided:
     payload: bytes | None
     count: int
     annotations: list[Annotation]
+    notes: dict[bytes, object] = field(default_factory=dict)
+    pack: PackedNotes | None = None
+    """The notes packed for the decision cache (off the lock, on the decision worker)."""
 
 
 class OverloadedError(Exception):
@@ -124,6 +135,13 @@ def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
     return serialize_request(group_spans(list(items)))
 
 
+RSS_LOW_WATER = 0.1
+"""Over the resident-memory limit, input is refused while the runs held and releasing exceed this
+share of ``max_bytes`` (or of the memory limit, if lower) instead of 90%: ~25 MiB by default,
+several seconds of the sustainable rate."""
+RSS_CACHE_SHARE = 0.25
+"""... and the decision cache keeps at most this part of its share."""
+
 JOURNAL_MEMORY = 64 << 20
 """The journal's in-memory outbound batches at most, whatever ``max_bytes`` (beyond: read back)."""
 
@@ -150,6 +168,7 @@ class Pipeline:
         *,
         commit_hooks: Sequence[Callable[[], None]] = (),
         phoenix: PhoenixAnnotations | None = None,
+        memory: MemoryGuard | None = None,
     ) -> None:
         self.options = options
         self.journal = journal
@@ -160,6 +179,8 @@ class Pipeline:
         self.commit_hooks = tuple(commit_hooks)
         """Called at each group commit, before held input is retired (flush the run store...)."""
         self.phoenix = phoenix
+        self.memory = memory
+        """The real-memory backstop (None: none): see :meth:`_admit`."""
         self.buffer = RunBuffer(options.limits)
         self.buffer.core.outside_bytes = self.outside_bytes
         self._lock = threading.Lock()
@@ -184,6 +205,9 @@ class Pipeline:
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
+        if memory is not None:
+            m.resident_bytes.set_reader(lambda: memory.rss)
+            m.memory_limit_bytes.set_reader(lambda: memory.limit)
 
     def outside_bytes(self) -> int:
         """What the hop keeps in memory outside the run buffer that counts against ``max_bytes``
@@ -236,12 +260,40 @@ class Pipeline:
 
     # -- the receivers' side -------------------------------------------------------------------
 
-    def _admit(self) -> None:
+    def _admit(self, *, locked: bool = True) -> None:
         # Released runs still waiting for the worker count against the memory bound with the
         # held ones (buffer.releasing_bytes): when the worker falls behind, senders are told to
         # retry instead of memory growing, before a limit releases runs unannotated.
+        # Unlocked (before classifying a request, so a refused one costs no more memory): the
+        # same answer from the last readings, lock-free ints; under the lock it is authoritative.
         if not self.buffer.room():
             raise OverloadedError("the run buffer is full", retry_after=1.0)
+        memory = self.memory
+        if memory is None:
+            return
+        core = self.buffer.core
+        if locked and not memory.over():
+            core.cache_cap = None
+            return
+        if not locked and not memory.is_over:
+            return
+        # The backstop: the process really occupies more than the limit, whatever the estimates
+        # say. The decision cache gives way first; input is refused while the runs held and
+        # releasing (what drains by itself) exceed a low-water share of the limit, so memory
+        # stops growing and what is freed is reused, yet a process that stays big after a spike
+        # (allocator slack) still serves at that reduced holding.
+        limits = core.limits
+        if locked:
+            core.cache_cap = int(limits.cache_budget * RSS_CACHE_SHARE)
+            core.shrink_cache(core.cache_cap)
+        low_water = min(limits.max_bytes, memory.limit) * RSS_LOW_WATER
+        if core.bytes_held + core.releasing_bytes > low_water:
+            self.metrics.memory_limit_refusals.inc()
+            raise OverloadedError(
+                f"the process is over its memory limit ({memory.rss} of {memory.limit} "
+                "resident bytes)",
+                retry_after=1.0,
+            )
 
     def ingest_traces(
         self, request: ExportTraceServiceRequest, wire: bytes | None, transport: str
@@ -258,6 +310,7 @@ class Pipeline:
             self.metrics.spans_passed_through.inc(total)
             self.metrics.spans_queued.inc(total)
             return total
+        self._admit(locked=False)
         infos = classify(request)
         size_each = max(len(wire) // total, 1)
         late_annotated = 0
@@ -505,7 +558,11 @@ class Pipeline:
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
         payload = _serialize([(h.info.origin, h.info.span) for h in release.spans()])
-        return _Decided(release, decisions, payload, len(spans), annotations)
+        notes: dict[bytes, object] = {}
+        for d in decisions:
+            notes.update(d.notes)
+        pack = PackedNotes(notes) if notes else None
+        return _Decided(release, decisions, payload, len(spans), annotations, notes, pack)
 
     def _commit(self, batch: list[_Decided]) -> None:
         queued = [d for d in batch if d.payload is not None]
@@ -530,11 +587,8 @@ class Pipeline:
                 for d in batch:
                     self.buffer.releasing_bytes -= d.release.size
             for d in queued:
-                notes: dict[bytes, object] = {}
-                for decision in d.decisions:
-                    notes.update(decision.notes)
-                if notes:
-                    self.buffer.remember(d.release.trace_id, notes)
+                # Every decided trace is counted in the cache's share, notes or not.
+                self.buffer.remember_packed(d.release.trace_id, d.pack, d.notes, d.count)
         for hook in self.commit_hooks:
             try:
                 hook()

@@ -45,13 +45,24 @@ from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
 
 def _row(kind: Kind, seam: Seam, tally: Tally) -> Row:
-    checked = sum(1 for e in tally.encounters if e.disposition in ("pass", "fail"))
-    fails = sum(1 for e in tally.encounters if e.disposition == "fail")
-    na = sum(1 for e in tally.encounters if e.disposition == "not-applicable")
-    unreached = sum(1 for e in tally.encounters if e.disposition == "unreachable")
-    wanted = "unreachable" if unreached else "not-applicable"
-    why = tuple(dict.fromkeys(e.why for e in tally.encounters if e.disposition == wanted and e.why))
-    return Row(kind, seam, checked, fails, na, unreached, why, tally.armed)
+    counts = {"pass": 0, "fail": 0, "not-applicable": 0, "unreachable": 0}
+    whys: dict[str, dict[str, None]] = {"not-applicable": {}, "unreachable": {}}
+    for e in tally.encounters:  # one pass over what may be one encounter per pass
+        counts[e.disposition] += 1
+        if e.why and e.disposition in whys:
+            whys[e.disposition].setdefault(e.why, None)
+    unreached = counts["unreachable"]
+    why = tuple(whys["unreachable" if unreached else "not-applicable"])
+    return Row(
+        kind,
+        seam,
+        counts["pass"] + counts["fail"],
+        counts["fail"],
+        counts["not-applicable"],
+        unreached,
+        why,
+        tally.armed,
+    )
 
 
 def check_integrity(

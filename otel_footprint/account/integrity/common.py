@@ -134,13 +134,16 @@ FRAME_KEYS = (
 
 def tools_missing(pass_: PassInputs) -> str:
     """Why a pass's offered list cannot be read."""
-    return not_recorded(
-        f"the tools offered at pass {pass_.iteration}", pass_.unreadable(), TOOL_KEYS
-    )
+    return _missing(f"the tools offered at pass {pass_.iteration}", pass_, TOOL_KEYS)
 
 
 def frame_missing(pass_: PassInputs) -> str:
     """Why a pass's frame cannot be read (content capture off, or the attribute cut)."""
-    return not_recorded(
-        f"the messages shown at pass {pass_.iteration}", pass_.unreadable(), FRAME_KEYS
-    )
+    return _missing(f"the messages shown at pass {pass_.iteration}", pass_, FRAME_KEYS)
+
+
+def _missing(what: str, pass_: PassInputs, keys: tuple[str, ...]) -> str:
+    unreadable = pass_.unreadable()
+    if not unreadable:  # the common case (capture off), asked at every pass
+        return f"{what} is not in the record"
+    return not_recorded(what, unreadable, keys)

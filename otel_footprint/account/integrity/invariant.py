@@ -39,14 +39,14 @@ def check_compose(
                 "unreachable", it, f"the engagement kernel could not be replayed to pass {it}"
             )
             continue
-        held = {m: tools for m, tools in state.held_out.items() if tools}
-        if not held:
+        if not any(state.held_out.values()):
             tally.note("not-applicable", it, "no parked map holds tools back at this pass")
             continue
         offered, ref = pass_.tools()
         if offered is None:
             tally.note("unreachable", it, tools_missing(pass_))
             continue
+        held = {m: tools for m, tools in state.held_out.items() if tools}
         offered_names = {t.name for t in offered}
         filed: list[Finding] = []
         repeated = False

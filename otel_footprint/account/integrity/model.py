@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, cast
 
 from otel_footprint import semconv
+from otel_footprint.codec import quick_init
 from otel_footprint.runs.outputs import Ref
 
 Kind: TypeAlias = Literal[
@@ -37,6 +38,7 @@ ADVISORY_KINDS: frozenset[str] = frozenset({"empty-lookup", "prior-turn-evidence
 ``unsupported-claim`` files both: its advisories carry ``advisory=True`` like any other."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Subject:
     """What a finding is about: ``tool:x``, ``map:m``, ``answer:final``."""
@@ -48,6 +50,7 @@ class Subject:
         return f"{self.kind}:{self.id}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Witness:
     """One statement that proves a finding, and where it was read."""
@@ -59,6 +62,7 @@ class Witness:
     ref: Ref | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One integrity finding (the upstream's ``ContextError`` shape, in our words)."""
@@ -89,6 +93,7 @@ class Finding:
         return tuple(seen.values())
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Excusal:
     """A value grounded only by an app-vouched external source (not a finding)."""
@@ -102,6 +107,7 @@ class Excusal:
     ref: Ref | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Encounter:
     """One disposition a check noted on one subject (a pass, a call, a tool span)."""
@@ -112,6 +118,7 @@ class Encounter:
     """Why not pass/fail: what was missing, or why the subject is out of scope."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Row:
     """One check at one seam over a run: counts and the state they add up to."""
@@ -148,6 +155,7 @@ class Row:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Disagreement:
     """Verify mode: a finding only the agent filed, or only this processor derived."""
@@ -158,6 +166,7 @@ class Disagreement:
     ref: Ref | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ParkState:
     """The kernel's standing at one pass: the tools each parked map holds out."""
