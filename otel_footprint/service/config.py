@@ -213,15 +213,6 @@ def otel_env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _get(tree: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = tree
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def _split_url(text: str, path: str) -> urllib.parse.SplitResult:
     parts = urllib.parse.urlsplit(text if "://" in text else f"//{text}")
     if not parts.hostname:
@@ -394,7 +385,7 @@ def build(
     tree: dict[str, Any] = {}
     endpoint_source = "default"
     for name, layer in layers:
-        exp = _get(layer, "exporters.otlp") or {}
+        exp = (layer.get("exporters") or {}).get("otlp") or {}
         if exp.get("endpoint") is not None:
             # A higher layer's endpoint replaces every lower layer's per-signal URL.
             tree_exp = tree.setdefault("exporters", {}).setdefault("otlp", {})
