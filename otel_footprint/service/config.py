@@ -3,8 +3,9 @@
 Precedence, highest first: command-line flags (and ``--set key=value``), the config file, the
 standard ``OTEL_EXPORTER_OTLP_*`` variables (forward side only), built-in defaults. Every key, its
 type, default, unit, variables and flag are declared once, in ``sdk/settings.py``'s
-:class:`~otel_footprint.sdk.settings.HopSettings`; here the layers are read, merged and resolved
-into the :class:`HopConfig` the hop reads (derived values: targets, TLS, the token, the paths).
+:class:`~otel_footprint.sdk.settings.HopSettings`; here the layers are read, merged, checked and
+resolved into the :class:`HopConfig` the hop reads: the model's own sections, beside the few values
+derived from them (the forward targets, the bearer token, the data directory).
 An unknown key is an error naming it and the valid keys beside it.
 """
 
