@@ -186,6 +186,7 @@ def test_durations_and_sizes() -> None:
 
 def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
     from otel_footprint.service.buffer import BufferLimits
+    from otel_footprint.service.hop import buffer_limits
     from otel_footprint.service.journal import Journal
 
     cfg = c.load(None, c.flag_layer(forward="next-hop:4317"), BASE_ENV)
@@ -198,6 +199,25 @@ def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
         max_spans_per_run=proc.max_spans_per_run,
         cache_traces=proc.decision_cache.max_traces,
         cache_spans=proc.decision_cache.max_spans,
+    )
+    # Every limit the settings give reaches the buffer (none left at its default).
+    sets = ["release_grace=2s", "max_wait=9s", "max_runs=7", "max_bytes=5MiB"]
+    sets += ["max_spans_per_run=11", "decision_cache.max_traces=13"]
+    sets += ["decision_cache.max_spans=17", "decision_cache.max_bytes=1MiB"]
+    tuned = c.load(
+        None,
+        c.flag_layer(forward="next-hop:4317", sets=[f"processing.{s}" for s in sets]),
+        BASE_ENV,
+    )
+    assert buffer_limits(tuned.processing) == BufferLimits(
+        release_grace=2.0,
+        max_wait=9.0,
+        max_runs=7,
+        max_bytes=5 << 20,
+        max_spans_per_run=11,
+        cache_traces=13,
+        cache_spans=17,
+        cache_bytes=1 << 20,
     )
     queue = cfg.exporter.otlp.queue
     journal = Journal(tmp_path / "queue")

@@ -20,6 +20,7 @@ from msgspec import structs
 
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
+from otel_footprint.sdk.settings import ProcessingSettings
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
@@ -56,6 +57,14 @@ def _bind(what: str, endpoint: HostPort, listen: Callable[[], _T]) -> _T:
         return listen()
     except (OSError, RuntimeError) as exc:
         raise StartupError(f"cannot listen for {what} on {endpoint}: {exc}") from exc
+
+
+def buffer_limits(proc: ProcessingSettings) -> BufferLimits:
+    """The run buffer's limits: ``processing.*`` are the holding core's by name, and
+    ``processing.decision_cache.max_X`` is its ``cache_X``."""
+    same = ("release_grace", "max_wait", "max_runs", "max_bytes", "max_spans_per_run")
+    cache = {"cache_" + k[4:]: v for k, v in structs.asdict(proc.decision_cache).items()}
+    return BufferLimits(**{k: getattr(proc, k) for k in same}, **cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +232,7 @@ class Hop:
         stage = self._stage
         if stage is None:
             stage = FootprintAnnotation(self.store) if proc.annotate else NoAnnotation()
-        # processing.* are the holding core's limits by name; decision_cache.max_X is its cache_X.
-        same = ("release_grace", "max_wait", "max_runs", "max_bytes", "max_spans_per_run")
-        cache = {"cache_" + k[4:]: v for k, v in structs.asdict(proc.decision_cache).items()}
-        limits = BufferLimits(**{k: getattr(proc, k) for k in same}, **cache)
+        limits = buffer_limits(proc)
         hooks: list[Callable[[], None]] = [self.verdicts.flush]
         if isinstance(self.store, SqliteRunStore):
             hooks.append(self.store.flush)
