@@ -105,7 +105,7 @@ def test_the_hops_line_up(scenario: str) -> None:
     edge = _collector(scenario, "edge")
     backend = _collector(scenario, "backend")
     hop = hop_config.load(CONFIGS / scenario / "otel-footprint.yaml", {}, ENV)
-    hop_grpc = hop.receivers.grpc.endpoint.port
+    hop_grpc = hop.receivers.protocols.grpc.endpoint.port
 
     # edge -> otel-footprint: every target of the traces exporter is an otel-footprint gRPC port.
     (exporter_name,) = edge["service"]["pipelines"]["traces"]["exporters"]
@@ -126,7 +126,7 @@ def test_the_hops_line_up(scenario: str) -> None:
     # Footprint events may travel as log records: they must reach the same otel-footprint.
     assert edge["service"]["pipelines"]["logs"]["exporters"] == [exporter_name]
     # The hop listens beyond loopback, so it checks a token; the edge must send it.
-    assert hop.receivers.bearer_token == ENV["FOOTPRINT_TOKEN"]
+    assert hop.token == ENV["FOOTPRINT_TOKEN"]
     assert otlp["headers"]["authorization"] == "Bearer ${env:FOOTPRINT_TOKEN}"
 
     # otel-footprint -> backend Collector.
@@ -135,7 +135,7 @@ def test_the_hops_line_up(scenario: str) -> None:
     assert _host(hop.exporter.traces_target) == "collector-backend"
     assert _port(hop.exporter.traces_target) == _port(backend_grpc)
     assert hop.exporter.logs_target is None  # trace backends: logs are joined, not forwarded
-    assert _port(hop.service.telemetry_endpoint.__str__()) != hop_grpc
+    assert _port(hop.service.telemetry.endpoint.__str__()) != hop_grpc
 
     # backend Collector -> the backend itself.
     (backend_exporter,) = backend["service"]["pipelines"]["traces"]["exporters"]
@@ -144,7 +144,7 @@ def test_the_hops_line_up(scenario: str) -> None:
     if scenario == "load_balancing":
         store = hop.processing.run_store
         assert store.kind == "redis" and store.url == "redis://redis:6379/0"
-        assert "1" in str(hop.service.data_dir)  # each instance its own data directory
+        assert "1" in str(hop.data_dir)  # each instance its own data directory
 
 
 def test_every_traceql_query_names_what_otel_footprint_writes() -> None:

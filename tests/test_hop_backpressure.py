@@ -14,8 +14,8 @@ from pathlib import Path
 
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 
+from otel_footprint.sdk.settings import HostPort, ReceiverSettings
 from otel_footprint.service.annotation import NoAnnotation
-from otel_footprint.service.config import HostPort, ReceiverConfig
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.pipeline import Pipeline, PipelineOptions
@@ -27,7 +27,9 @@ def test_connections_over_the_bound_get_503_with_retry_after(tmp_path: Path) -> 
     journal.open()
     metrics = HopMetrics()
     pipeline = Pipeline(PipelineOptions(annotate=False), journal, NoAnnotation(), metrics)
-    cfg = ReceiverConfig(HostPort("127.0.0.1", 0), 1 << 20, 4, None)
+    cfg = ReceiverSettings(
+        endpoint=HostPort("127.0.0.1", 0), max_request_size=1 << 20, max_concurrent_requests=4
+    )
     receiver = HttpReceiver(cfg, pipeline, metrics, token=None)
     receiver.max_connections = 3
     bound = receiver.start()
@@ -79,7 +81,9 @@ def test_grpc_requests_over_the_concurrency_bound_get_retry_info(tmp_path: Path)
     journal.open()
     metrics = HopMetrics()
     pipeline = Pipeline(PipelineOptions(), journal, NoAnnotation(), metrics)
-    cfg = ReceiverConfig(HostPort("127.0.0.1", 0), 1 << 20, 1, None)
+    cfg = ReceiverSettings(
+        endpoint=HostPort("127.0.0.1", 0), max_request_size=1 << 20, max_concurrent_requests=1
+    )
     receiver = GrpcReceiver(cfg, pipeline, metrics, token=None, workers=4)
     bound = receiver.start()
     request = ExportTraceServiceRequest()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_footprint.sdk.settings import PhoenixAnnotationsSettings
 from otel_footprint.service import config as c
 
 BASE_ENV: dict[str, str] = {"XDG_STATE_HOME": "/tmp/state"}
@@ -55,15 +56,15 @@ def test_flags_override_the_file_which_overrides_the_otel_env(tmp_path: Path) ->
     }
     cfg = c.load(None, {}, env)
     assert cfg.exporter.traces_target == "env-host:4317"
-    assert dict(cfg.exporter.headers) == {"a": "1", "b": "3"}  # traces-specific wins
-    assert cfg.exporter.timeout == 2.5  # the variable is in milliseconds
-    assert cfg.exporter.compression == "gzip"
+    assert cfg.exporter.otlp.headers == {"a": "1", "b": "3"}  # traces-specific wins
+    assert cfg.exporter.otlp.timeout == 2.5  # the variable is in milliseconds
+    assert cfg.exporter.otlp.compression == "gzip"
 
     path = _file(tmp_path, "exporters:\n  otlp:\n    endpoint: file-host:5317\n    timeout: 1s\n")
     cfg = c.load(path, {}, env)
     assert cfg.exporter.traces_target == "file-host:5317"
-    assert cfg.exporter.timeout == 1.0
-    assert cfg.exporter.compression == "gzip"  # not in the file: the env still applies
+    assert cfg.exporter.otlp.timeout == 1.0
+    assert cfg.exporter.otlp.compression == "gzip"  # not in the file: the env still applies
 
     cfg = c.load(path, c.flag_layer(forward="flag-host:6317"), env)
     assert cfg.exporter.traces_target == "flag-host:6317"
@@ -115,11 +116,11 @@ def test_non_loopback_needs_tls_and_a_token_or_an_explicit_opt_in(tmp_path: Path
         load(*token)
     with pytest.raises(c.ConfigError, match="needs both TLS"):
         load(*tls)
-    assert c.serves_accounts(load(*tls, *token).receivers)
-    opted_in = load(*tls, "receivers.otlp.allow_insecure_non_loopback=true").receivers
+    assert c.serves_accounts(load(*tls, *token))
+    opted_in = load(*tls, "receivers.otlp.allow_insecure_non_loopback=true")
     # TLS without a token (allowed by the opt-in) never serves accounts off loopback.
     assert not c.serves_accounts(opted_in)
-    assert c.serves_accounts(c.load(None, c.flag_layer(forward="127.0.0.1:9"), BASE_ENV).receivers)
+    assert c.serves_accounts(c.load(None, c.flag_layer(forward="127.0.0.1:9"), BASE_ENV))
 
 
 def test_the_telemetry_endpoint_off_loopback_needs_its_own_opt_in() -> None:
@@ -131,7 +132,7 @@ def test_the_telemetry_endpoint_off_loopback_needs_its_own_opt_in() -> None:
         forward="127.0.0.1:9",
         sets=["service.telemetry.allow_non_loopback=true"],
     )
-    assert not c.load(None, flags, BASE_ENV).service.telemetry_endpoint.is_loopback
+    assert not c.load(None, flags, BASE_ENV).service.telemetry.endpoint.is_loopback
 
 
 def test_set_flags_and_units(tmp_path: Path) -> None:
@@ -151,7 +152,7 @@ def test_set_flags_and_units(tmp_path: Path) -> None:
     assert cfg.processing.annotate is False
     assert cfg.processing.release_grace == 0.25
     assert cfg.processing.max_bytes == 2 * 1024 * 1024
-    assert cfg.service.data_dir == tmp_path
+    assert cfg.data_dir == tmp_path
     assert cfg.processing.run_store.path == tmp_path / "runs.sqlite"
     with pytest.raises(c.ConfigError, match=r"unknown key 'processing\.nope'"):
         c.flag_layer(sets=["processing.nope=1"])
@@ -164,7 +165,7 @@ def test_env_references_in_the_file_are_expanded(tmp_path: Path) -> None:
         "exporters:\n  otlp:\n    endpoint: ${NEXT_HOP:-127.0.0.1:4999}\n",
     )
     cfg = c.load(path, {}, {**BASE_ENV, "HOP_TOKEN": "tok"})
-    assert cfg.receivers.bearer_token == "tok"
+    assert cfg.token == "tok"
     assert cfg.exporter.traces_target == "127.0.0.1:4999"
 
 
@@ -185,6 +186,7 @@ def test_durations_and_sizes() -> None:
 
 def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
     from otel_footprint.service.buffer import BufferLimits
+    from otel_footprint.service.hop import buffer_limits
     from otel_footprint.service.journal import Journal
 
     cfg = c.load(None, c.flag_layer(forward="next-hop:4317"), BASE_ENV)
@@ -198,7 +200,26 @@ def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
         cache_traces=proc.decision_cache.max_traces,
         cache_spans=proc.decision_cache.max_spans,
     )
-    queue = cfg.exporter.queue
+    # Every limit the settings give reaches the buffer (none left at its default).
+    sets = ["release_grace=2s", "max_wait=9s", "max_runs=7", "max_bytes=5MiB"]
+    sets += ["max_spans_per_run=11", "decision_cache.max_traces=13"]
+    sets += ["decision_cache.max_spans=17", "decision_cache.max_bytes=1MiB"]
+    tuned = c.load(
+        None,
+        c.flag_layer(forward="next-hop:4317", sets=[f"processing.{s}" for s in sets]),
+        BASE_ENV,
+    )
+    assert buffer_limits(tuned.processing) == BufferLimits(
+        release_grace=2.0,
+        max_wait=9.0,
+        max_runs=7,
+        max_bytes=5 << 20,
+        max_spans_per_run=11,
+        cache_traces=13,
+        cache_spans=17,
+        cache_bytes=1 << 20,
+    )
+    queue = cfg.exporter.otlp.queue
     journal = Journal(tmp_path / "queue")
     assert (journal.max_bytes, journal.segment_bytes, journal.fsync) == (
         queue.max_size,
@@ -213,4 +234,4 @@ def test_the_classes_defaults_are_the_configs_defaults(tmp_path: Path) -> None:
         BASE_ENV,
     ).phoenix_annotations
     assert with_phoenix is not None
-    assert with_phoenix == c.PhoenixAnnotationsConfig(endpoint="http://p:6006")
+    assert with_phoenix == PhoenixAnnotationsSettings(endpoint="http://p:6006")

@@ -24,8 +24,8 @@ from test_service_support import HopProcess, Sink, emit_run, sdk_client
 
 from otel_footprint import semconv
 from otel_footprint.annotate.phoenix import annotations_from_request
+from otel_footprint.sdk.settings import PhoenixAnnotationsSettings
 from otel_footprint.service import config as configuration
-from otel_footprint.service.config import PhoenixAnnotationsConfig
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.phoenix import PhoenixAnnotations
 
@@ -217,7 +217,7 @@ def test_annotations_wait_for_their_records_and_are_bounded() -> None:
         return PostResult(len(chunk), 0)
 
     metrics = HopMetrics()
-    cfg = PhoenixAnnotationsConfig("http://127.0.0.1:1", max_pending=3)
+    cfg = PhoenixAnnotationsSettings(endpoint="http://127.0.0.1:1", max_pending=3)
     poster = PhoenixAnnotations(cfg, metrics, post=post)
     poster.start()
     with poster.registering():
@@ -273,7 +273,7 @@ def test_phoenix_annotations_are_off_by_default_and_configurable() -> None:
     assert (on.endpoint, on.timeout, on.headers) == (
         "http://phoenix:6006",
         2.0,
-        (("authorization", "Bearer x"),),
+        {"authorization": "Bearer x"},
     )
 
 

@@ -272,7 +272,7 @@ def _judge(
             return Call(name, span, events, items, "refused", refusal, None)
     if span.error:
         return Call(name, span, events, items, "failed", None, None)
-    # The pointer ``at_span(trace, span, gen_ai.tool.call.result)`` builds, built in place.
+    # An attribute of the span itself (the tool's result): a pointer without an event.
     where = Pointer(span.trace_id, span.span_id, None, None, semconv.GEN_AI_TOOL_CALL_RESULT, None)
     emptiness: Emptiness
     rows: int | None = None

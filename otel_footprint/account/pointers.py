@@ -51,11 +51,6 @@ def at_state(resume: EventPointer, key: str, *path: str | int) -> Pointer:
     )
 
 
-def at_span(trace_id: str, span_id: str, attribute: str) -> Pointer:
-    """An attribute of a span itself (a tool span's result): no event."""
-    return Pointer(trace_id, span_id, None, None, attribute)
-
-
 def bounded(pointers: tuple[Pointer, ...] | list[Pointer]) -> tuple[Pointer, ...]:
     """Distinct pointers in first-seen order, at most :data:`MAX_POINTERS`."""
     if len(pointers) < 2:

@@ -16,9 +16,6 @@ from typing import Final
 
 from otel_footprint.account.model import Chip, Tone
 
-TEMPLATE_SET_VERSION: Final = 2
-"""Bumped whenever a template's words change (reference §4.9)."""
-
 SOURCE_RANK: Final[Mapping[str, int]] = {"person": 0, "library": 1, "model": 3, "app": 4}
 """Voucher strength, strongest first; ``tool:<name>`` sits between library and model."""
 

@@ -94,18 +94,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         cfg = _config(args)
     except configuration.ConfigError as exc:
         raise CommandError(f"configuration: {exc}", EXIT_CONFIG) from None
-    jsonlog.configure(cfg.service.log_level)
+    jsonlog.configure(cfg.service.telemetry.logs.level)
     if args.check_config:
         print(f"configuration OK (sources: {', '.join(cfg.sources) or 'defaults'})", file=out)
-        print(f"grpc {cfg.receivers.grpc.endpoint}", file=out)
-        print(f"http {cfg.receivers.http.endpoint}", file=out)
+        print(f"grpc {cfg.receivers.protocols.grpc.endpoint}", file=out)
+        print(f"http {cfg.receivers.protocols.http.endpoint}", file=out)
         print(f"forward {cfg.exporter.protocol} {cfg.exporter.traces_target}", file=out)
         return 0
 
-    _check_data_dir(cfg.service.data_dir)
+    _check_data_dir(cfg.data_dir)
     # gRPC's C core prints its own "Failed to add port" line before our message when a port is
     # taken: find out first, and say it once, cleanly.
-    _check_free(cfg.receivers.grpc.endpoint, "OTLP/gRPC")
+    _check_free(cfg.receivers.protocols.grpc.endpoint, "OTLP/gRPC")
     from otel_footprint.service.hop import Hop, StartupError
 
     _tune_gc()

@@ -3,8 +3,9 @@
 Precedence, highest first: command-line flags (and ``--set key=value``), the config file, the
 standard ``OTEL_EXPORTER_OTLP_*`` variables (forward side only), built-in defaults. Every key, its
 type, default, unit, variables and flag are declared once, in ``sdk/settings.py``'s
-:class:`~otel_footprint.sdk.settings.HopSettings`; here the layers are read, merged and resolved
-into the :class:`HopConfig` the hop reads (derived values: targets, TLS, the token, the paths).
+:class:`~otel_footprint.sdk.settings.HopSettings`; here the layers are read, merged, checked and
+resolved into the :class:`HopConfig` the hop reads: the model's own sections, beside the few values
+derived from them (the forward targets, the bearer token, the data directory).
 An unknown key is an error naming it and the valid keys beside it.
 """
 
@@ -15,9 +16,9 @@ import os
 import re
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import yaml
@@ -27,13 +28,13 @@ from otel_footprint.sdk import settings as model
 from otel_footprint.sdk.endpoint import PROTOCOLS
 from otel_footprint.sdk.endpoint import Protocol as Protocol_
 from otel_footprint.sdk.settings import (
-    ClientTlsSettings,
     ConfigError,
     HostPort,
+    OtlpExporterSettings,
+    OtlpReceiverSettings,
     PhoenixAnnotationsSettings,
     ProcessingSettings,
-    QueueSettings,
-    RetrySettings,
+    ServiceSettings,
     parse_duration,
     parse_header_list,
     parse_hostport,
@@ -59,103 +60,35 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class ServerTls:
-    """Server certificate, and (optionally) the CA that client certificates must chain to."""
+class Forward:
+    """``exporters.otlp`` as declared, and where it leads (derived by the endpoint rule)."""
 
-    cert_file: Path
-    key_file: Path
-    client_ca_file: Path | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiverConfig:
-    """One OTLP receiver (gRPC or HTTP)."""
-
-    endpoint: HostPort
-    max_request_bytes: int
-    max_concurrent_requests: int
-    tls: ServerTls | None
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiversConfig:
-    grpc: ReceiverConfig
-    http: ReceiverConfig
-    bearer_token: str | None
-    allow_insecure_non_loopback: bool
-    grpc_workers: int
-
-
-@dataclass(frozen=True, slots=True)
-class ExporterConfig:
-    """Where annotated spans go: the next OTLP hop."""
-
+    otlp: OtlpExporterSettings
     protocol: Protocol_
     traces_target: str
     """gRPC: ``host:port``; HTTP: the full ``/v1/traces`` URL."""
     logs_target: str | None
     """None when logs are not forwarded."""
     secure: bool
-    tls: ClientTlsSettings
-    headers: tuple[tuple[str, str], ...]
-    timeout: float
-    compression: Literal["none", "gzip"]
-    retry: RetrySettings
-    queue: QueueSettings
-    max_request_bytes: int
-    """Requests to the next hop are split to at most this size (the Collector's default limit)."""
-    dead_letter_max_bytes: int
-    """Bound of ``<data_dir>/dead-letter.otlp``, where requests that can never be delivered go."""
-
-
-_PHOENIX = PhoenixAnnotationsSettings()
-
-
-@dataclass(frozen=True, slots=True)
-class PhoenixAnnotationsConfig:
-    """Posting check results as Phoenix span annotations (``exporters.phoenix_annotations``)."""
-
-    endpoint: str
-    """Phoenix's root URL (``http://phoenix:6006``); ``/v1/span_annotations`` is appended."""
-    project: str | None = None
-    """Recorded in each annotation's metadata (Phoenix keys span annotations by span id alone)."""
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout: float = _PHOENIX.timeout
-    max_attempts: int = _PHOENIX.max_attempts
-    """Per chunk of annotations; 404 (spans not ingested yet) and 5xx are retried with backoff."""
-    retry_delay: float = 0.2
-    max_pending: int = _PHOENIX.max_pending
-    """Annotations waiting for their spans to be forwarded, and (separately) waiting to be posted."""
-
-
-@dataclass(frozen=True, slots=True)
-class OtlpMetricsConfig:
-    endpoint: str
-    protocol: Protocol_
-    interval: float
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceConfig:
-    data_dir: Path
-    telemetry_endpoint: HostPort
-    log_level: Literal["debug", "info", "warning", "error"]
-    otlp_metrics: OtlpMetricsConfig | None
-    shutdown_timeout: float
 
 
 @dataclass(frozen=True, slots=True)
 class HopConfig:
-    """The whole, validated configuration of one ``serve`` process."""
+    """The whole, validated configuration of one ``serve`` process: the declared sections, read
+    straight off :class:`~otel_footprint.sdk.settings.HopSettings`, and what is derived from them."""
 
-    receivers: ReceiversConfig
+    receivers: OtlpReceiverSettings
     processing: ProcessingSettings
     """As declared, with ``run_store.path`` resolved (``<data_dir>/runs.sqlite`` unless set)."""
-    exporter: ExporterConfig
-    service: ServiceConfig
-    sources: tuple[str, ...] = field(default=())
+    exporter: Forward
+    service: ServiceSettings
+    data_dir: Path
+    """``service.data_dir``, else ``$XDG_STATE_HOME/otel-footprint``."""
+    token: str | None
+    """The bearer token every request must carry (given, or read from ``bearer_token_file``)."""
+    sources: tuple[str, ...] = ()
     """Where settings came from (for the startup log)."""
-    phoenix_annotations: PhoenixAnnotationsConfig | None = None
+    phoenix_annotations: PhoenixAnnotationsSettings | None = None
     """Off (None) unless ``exporters.phoenix_annotations.endpoint`` is set."""
 
 
@@ -281,36 +214,6 @@ def otel_env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _get(tree: Mapping[str, Any], dotted: str) -> Any:
-    node: Any = tree
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _server_tls(tls: model.ServerTlsSettings, path: str) -> ServerTls | None:
-    cert, key, ca = tls.cert_file, tls.key_file, tls.client_ca_file
-    if cert is None and key is None and ca is None:
-        return None
-    if cert is None or key is None:
-        raise ConfigError(f"{path}: cert_file and key_file must be given together")
-    for name, value in (("cert_file", cert), ("key_file", key), ("client_ca_file", ca)):
-        if value is not None and not value.is_file():
-            raise ConfigError(f"{path}.{name}: file {value} does not exist")
-    return ServerTls(cert, key, ca)
-
-
-def _receiver(section: model.ReceiverSettings, name: str) -> ReceiverConfig:
-    return ReceiverConfig(
-        endpoint=section.endpoint,
-        max_request_bytes=section.max_request_size,
-        max_concurrent_requests=section.max_concurrent_requests,
-        tls=_server_tls(section.tls, f"receivers.otlp.protocols.{name}.tls"),
-    )
-
-
 def _split_url(text: str, path: str) -> urllib.parse.SplitResult:
     parts = urllib.parse.urlsplit(text if "://" in text else f"//{text}")
     if not parts.hostname:
@@ -318,7 +221,7 @@ def _split_url(text: str, path: str) -> urllib.parse.SplitResult:
     return parts
 
 
-def _exporter(exp: model.OtlpExporterSettings, endpoint_source: str) -> ExporterConfig:
+def _exporter(exp: OtlpExporterSettings, endpoint_source: str) -> Forward:
     base, traces_url, logs_url = exp.endpoint, exp.traces_endpoint, exp.logs_endpoint
     if not base and not traces_url:
         raise ConfigError(
@@ -366,23 +269,10 @@ def _exporter(exp: model.OtlpExporterSettings, endpoint_source: str) -> Exporter
         raise ConfigError("exporters.otlp.retry.max_interval must be >= initial_interval")
     if exp.queue.batch_max_size > exp.queue.max_size:
         raise ConfigError("exporters.otlp.queue.batch_max_size must not exceed max_size")
-    return ExporterConfig(
-        protocol=protocol,
-        traces_target=target,
-        logs_target=logs_target,
-        secure=secure,
-        tls=exp.tls,
-        headers=tuple(sorted(exp.headers.items())),
-        timeout=exp.timeout,
-        compression=exp.compression,
-        retry=exp.retry,
-        queue=exp.queue,
-        max_request_bytes=exp.max_request_size,
-        dead_letter_max_bytes=exp.dead_letter.max_size,
-    )
+    return Forward(exp, protocol, target, logs_target, secure)
 
 
-def _phoenix_annotations(section: PhoenixAnnotationsSettings) -> PhoenixAnnotationsConfig | None:
+def _phoenix_annotations(section: PhoenixAnnotationsSettings) -> PhoenixAnnotationsSettings | None:
     if not section.endpoint:
         return None
     from otel_footprint.annotate.phoenix import annotations_url
@@ -393,54 +283,53 @@ def _phoenix_annotations(section: PhoenixAnnotationsSettings) -> PhoenixAnnotati
         raise ConfigError(f"exporters.phoenix_annotations.endpoint: {exc}") from exc
     if section.timeout <= 0:
         raise ConfigError("exporters.phoenix_annotations.timeout must be more than 0s")
-    return PhoenixAnnotationsConfig(
-        endpoint=section.endpoint,
-        project=section.project,
-        headers=tuple(sorted(section.headers.items())),
-        timeout=section.timeout,
-        max_attempts=section.max_attempts,
-        max_pending=section.max_pending,
-    )
+    return section
 
 
-def _check_binds(receivers: ReceiversConfig) -> None:
-    """The bind rule: a receiver off loopback needs TLS and a bearer token (or the explicit opt-in).
+def _token(receivers: OtlpReceiverSettings) -> str | None:
+    """The bearer token, once the TLS material and the bind rule are checked. A receiver serves
+    TLS when ``cert_file`` is set (``key_file`` with it); off loopback it needs TLS and a bearer
+    token (or the explicit opt-in).
 
     A token alone would cross the network in the clear, and TLS alone lets any TLS client send
     spans and read accounts (the query service shares the gRPC port).
     """
-    if receivers.allow_insecure_non_loopback:
-        return
-    for rec, name in ((receivers.grpc, "grpc"), (receivers.http, "http")):
-        if rec.endpoint.is_loopback:
+    protocols = (("grpc", receivers.protocols.grpc), ("http", receivers.protocols.http))
+    for name, rec in protocols:
+        path, tls = f"receivers.otlp.protocols.{name}.tls", rec.tls
+        cert, key, ca = tls.cert_file, tls.key_file, tls.client_ca_file
+        if (cert, key, ca) != (None, None, None) and (cert is None or key is None):
+            raise ConfigError(f"{path}: cert_file and key_file must be given together")
+        for leaf, value in (("cert_file", cert), ("key_file", key), ("client_ca_file", ca)):
+            if value is not None and not value.is_file():
+                raise ConfigError(f"{path}.{leaf}: file {value} does not exist")
+    token = _bearer_token(receivers.auth)
+    for name, rec in protocols:
+        if rec.endpoint.is_loopback or receivers.allow_insecure_non_loopback:
             continue
         where = f"receivers.otlp.protocols.{name}.endpoint {rec.endpoint} is not a loopback address"
-        if rec.tls is None and receivers.bearer_token is not None:
+        if rec.tls.cert_file is None and token is not None:
             raise ConfigError(
                 f"{where}: a bearer token over plaintext would cross the network in the clear; "
                 f"configure TLS (receivers.otlp.protocols.{name}.tls.cert_file/key_file), or set "
                 "receivers.otlp.allow_insecure_non_loopback: true"
             )
-        if rec.tls is None or receivers.bearer_token is None:
+        if rec.tls.cert_file is None or token is None:
             raise ConfigError(
                 f"{where} and needs both TLS (tls.cert_file/key_file) and a bearer token "
                 "(receivers.otlp.auth.bearer_token); configure both, or set "
                 "receivers.otlp.allow_insecure_non_loopback: true"
             )
+    return token
 
 
-def serves_accounts(receivers: ReceiversConfig) -> bool:
+def serves_accounts(cfg: HopConfig) -> bool:
     """Whether the query service (GetRun, StreamVerdicts: accounts with prompt words) may be served.
 
     On loopback always; off loopback only behind a bearer token, whatever else is configured
     (TLS alone authenticates the server, not the reader).
     """
-    return receivers.grpc.endpoint.is_loopback or receivers.bearer_token is not None
-
-
-def _default_data_dir(environ: Mapping[str, str]) -> Path:
-    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "otel-footprint"
+    return cfg.receivers.protocols.grpc.endpoint.is_loopback or cfg.token is not None
 
 
 def _bearer_token(auth: model.AuthSettings) -> str | None:
@@ -477,7 +366,7 @@ def _run_store(store: model.RunStoreSettings, data_dir: Path) -> model.RunStoreS
     return msgspec.structs.replace(store, path=store.path or data_dir / "runs.sqlite")
 
 
-def _service(svc: model.ServiceSettings, environ: Mapping[str, str]) -> ServiceConfig:
+def _data_dir(svc: ServiceSettings, environ: Mapping[str, str]) -> Path:
     telemetry = svc.telemetry
     if not telemetry.endpoint.is_loopback and not telemetry.allow_non_loopback:
         raise ConfigError(
@@ -485,16 +374,8 @@ def _service(svc: model.ServiceSettings, environ: Mapping[str, str]) -> ServiceC
             "health/metrics have neither TLS nor a token; bind it to loopback (scrape through a "
             "sidecar), or set service.telemetry.allow_non_loopback: true"
         )
-    push = telemetry.metrics.otlp
-    return ServiceConfig(
-        data_dir=svc.data_dir or _default_data_dir(environ),
-        telemetry_endpoint=telemetry.endpoint,
-        log_level=telemetry.logs.level,
-        otlp_metrics=OtlpMetricsConfig(push.endpoint, push.protocol or "grpc", push.interval)
-        if push.endpoint
-        else None,
-        shutdown_timeout=svc.shutdown_timeout,
-    )
+    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return svc.data_dir or Path(state) / "otel-footprint"
 
 
 def build(
@@ -505,7 +386,7 @@ def build(
     tree: dict[str, Any] = {}
     endpoint_source = "default"
     for name, layer in layers:
-        exp = _get(layer, "exporters.otlp") or {}
+        exp = (layer.get("exporters") or {}).get("otlp") or {}
         if exp.get("endpoint") is not None:
             # A higher layer's endpoint replaces every lower layer's per-signal URL.
             tree_exp = tree.setdefault("exporters", {}).setdefault("otlp", {})
@@ -517,26 +398,20 @@ def build(
         tree = _merge(tree, layer)
     settings = model.settle(tree)
 
-    otlp = settings.receivers.otlp
-    receivers = ReceiversConfig(
-        grpc=_receiver(otlp.protocols.grpc, "grpc"),
-        http=_receiver(otlp.protocols.http, "http"),
-        bearer_token=_bearer_token(otlp.auth),
-        allow_insecure_non_loopback=otlp.allow_insecure_non_loopback,
-        grpc_workers=otlp.grpc_workers,
-    )
-    _check_binds(receivers)
-    service = _service(settings.service, env)
+    token = _token(settings.receivers.otlp)
+    data_dir = _data_dir(settings.service, env)
     proc = settings.processing
-    run_store = _run_store(proc.run_store, service.data_dir)
+    run_store = _run_store(proc.run_store, data_dir)
     if proc.max_wait < proc.release_grace:
         raise ConfigError("processing.max_wait must be at least processing.release_grace")
     return HopConfig(
-        receivers=receivers,
+        receivers=settings.receivers.otlp,
         processing=msgspec.structs.replace(proc, run_store=run_store),
         exporter=_exporter(settings.exporters.otlp, endpoint_source),
         phoenix_annotations=_phoenix_annotations(settings.exporters.phoenix_annotations),
-        service=service,
+        service=settings.service,
+        data_dir=data_dir,
+        token=token,
         sources=tuple(name for name, _ in layers),
     )
 

@@ -5,7 +5,7 @@ concatenation (an OTLP export request is a repeated field, so concatenated reque
 request). A record is marked done only after the next hop accepted it. Retryable answers
 (UNAVAILABLE, RESOURCE_EXHAUSTED, 429/502/503/504, ...) back off by the senders' one policy
 (``annotate/backoff.py``: exponential, jitter, the server's retry hint as a floor); the batch stays in the journal meanwhile, so an outage or a restart
-loses nothing. A request over ``max_request_bytes`` (or refused for its size) is split; one that can
+loses nothing. A request over ``max_request_size`` (or refused for its size) is split; one that can
 never be delivered (a single item too large, a permanent refusal) goes to the dead-letter file, so
 it never blocks the records behind it.
 """
@@ -30,7 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_footprint.annotate.backoff import Backoff
 from otel_footprint.service import jsonlog
-from otel_footprint.service.config import ExporterConfig
+from otel_footprint.service.config import Forward
 from otel_footprint.service.deadletter import DeadLetterFile
 from otel_footprint.service.journal import KIND_OUT_LOGS, KIND_OUT_TRACES, Journal, Record
 from otel_footprint.service.metrics import HopMetrics
@@ -100,15 +100,15 @@ def _grpc_retry_delay(error: grpc.RpcError) -> float | None:
 class GrpcSender:
     """OTLP/gRPC client sending pre-serialized requests (no re-encoding)."""
 
-    def __init__(self, cfg: ExporterConfig) -> None:
-        self.cfg = cfg
-        # Requests are split to cfg.max_request_bytes before sending; this is only a backstop.
-        options = [("grpc.max_send_message_length", max(64 << 20, cfg.max_request_bytes))]
+    def __init__(self, cfg: Forward) -> None:
+        self.cfg, otlp, tls = cfg, cfg.otlp, cfg.otlp.tls
+        # Requests are split to max_request_size before sending; this is only a backstop.
+        options = [("grpc.max_send_message_length", max(64 << 20, otlp.max_request_size))]
         if cfg.secure:
             creds = grpc.ssl_channel_credentials(
-                root_certificates=cfg.tls.ca_file.read_bytes() if cfg.tls.ca_file else None,
-                private_key=cfg.tls.key_file.read_bytes() if cfg.tls.key_file else None,
-                certificate_chain=cfg.tls.cert_file.read_bytes() if cfg.tls.cert_file else None,
+                root_certificates=tls.ca_file.read_bytes() if tls.ca_file else None,
+                private_key=tls.key_file.read_bytes() if tls.key_file else None,
+                certificate_chain=tls.cert_file.read_bytes() if tls.cert_file else None,
             )
             self.channel = grpc.secure_channel(cfg.traces_target, creds, options=options)
         else:
@@ -123,15 +123,15 @@ class GrpcSender:
             request_serializer=None,
             response_deserializer=ExportLogsServiceResponse.FromString,
         )
-        self._metadata = tuple(self.cfg.headers)
-        self._compression = grpc.Compression.Gzip if cfg.compression == "gzip" else None
+        self._metadata = tuple(sorted(otlp.headers.items()))
+        self._compression = grpc.Compression.Gzip if otlp.compression == "gzip" else None
 
     def send(self, kind: int, payload: bytes) -> Outcome:
         call = self._traces if kind == KIND_OUT_TRACES else self._logs
         try:
             response = call(
                 payload,
-                timeout=self.cfg.timeout,
+                timeout=self.cfg.otlp.timeout,
                 metadata=self._metadata,
                 compression=self._compression,
             )
@@ -164,18 +164,14 @@ class GrpcSender:
 class HttpSender:
     """OTLP/HTTP (protobuf) client with one keep-alive connection."""
 
-    def __init__(self, cfg: ExporterConfig) -> None:
-        self.cfg = cfg
+    def __init__(self, cfg: Forward) -> None:
+        self.cfg, self.otlp, tls = cfg, cfg.otlp, cfg.otlp.tls
         self._conn: http.client.HTTPConnection | None = None
         self._ssl: ssl.SSLContext | None = None
         if cfg.secure:
-            ctx = ssl.create_default_context(
-                cafile=str(cfg.tls.ca_file) if cfg.tls.ca_file else None
-            )
-            if cfg.tls.cert_file:
-                ctx.load_cert_chain(
-                    str(cfg.tls.cert_file), str(cfg.tls.key_file) if cfg.tls.key_file else None
-                )
+            ctx = ssl.create_default_context(cafile=str(tls.ca_file) if tls.ca_file else None)
+            if tls.cert_file:
+                ctx.load_cert_chain(str(tls.cert_file), str(tls.key_file) if tls.key_file else None)
             self._ssl = ctx
 
     def _connection(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
@@ -183,11 +179,11 @@ class HttpSender:
             host = url.hostname or "localhost"
             if url.scheme == "https":
                 self._conn = http.client.HTTPSConnection(
-                    host, url.port or 443, timeout=self.cfg.timeout, context=self._ssl
+                    host, url.port or 443, timeout=self.otlp.timeout, context=self._ssl
                 )
             else:
                 self._conn = http.client.HTTPConnection(
-                    host, url.port or 80, timeout=self.cfg.timeout
+                    host, url.port or 80, timeout=self.otlp.timeout
                 )
         return self._conn
 
@@ -196,9 +192,9 @@ class HttpSender:
         if target is None:
             return Outcome("permanent", "no logs endpoint configured")
         url = urllib.parse.urlsplit(target)
-        headers = {"Content-Type": CONTENT_PROTOBUF, **dict(self.cfg.headers)}
+        headers = {"Content-Type": CONTENT_PROTOBUF, **self.otlp.headers}
         body = payload
-        if self.cfg.compression == "gzip":
+        if self.otlp.compression == "gzip":
             body = gzip.compress(payload, compresslevel=5)
             headers["Content-Encoding"] = "gzip"
         path = url.path or "/"
@@ -262,7 +258,7 @@ def _retry_after(value: str | None) -> float | None:
 Sender = GrpcSender | HttpSender
 
 
-def make_sender(cfg: ExporterConfig) -> Sender:
+def make_sender(cfg: Forward) -> Sender:
     return GrpcSender(cfg) if cfg.protocol == "grpc" else HttpSender(cfg)
 
 
@@ -271,7 +267,7 @@ class Forwarder:
 
     def __init__(
         self,
-        cfg: ExporterConfig,
+        cfg: Forward,
         journal: Journal,
         metrics: HopMetrics,
         sender: Sender | None = None,
@@ -279,7 +275,7 @@ class Forwarder:
         on_settled: Callable[[list[int], bool], None] | None = None,
         dead_letter: DeadLetterFile | None = None,
     ) -> None:
-        self.cfg = cfg
+        self.cfg, self.otlp = cfg, cfg.otlp
         self.dead_letter = dead_letter
         """Where requests the next hop can never take are set aside (None: dropped, logged)."""
         self.journal = journal
@@ -290,25 +286,23 @@ class Forwarder:
         self._worker = Worker("otel-footprint-forward", self._step)
         self._stop = self._worker.stopping
         self._sleep = sleep or self._stop.wait
-        self.backoff = Backoff(
-            cfg.retry.initial_interval, cfg.retry.max_interval, jitter=FORWARD_JITTER
-        )
+        retry = cfg.otlp.retry
+        self.backoff = Backoff(retry.initial_interval, retry.max_interval, jitter=FORWARD_JITTER)
         """Between tries of one batch; the retry budget is ``retry.max_elapsed_time``."""
         self.last_error: str | None = None
-        self.last_success: float | None = None
 
     def start(self) -> None:
         self._worker.start()
 
     def _step(self) -> bool:
-        batch = self.journal.take_outbound(self.cfg.queue.batch_max_size, timeout=0.2)
+        batch = self.journal.take_outbound(self.otlp.queue.batch_max_size, timeout=0.2)
         if not batch:
             return True
         try:
             self._deliver(batch)
         except Exception:  # the batch stays pending on disk; the worker logs and goes on
             self.journal.give_back(batch)
-            self._sleep(self.cfg.retry.max_interval)
+            self._sleep(self.otlp.retry.max_interval)
             raise
         return True
 
@@ -324,10 +318,10 @@ class Forwarder:
         # are independent); an item too large even alone, or one the next hop refuses for good, is
         # set aside in the dead-letter file: nothing that can never be delivered blocks the queue.
         work: collections.deque[tuple[bytes, int]] = collections.deque()
-        if len(payload) <= self.cfg.max_request_bytes:
+        if len(payload) <= self.otlp.max_request_size:
             work.append((payload, count))
         else:
-            work.extend(self._split(kind, payload, count, self.cfg.max_request_bytes))
+            work.extend(self._split(kind, payload, count, self.otlp.max_request_size))
         all_taken = True
         while work:
             piece, items = work.popleft()
@@ -409,12 +403,11 @@ class Forwarder:
                 if self.last_error is not None:
                     _log.info("next hop reachable again", extra={"after_attempts": attempt + 1})
                 self.last_error = None
-                self.last_success = time.time()
                 return "ok", ""
             if outcome.verdict == "too_large":
                 return "too_large", outcome.message
             elapsed = time.monotonic() - started
-            max_elapsed = self.cfg.retry.max_elapsed_time
+            max_elapsed = self.otlp.retry.max_elapsed_time
             if outcome.verdict == "permanent" or (max_elapsed > 0 and elapsed >= max_elapsed):
                 return "refused", outcome.message
             self.metrics.forward_retries.inc()
@@ -446,5 +439,5 @@ class Forwarder:
         return self.journal.outbound_count == 0
 
     def stop(self) -> None:
-        self._worker.stop(max(5.0, self.cfg.timeout + 1), wake=self.journal.wake)
+        self._worker.stop(max(5.0, self.otlp.timeout + 1), wake=self.journal.wake)
         self.sender.close()

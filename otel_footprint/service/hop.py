@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from msgspec import structs
+
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
+from otel_footprint.sdk.settings import ProcessingSettings
 from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
@@ -56,6 +59,14 @@ def _bind(what: str, endpoint: HostPort, listen: Callable[[], _T]) -> _T:
         raise StartupError(f"cannot listen for {what} on {endpoint}: {exc}") from exc
 
 
+def buffer_limits(proc: ProcessingSettings) -> BufferLimits:
+    """The run buffer's limits: ``processing.*`` are the holding core's by name, and
+    ``processing.decision_cache.max_X`` is its ``cache_X``."""
+    same = ("release_grace", "max_wait", "max_runs", "max_bytes", "max_spans_per_run")
+    cache = {"cache_" + k[4:]: v for k, v in structs.asdict(proc.decision_cache).items()}
+    return BufferLimits(**{k: getattr(proc, k) for k in same}, **cache)
+
+
 @dataclass(frozen=True, slots=True)
 class Bound:
     grpc: HostPort
@@ -68,8 +79,8 @@ class Hop:
 
     def __init__(self, cfg: HopConfig, stage: AnnotationStage | None = None) -> None:
         self.cfg = cfg
-        push = cfg.service.otlp_metrics
-        self.metrics = HopMetrics(*([otlp_reader(push)] if push else []))
+        push = cfg.service.telemetry.metrics.otlp
+        self.metrics = HopMetrics(*([otlp_reader(push, push.endpoint)] if push.endpoint else []))
         self._stage = stage
         self._lock_fd: int | None = None
         self._started = time.monotonic()
@@ -129,7 +140,7 @@ class Hop:
 
     def _start(self, stack: contextlib.ExitStack) -> Bound:
         cfg = self.cfg
-        data_dir = cfg.service.data_dir
+        data_dir = cfg.data_dir
         self._lock_data_dir(data_dir)
         stack.callback(self._unlock)
         stack.callback(self.metrics.shutdown)
@@ -141,8 +152,8 @@ class Hop:
         # keeps answering "stopping" until everything held was flushed and drained.
         self.ops = _bind(
             "health/metrics",
-            cfg.service.telemetry_endpoint,
-            lambda: OpsServer(cfg.service.telemetry_endpoint, self.metrics, self.health),
+            cfg.service.telemetry.endpoint,
+            lambda: OpsServer(cfg.service.telemetry.endpoint, self.metrics, self.health),
         )
         stack.callback(self.ops.stop)
         self._start_delivery(stack)
@@ -175,12 +186,12 @@ class Hop:
     def _open_state(self, stack: contextlib.ExitStack) -> Replay:
         """The journal (replayed), the run store and the verdict log; returns the replay."""
         cfg = self.cfg
-        proc = cfg.processing
+        proc, queue = cfg.processing, cfg.exporter.otlp.queue
         self.journal = Journal(
-            cfg.service.data_dir / "queue",
-            segment_bytes=cfg.exporter.queue.segment_size,
-            max_bytes=cfg.exporter.queue.max_size,
-            fsync=cfg.exporter.queue.fsync,
+            cfg.data_dir / "queue",
+            segment_bytes=queue.segment_size,
+            max_bytes=queue.max_size,
+            fsync=queue.fsync,
             cache_bytes=memory_shares(proc.max_bytes)[0],
         )
         replay = self.journal.open()
@@ -221,16 +232,7 @@ class Hop:
         stage = self._stage
         if stage is None:
             stage = FootprintAnnotation(self.store) if proc.annotate else NoAnnotation()
-        limits = BufferLimits(
-            release_grace=proc.release_grace,
-            max_wait=proc.max_wait,
-            max_runs=proc.max_runs,
-            max_bytes=proc.max_bytes,
-            max_spans_per_run=proc.max_spans_per_run,
-            cache_traces=proc.decision_cache.max_traces,
-            cache_spans=proc.decision_cache.max_spans,
-            cache_bytes=proc.decision_cache.max_bytes,
-        )
+        limits = buffer_limits(proc)
         hooks: list[Callable[[], None]] = [self.verdicts.flush]
         if isinstance(self.store, SqliteRunStore):
             hooks.append(self.store.flush)
@@ -252,9 +254,9 @@ class Hop:
             memory=MemoryGuard(proc.memory_limit or proc.max_bytes),
         )
         self.dead_letter = DeadLetterFile(
-            cfg.service.data_dir / DEAD_LETTER_FILE,
-            cfg.exporter.dead_letter_max_bytes,
-            fsync=cfg.exporter.queue.fsync,
+            cfg.data_dir / DEAD_LETTER_FILE,
+            cfg.exporter.otlp.dead_letter.max_size,
+            fsync=cfg.exporter.otlp.queue.fsync,
         )
         self.forwarder = Forwarder(
             cfg.exporter,
@@ -283,19 +285,19 @@ class Hop:
 
     def _start_receivers(self, stack: contextlib.ExitStack) -> tuple[HostPort, HostPort]:
         cfg = self.cfg
-        token = cfg.receivers.bearer_token
-        self.http = HttpReceiver(cfg.receivers.http, self.pipeline, self.metrics, token=token)
+        token, protocols = cfg.token, cfg.receivers.protocols
+        self.http = HttpReceiver(protocols.http, self.pipeline, self.metrics, token=token)
         self.grpc = GrpcReceiver(
-            cfg.receivers.grpc,
+            protocols.grpc,
             self.pipeline,
             self.metrics,
             token=token,
             workers=cfg.receivers.grpc_workers,
         )
         self.query = self._query_service()
-        grpc_bound = _bind("OTLP/gRPC", cfg.receivers.grpc.endpoint, self.grpc.start)
+        grpc_bound = _bind("OTLP/gRPC", protocols.grpc.endpoint, self.grpc.start)
         stack.callback(lambda: self.grpc.stop(self._grace))
-        http_bound = _bind("OTLP/HTTP", cfg.receivers.http.endpoint, self.http.start)
+        http_bound = _bind("OTLP/HTTP", protocols.http.endpoint, self.http.start)
         stack.callback(self.http.stop)
         if self.verdicts is not None:
             stack.callback(self.verdicts.end_streams)
@@ -306,11 +308,11 @@ class Hop:
     def _query_service(self) -> QueryService | None:
         cfg = self.cfg
         assert self.verdicts is not None
-        if not serves_accounts(cfg.receivers):
+        if not serves_accounts(cfg):
             _log.warning(
                 "query service not served: the gRPC receiver is off loopback without a "
                 "bearer token, and accounts quote the user's prompt",
-                extra={"grpc": str(cfg.receivers.grpc.endpoint)},
+                extra={"grpc": str(cfg.receivers.protocols.grpc.endpoint)},
             )
             return None
         try:

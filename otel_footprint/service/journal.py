@@ -116,7 +116,6 @@ class Journal:
         self._last_first = 0
         self.compacted_segments = 0
         """Segments rewritten by compaction (their pending records copied forward)."""
-        self.compacted_bytes = 0
 
     # -- opening and replay --------------------------------------------------------------------
 
@@ -334,7 +333,6 @@ class Journal:
         if self.fsync:
             _fsync_dir(self.directory)
         self.compacted_segments += 1
-        self.compacted_bytes += len(data)
 
     def sync(self, seq: int) -> None:
         """Return once every record up to ``seq`` is on disk (one fsync serves many waiters)."""

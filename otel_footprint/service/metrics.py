@@ -25,7 +25,7 @@ from opentelemetry.sdk.resources import Resource
 
 from otel_footprint import semconv as sc
 from otel_footprint.sdk.metrics import observe
-from otel_footprint.service.config import OtlpMetricsConfig
+from otel_footprint.sdk.settings import OtlpMetricsSettings
 
 
 class Counter:
@@ -70,18 +70,17 @@ class Gauge:
         return float(self._read())
 
 
-def otlp_reader(otlp: OtlpMetricsConfig) -> MetricReader:
-    """The periodic OTLP push of ``service.telemetry.metrics.otlp``."""
+def otlp_reader(otlp: OtlpMetricsSettings, endpoint: str) -> MetricReader:
+    """The periodic OTLP push of ``service.telemetry.metrics.otlp`` (to its ``endpoint``)."""
     exporter: MetricExporter
-    if otlp.protocol == "grpc":
+    if otlp.protocol in (None, "grpc"):
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 
-        insecure = not otlp.endpoint.startswith("https")
-        exporter = OTLPMetricExporter(endpoint=otlp.endpoint, insecure=insecure)
+        exporter = OTLPMetricExporter(endpoint=endpoint, insecure=not endpoint.startswith("https"))
     else:
         from opentelemetry.exporter.otlp.proto.http import metric_exporter as http
 
-        exporter = http.OTLPMetricExporter(endpoint=otlp.endpoint)
+        exporter = http.OTLPMetricExporter(endpoint=endpoint)
     return Periodic(exporter, export_interval_millis=otlp.interval * 1000)
 
 

@@ -247,14 +247,6 @@ def has_footprint_events(span: Span) -> bool:
     return any(is_footprint_input_event(ev.name) for ev in span.events)
 
 
-def run_id_of(span: Span) -> str | None:
-    for kv in span.attributes:
-        if kv.key == semconv.RUN_ID:
-            value = any_value_to_python(kv.value)
-            return str(value) if value is not None else None
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # Walking and rebuilding requests
 # ---------------------------------------------------------------------------------------------

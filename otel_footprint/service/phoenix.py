@@ -26,8 +26,8 @@ from otel_footprint.annotate.phoenix import (
     phoenix_annotations_for,
     post_annotations,
 )
+from otel_footprint.sdk.settings import PhoenixAnnotationsSettings
 from otel_footprint.service import jsonlog
-from otel_footprint.service.config import PhoenixAnnotationsConfig
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.worker import Worker
 
@@ -45,7 +45,7 @@ class PhoenixAnnotations:
 
     def __init__(
         self,
-        cfg: PhoenixAnnotationsConfig,
+        cfg: PhoenixAnnotationsSettings,
         metrics: HopMetrics,
         *,
         post: PostFunction = post_annotations,
@@ -148,8 +148,7 @@ class PhoenixAnnotations:
                 chunk,
                 timeout=self.cfg.timeout,
                 max_attempts=self.cfg.max_attempts,
-                retry_delay=self.cfg.retry_delay,
-                headers=dict(self.cfg.headers),
+                headers=self.cfg.headers,
                 sleep=self._abort.wait,
                 opener=self._opener,
             )

@@ -35,8 +35,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from otel_footprint.sdk.settings import HostPort, ReceiverSettings, ServerTlsSettings
 from otel_footprint.service import jsonlog
-from otel_footprint.service.config import HostPort, ReceiverConfig, ServerTls
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.otlp import (
     CONTENT_PROTOBUF,
@@ -116,7 +116,7 @@ class GrpcReceiver:
 
     def __init__(
         self,
-        cfg: ReceiverConfig,
+        cfg: ReceiverSettings,
         pipeline: Pipeline,
         metrics: HopMetrics,
         *,
@@ -133,7 +133,7 @@ class GrpcReceiver:
             # A backstop only (it answers without RetryInfo): _Admission refuses first.
             maximum_concurrent_rpcs=cfg.max_concurrent_requests * 2 + 8,
             options=[
-                ("grpc.max_receive_message_length", cfg.max_request_bytes),
+                ("grpc.max_receive_message_length", cfg.max_request_size),
                 ("grpc.so_reuseport", 0),
             ],
         )
@@ -157,7 +157,7 @@ class GrpcReceiver:
 
     def start(self) -> HostPort:
         address = str(self.cfg.endpoint)
-        if self.cfg.tls is not None:
+        if self.cfg.tls.cert_file is not None:
             port = self.server.add_secure_port(address, _grpc_credentials(self.cfg.tls))
         else:
             port = self.server.add_insecure_port(address)
@@ -309,7 +309,8 @@ class _Admission(grpc.GenericRpcHandler):  # type: ignore[type-arg]
         return b""  # not reached: abort raises
 
 
-def _grpc_credentials(tls: ServerTls) -> grpc.ServerCredentials:
+def _grpc_credentials(tls: ServerTlsSettings) -> grpc.ServerCredentials:
+    assert tls.key_file is not None and tls.cert_file is not None  # config: given together
     pair = (tls.key_file.read_bytes(), tls.cert_file.read_bytes())
     ca = tls.client_ca_file.read_bytes() if tls.client_ca_file is not None else None
     return grpc.ssl_server_credentials(
@@ -476,7 +477,7 @@ class HttpReceiver:
     """
 
     def __init__(
-        self, cfg: ReceiverConfig, pipeline: Pipeline, metrics: HopMetrics, *, token: str | None
+        self, cfg: ReceiverSettings, pipeline: Pipeline, metrics: HopMetrics, *, token: str | None
     ) -> None:
         self.cfg = cfg
         self.pipeline = pipeline
@@ -502,7 +503,7 @@ class HttpReceiver:
         except OSError:
             sock.close()
             raise
-        tls = self.cfg.tls
+        tls = self.cfg.tls if self.cfg.tls.cert_file is not None else None
         config = uvicorn.Config(
             self._app,
             interface="asgi3",
@@ -636,7 +637,7 @@ class HttpReceiver:
                     close=True,
                 )
             )
-        limit = self.cfg.max_request_bytes
+        limit = self.cfg.max_request_size
         declared = _header(headers, b"content-length")
         if declared and int(declared) > limit:  # h11 checked it is digits
             raise _RefusedError(
@@ -690,7 +691,7 @@ class HttpReceiver:
         """Decode and ingest (on a pool thread); never raises."""
         try:
             if encoding == "gzip":
-                body = gunzip_bounded(body, self.cfg.max_request_bytes)
+                body = gunzip_bounded(body, self.cfg.max_request_size)
             elif encoding not in ("", "identity"):
                 raise BadRequestError(
                     415,

@@ -80,18 +80,6 @@ def summary_sentence(result: IntegrityResult) -> str:
     return say("summary.notApplicable")
 
 
-def integrity_tone(result: IntegrityResult) -> Tone:
-    if result.contradictions or result.disagreements:
-        return "bad"
-    if unreachable_rows(result):
-        return "unknown"
-    if result.advisories:
-        return "warn"
-    if any(r.armed and r.state == "pass" for r in result.rows):
-        return "ok"
-    return "plain"
-
-
 def summary_body(result: IntegrityResult) -> str:
     """The summary sentence without its ``Integrity:`` lead, for a place that already says so
     (a heading or a label of its own)."""
