@@ -41,9 +41,10 @@ from otel_footprint.runs.outputs import (
     OutputToolCall,
     asked_for_tools,
     instrumented,
-    offered_tools,
+    loads,
     output_tool_calls,
     skill_of,
+    string,
     tool_arguments_of,
     tool_result_of,
     tool_results,
@@ -138,9 +139,6 @@ class PassFacts:
     reported: tuple[EngagementChange, ...] = ()
     problem: Reason | None = None
     """Set when this pass cannot be built; the kernel replay stops before it."""
-    offered_tools: tuple[str, ...] | None = None
-    """Names of the tools offered to the model in this call (``gen_ai.tool.definitions``,
-    OpenInference ``llm.tools.*``); None when the span does not say."""
 
     @property
     def served(self) -> tuple[str, ...]:
@@ -227,10 +225,6 @@ def _status_failed(view: SpanView) -> bool:
         return status is not None and status.status_code.name == "ERROR"
     failed = getattr(view, "failed", None)
     return bool(failed)
-
-
-def _as_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _str_tuple(value: Any) -> tuple[str, ...] | None:
@@ -345,8 +339,8 @@ def _edges_of(declared: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] 
 
 def _witness_text(value: Any) -> str | None:
     if isinstance(value, dict):
-        return _as_str(value.get("text"))
-    return _as_str(value)
+        return string(value.get("text"))
+    return string(value)
 
 
 def _reported_change(event: FootprintEvent, fallback_iteration: int) -> EngagementChange:
@@ -421,7 +415,6 @@ def read_run_steps(
         )
         yield None
     tool_calls = tuple(spanned)
-    passes = _with_offered_tools(passes, run.passes)
     yield None
     from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
     tool_calls = (*tool_calls, *from_output)
@@ -508,8 +501,8 @@ def _recorder_problems(index: _EventIndex, rd: _Reader) -> dict[int, Reason]:
     of each iteration stops the replay at that pass."""
     placed: dict[int, Reason] = {}
     for event in index.of_type(semconv.T_RECORD_PROBLEM):
-        code = _as_str(event.payload.get("code")) or "record-problem"
-        reason = rd.add(code, _as_str(event.payload.get("message")) or code, event.pointer.span_id)
+        code = string(event.payload.get("code")) or "record-problem"
+        reason = rd.add(code, string(event.payload.get("message")) or code, event.pointer.span_id)
         at = integral(event.payload.get("iteration"))
         if at is not None:
             placed.setdefault(at, reason)
@@ -594,9 +587,9 @@ def _injected_row(event: FootprintEvent, iteration: int) -> InjectedRow:
         chars = len(summary) if isinstance(summary, str) else 0
     return InjectedRow(
         iteration=iteration,
-        slot=_as_str(payload.get("slot")),
-        source=_as_str(payload.get("source")),
-        source_id=_as_str(payload.get("sourceId")),
+        slot=string(payload.get("slot")),
+        source=string(payload.get("source")),
+        source_id=string(payload.get("sourceId")),
         chars=chars,
         event=event,
     )
@@ -647,17 +640,6 @@ def _passes_of(
             steps.reported[iteration][0].pointer.span_id,
         )
     return passes
-
-
-def _with_offered_tools(passes: list[PassFacts], views: Sequence[SpanView]) -> list[PassFacts]:
-    """``passes`` with the tools their model call was offered, where its span says."""
-    offered = {view.span_id: offered_tools(view) for view in views}
-    return [
-        replace(p, offered_tools=offered[p.span_id])
-        if p.span_id is not None and offered.get(p.span_id) is not None
-        else p
-        for p in passes
-    ]
 
 
 def _without_refused_picks(
@@ -800,7 +782,7 @@ def _cursor_move(
     """The evaluation's cursor move as (to, by, witness), and the pass's problem."""
     move = evaluation.payload.get("cursorMove")
     if isinstance(move, dict):
-        to, by = _as_str(move.get("to")), _as_str(move.get("by"))
+        to, by = string(move.get("to")), string(move.get("by"))
         return (to, by, _witness_text(move.get("witness"))), problem
     if move is not None:
         problem = rd.first(
@@ -975,7 +957,7 @@ def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputTo
         iteration=iteration,
         start_time_unix_nano=view.end_time_unix_nano,
         failed=False,
-        arguments=_json_or_none(call.arguments_text),
+        arguments=loads(call.arguments_text)[0],
         arguments_text=call.arguments_text,
         result=None,
         picks=(),
@@ -1001,15 +983,6 @@ def _with_results_and_picks(found: list[ToolCall], passes: Sequence[SpanView]) -
         else call
         for call in found
     ]
-
-
-def _json_or_none(text: str | None) -> Any | None:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
 
 
 def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool = True) -> bool:
@@ -1072,14 +1045,14 @@ def _picks_of(
     if stated:
         picks: list[Pick] = []
         for event in stated:
-            skill_id = _as_str(event.payload.get("skillId"))
+            skill_id = string(event.payload.get("skillId"))
             if skill_id is not None:
                 hop = event.payload.get("hop")
                 picks.append(Pick(skill_id, hop if isinstance(hop, bool) else None))
         return tuple(picks)
     if name != semconv.READ_SKILL_TOOL or failed or unreadable or not isinstance(arguments, dict):
         return ()
-    skill_id = _as_str(arguments.get("id"))
+    skill_id = string(arguments.get("id"))
     if skill_id is None or _refused(skill_id, events):
         return ()
     return (Pick(skill_id),)
