@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_footprint import semconv
-from otel_footprint.codec import FootprintEvent, integral
+from otel_footprint.codec import FootprintEvent, integral, quick_init
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.outputs import (
     CallView,
@@ -33,6 +33,7 @@ from otel_footprint.runs.passes import RunFacts
 from otel_footprint.runs.spans import SpanView
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ExternalGround:
     """A value the app vouches for (``footprint.integrity.external_ground``)."""
@@ -43,6 +44,7 @@ class ExternalGround:
     ref: Ref
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassInputs:
     """What one pass (one model call) offered and showed, from up to two views of it."""
@@ -104,6 +106,7 @@ class Settings:
     ref: Ref | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Execution:
     """One tool span: the call as executed and what it returned."""
