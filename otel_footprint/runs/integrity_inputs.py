@@ -443,6 +443,9 @@ def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[st
     return iterations, nested
 
 
+_SHAPE_TYPES = frozenset({semconv.T_TOOLS_ABSENT, semconv.T_TOOL_RESULT_SHAPE})
+
+
 def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     """The integrity inputs of a run leg already read into :class:`RunFacts`.
 
@@ -453,8 +456,13 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     run = facts.run
     problems: list[str] = []
     by_type: dict[str, list[FootprintEvent]] = {}
+    shape_events: dict[str, list[FootprintEvent]] = {}
+    """Span id -> the result-shape events on it (the only ones the executions read)."""
     for event in facts.events:
-        by_type.setdefault(event.type, []).append(event)
+        kind = event.type
+        by_type.setdefault(kind, []).append(event)
+        if kind in _SHAPE_TYPES:
+            shape_events.setdefault(event.pointer.span_id, []).append(event)
     declarations = _declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems)
     frames = any(d.arguments_from for d in declarations.values())
     calls_needed = (
@@ -521,13 +529,10 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
             )
 
     executions: list[Execution] = []
-    tool_events: dict[str, list[FootprintEvent]] = {}
-    for event in facts.events:
-        tool_events.setdefault(event.pointer.span_id, []).append(event)
     for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
         shape: str | None = None
         rows: int | None = None
-        for event in tool_events.get(call.span_id, ()):
+        for event in shape_events.get(call.span_id, ()):
             if event.type == semconv.T_TOOLS_ABSENT:
                 shape = "absence"
             elif event.type == semconv.T_TOOL_RESULT_SHAPE:

@@ -23,6 +23,7 @@ from otel_footprint.codec import (
     FootprintEvent,
     decode_typed_event,
     integral,
+    loads_json,
     quick_init,
 )
 from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
@@ -585,13 +586,15 @@ def _injected_row(event: FootprintEvent, iteration: int) -> InjectedRow:
     if chars is None:
         summary = payload.get("contentSummary")
         chars = len(summary) if isinstance(summary, str) else 0
+    slot, source, source_id = payload.get("slot"), payload.get("source"), payload.get("sourceId")
+    # Positional, strings checked inline: one row per context.injected event.
     return InjectedRow(
-        iteration=iteration,
-        slot=string(payload.get("slot")),
-        source=string(payload.get("source")),
-        source_id=string(payload.get("sourceId")),
-        chars=chars,
-        event=event,
+        iteration,
+        slot if isinstance(slot, str) else None,
+        source if isinstance(source, str) else None,
+        source_id if isinstance(source_id, str) else None,
+        chars,
+        event,
     )
 
 
@@ -703,17 +706,17 @@ def _pass_facts(
         active_ids, problem = _active_ids(evaluation, iteration, problem, rd)
     current_node, move_by, witness = move
     return PassFacts(
-        iteration=iteration,
-        span_id=span_id,
-        evaluated=evaluation,
-        current_node=current_node,
-        move_by=move_by,
-        witness=witness,
-        active_ids=active_ids,
-        injected=tuple(rows),
-        card_rode=any(row.source_id == PARK_CARD_ID for row in rows),
-        reported=reported,
-        problem=problem,
+        iteration,
+        span_id,
+        evaluation,
+        current_node,
+        move_by,
+        witness,
+        active_ids,
+        tuple(rows),  # injected
+        any(row.source_id == PARK_CARD_ID for row in rows),  # card_rode
+        reported,
+        problem,
     )
 
 
@@ -874,7 +877,7 @@ def _tool_call(
     unreadable: Reason | None = None
     if isinstance(raw_args, str) and raw_args.strip():
         try:
-            arguments = json.loads(raw_args)
+            arguments = loads_json(raw_args)
         except json.JSONDecodeError as error:
             if name == semconv.READ_SKILL_TOOL:
                 unreadable = rd.add(
