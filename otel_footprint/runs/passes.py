@@ -1160,15 +1160,15 @@ def build_pass(
         served = ()
     picks: dict[str, None] = dict.fromkeys(p.skill_id for p in batch.picks) if batch else {}
     return (
-        EngagementPass(
-            iteration=iteration,
-            current_node=pass_facts.current_node,
-            move_by=pass_facts.move_by,
-            witness=pass_facts.witness,
-            tool_results=tuple(ToolResult(n) for n in batch.tool_names) if batch else (),
-            pending_skill_pick=_pending_pick(batch, facts.edges) if batch else None,
-            accepted_skill_picks=tuple(picks),
-            served_last_pass=served,
+        EngagementPass(  # positional: one per pass
+            iteration,
+            pass_facts.current_node,
+            pass_facts.move_by,
+            pass_facts.witness,
+            tuple([ToolResult(n) for n in batch.tool_names]) if batch else (),  # tool_results
+            _pending_pick(batch, facts.edges) if batch else None,  # pending_skill_pick
+            tuple(picks),  # accepted_skill_picks
+            served,  # served_last_pass
         ),
         None,
     )
