@@ -299,12 +299,9 @@ def decode_typed_event(
         elif cls is tuple or cls is list or isinstance(value, tuple | list):
             value = list(value)
         payload[name] = value
+    # Positional: one per event of every run.
     return FootprintEvent(
-        type=event_type,
-        payload=MappingProxyType(payload),
-        pointer=pointer,
-        time_unix_nano=time_unix_nano,
-        composition_id=composition_id,
+        event_type, MappingProxyType(payload), pointer, time_unix_nano, composition_id
     )
 
 

@@ -243,10 +243,23 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     return finish(_decode_steps(run, reader or _Reader()))
 
 
+_event_types: dict[str, str] = {}
+"""The type of each footprint event name seen (short names, at most 2,048 of them): the name is
+read once to pick the span's events and again to decode each, so the second read is a dict read."""
+
+
+def _event_type_of(name: str) -> str | None:
+    """:func:`semconv.event_type_of`, remembering footprint event names."""
+    event_type = semconv.event_type_of(name)
+    if event_type is not None and len(name) <= 64 and len(_event_types) < 2048:
+        _event_types[name] = event_type
+    return event_type
+
+
 def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
     """:func:`decode_run_events` in steps: one yield per span."""
     decoded: list[FootprintEvent] = []
-    event_type_of = semconv.event_type_of
+    event_type_of, known_type = _event_type_of, _event_types.get
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
         logs = run.log_events.get(span_id, ())
@@ -261,7 +274,7 @@ def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...
         )
         for via, items in sources:
             for index, name, time_unix_nano, attributes in items:
-                event_type = event_type_of(name)
+                event_type = known_type(name) or event_type_of(name)
                 if event_type is None:
                     continue
                 pointer = EventPointer(trace_id, span_id, name, index, via)
