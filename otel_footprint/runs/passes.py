@@ -478,11 +478,12 @@ class _EventIndex:
         steps: list[FootprintEvent] = []
         refusing: list[FootprintEvent] = []
         for event in events:
-            by_type.setdefault(event.type, []).append(event)
+            kind = event.type
+            by_type.setdefault(kind, []).append(event)
             by_span.setdefault(event.pointer.span_id, []).append(event)
-            if event.type in _STEP_TYPES:
+            if kind in _STEP_TYPES:
                 steps.append(event)
-            elif event.type in _REFUSAL_TYPES:
+            elif kind in _REFUSAL_TYPES:
                 refusing.append(event)
         return cls(by_type, by_span, steps, refusing)
 
@@ -904,21 +905,21 @@ def _tool_call(
     skill = skill_of(view)
     if not picks and skill is not None and not failed:
         picks = (Pick(skill),)  # a skill-loading tool span (gen_ai.skill.name)
-    return ToolCall(
-        trace_id=view.trace_id,
-        span_id=view.span_id,
-        name=name,
-        call_id=tool_call_id_of(view.attribute),
-        iteration=iteration,
-        start_time_unix_nano=view.start_time_unix_nano,
-        failed=failed,
-        arguments=arguments,
-        arguments_text=raw_args if isinstance(raw_args, str) else None,
-        result=result if isinstance(result, str) else None,
-        picks=picks,
-        picks_stated=any(e.type == semconv.T_SKILL_PICKED for e in events),
-        events=tuple(events),
-        unreadable=unreadable,
+    return ToolCall(  # positional: one per tool span
+        view.trace_id,
+        view.span_id,
+        name,
+        tool_call_id_of(view.attribute),  # call_id
+        iteration,
+        view.start_time_unix_nano,
+        failed,
+        arguments,
+        raw_args if isinstance(raw_args, str) else None,  # arguments_text
+        result if isinstance(result, str) else None,  # result
+        picks,
+        any(e.type == semconv.T_SKILL_PICKED for e in events),  # picks_stated
+        tuple(events),
+        unreadable,
     )
 
 
