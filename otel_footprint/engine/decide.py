@@ -301,7 +301,6 @@ def _replay(
     a reason) at the first pass it cannot build."""
     prior: tuple[MapEngagementRecord, ...] | None = carry.engagement if carry else None
     verdicts: list[PassVerdict] = []
-    map_ids = [m.id for m in plan.maps]
     members = frozenset(m for mounted in plan.maps for m in mounted.member_ids) | {PARK_CARD_ID}
     trace_id = facts.run.trace_id
     for index, pass_facts in enumerate(facts.passes):
@@ -315,10 +314,10 @@ def _replay(
                 reasons.append(problem)
             return verdicts, prior or (), False
         advance = advance_engagement(plan, prior, pass_)
-        standing = {r.map_id: r.standing for r in advance.next}
-        parked_ids = set(advance.parked_injection_ids)
+        records = advance.next  # one per mounted map, in plan order
         served_parked: tuple[str, ...] = ()
-        if mode == "shadow":
+        if mode == "shadow" and advance.parked_injection_ids:
+            parked_ids = set(advance.parked_injection_ids)
             served_parked = tuple([i for i in pass_facts.active_ids if i in parked_ids])
         reported = pass_facts.reported if mode == "verify" else ()
         # Changes are frozen data that the codec round-trips exactly: equal data, equal JSON.
@@ -330,8 +329,8 @@ def _replay(
                 pass_facts.iteration,  # iteration
                 trace_id,  # trace_id
                 pass_facts.span_id,  # span_id
-                tuple([m for m in map_ids if standing.get(m) == "engaged"]),  # engaged_maps
-                tuple([m for m in map_ids if standing.get(m) == "parked"]),  # parked_maps
+                tuple([r.map_id for r in records if r.standing == "engaged"]),  # engaged_maps
+                tuple([r.map_id for r in records if r.standing == "parked"]),  # parked_maps
                 advance.parked_injection_ids,  # parked_injection_ids
                 advance.parked_tool_names,  # parked_tool_names
                 served_parked,  # served_while_parked
@@ -340,7 +339,7 @@ def _replay(
                 reported,  # reported
                 mismatch,  # mismatch
                 pass_facts.served,  # served
-                advance.next,  # records
+                records,
                 _rode(pass_facts, members),  # rode
                 tuple([(i, pass_facts.chars_of((i,))) for i in served_parked]),  # by id
             )

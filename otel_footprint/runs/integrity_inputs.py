@@ -415,11 +415,11 @@ def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[st
     """
     known = {p.span_id: p.iteration for p in facts.passes if p.span_id is not None}
     pass_ids = {view.span_id for view in run.passes}
-    nested: dict[str, str] = {
-        view.span_id: view.parent_span_id
-        for view in run.passes
-        if view.parent_span_id is not None and view.parent_span_id in pass_ids
-    }
+    nested: dict[str, str] = {}
+    for view in run.passes:
+        parent = view.parent_span_id
+        if parent is not None and parent in pass_ids:
+            nested[view.span_id] = parent
     tops = [view for view in run.passes if view.span_id not in nested]
     for view in run.unmarked_calls:
         parent = view.parent_span_id
