@@ -1103,17 +1103,24 @@ def batches_of(facts: RunFacts, carry: Carry | None) -> Batches:
             carry.batch_iteration, carry.batch, carry.batch_picks, carry.batch_cursor
         )
     for iteration, group in calls.items():
-        group.sort(key=lambda c: (c.start_time_unix_nano, c.span_id))
+        if len(group) > 1:
+            group.sort(key=_call_order)
         earlier = result.get(iteration)
-        # A resume appends the answered call to the batch the paused leg started.
-        names = (*(earlier.tool_names if earlier else ()), *(c.name for c in group))
-        picks = (*(earlier.picks if earlier else ()), *(p for c in group for p in c.picks))
+        names = tuple([c.name for c in group])
+        picks = tuple([p for c in group for p in c.picks])
+        if earlier:
+            # A resume appends the answered call to the batch the paused leg started.
+            names, picks = earlier.tool_names + names, earlier.picks + picks
         cursor = (
             earlier.cursor if earlier and iteration not in cursor_of else cursor_of.get(iteration)
         )
         unreadable = next((c.unreadable for c in group if c.unreadable), None)
         result[iteration] = Batch(iteration, names, picks, cursor, unreadable)
     return Batches(result)
+
+
+def _call_order(call: ToolCall) -> tuple[int, str]:
+    return call.start_time_unix_nano, call.span_id
 
 
 class Batches(dict[int, Batch]):
@@ -1172,7 +1179,7 @@ def build_pass(
         served = carry.served
     else:
         served = ()
-    picks: dict[str, None] = dict.fromkeys(p.skill_id for p in batch.picks) if batch else {}
+    picks: dict[str, None] = dict.fromkeys([p.skill_id for p in batch.picks]) if batch else {}
     return (
         EngagementPass(  # positional: one per pass
             iteration,
