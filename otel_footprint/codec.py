@@ -223,18 +223,23 @@ _scan_json: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), 
 """The C scanner under ``json.loads``: one call instead of three Python frames per value."""
 
 
-def _json_value(event_type: str, field: str, value: str) -> Any:
-    # The value starts with { or [ (the caller checked). Scanned whole without trailing text, it
-    # is what json.loads would give; anything else (trailing space, an error) goes to json.loads,
-    # which gives the same value or the same error as before.
+def loads_json(text: str) -> Any:
+    """``json.loads(text)``: the same value or the same error, through the C scanner when the
+    text is one JSON value without surrounding space (one call instead of three Python frames);
+    anything else (space around it, trailing text, an error) goes to ``json.loads`` itself."""
     try:
-        decoded, end = _scan_json(value, 0)
-        if end == len(value):
+        decoded, end = _scan_json(text, 0)
+        if end == len(text):
             return decoded
     except (StopIteration, ValueError):
         pass
+    return json.loads(text)
+
+
+def _json_value(event_type: str, field: str, value: str) -> Any:
+    # The value starts with { or [ (the caller checked); loads_json gives what json.loads would.
     try:
-        return json.loads(value)
+        return loads_json(value)
     except json.JSONDecodeError as exc:
         raise EventDecodeError(
             f"{semconv.event_name_of(event_type)}: attribute {semconv.PREFIX}{field} "
@@ -294,12 +299,9 @@ def decode_typed_event(
         elif cls is tuple or cls is list or isinstance(value, tuple | list):
             value = list(value)
         payload[name] = value
+    # Positional: one per event of every run.
     return FootprintEvent(
-        type=event_type,
-        payload=MappingProxyType(payload),
-        pointer=pointer,
-        time_unix_nano=time_unix_nano,
-        composition_id=composition_id,
+        event_type, MappingProxyType(payload), pointer, time_unix_nano, composition_id
     )
 
 

@@ -27,7 +27,7 @@ from otel_footprint.account.templates import TEMPLATES, FillError, fill, placeho
 from otel_footprint.annotate.form import SpanNote
 from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.bridges.agentfootprint import recording_to_requests
-from otel_footprint.codec import EventDecodeError, EventPointer, _json_value, quick_init
+from otel_footprint.codec import EventDecodeError, EventPointer, _json_value, loads_json, quick_init
 from otel_footprint.runs.passes import Batch, Batches, _PassStarts, latest_batch
 from otel_footprint.service.otlp import build_request, group_spans, iter_spans, serialize_request
 
@@ -191,6 +191,19 @@ def test_json_attribute_values_decode_as_json_loads(text: str, tail: str) -> Non
         return
     got = _json_value("context.evaluated", "cursor_move", value)
     assert json.dumps(got) == json.dumps(expected)  # NaN-safe equality
+
+
+@given(st.sampled_from(["", " ", "x", '"', "1"]), _json_text, st.sampled_from(["", " ", "x"]))
+def test_loads_json_is_json_loads(head: str, text: str, tail: str) -> None:
+    value = head + text + tail
+    try:
+        expected: object = json.loads(value)
+    except json.JSONDecodeError as error:
+        with pytest.raises(json.JSONDecodeError) as raised:
+            loads_json(value)
+        assert (raised.value.msg, raised.value.pos) == (error.msg, error.pos)
+        return
+    assert json.dumps(loads_json(value)) == json.dumps(expected)  # NaN-safe equality
 
 
 # ── account templates filled from their split text: the regex fill they replace ──────────────

@@ -218,7 +218,9 @@ def test_a_skill_loading_tool_span_is_a_pick_and_offered_tools_reach_the_pass() 
 
     (leg,) = group_runs(SdkSpanView(s) for s in _record(build))
     facts = read_run(leg)
-    assert facts.passes[0].offered_tools == ("load_skill",)
+    (chat,) = leg.passes
+    assert offered_tools(chat) == ("load_skill",)
+    assert [tool.name for tool in call_view(chat, frames=False).tools or ()] == ["load_skill"]
     (call,) = facts.tool_calls
     assert [p.skill_id for p in call.picks] == ["refunds"] and call.iteration == 1
 

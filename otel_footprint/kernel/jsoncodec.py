@@ -115,7 +115,12 @@ def _list(value: object, path: str) -> list[object]:
 
 
 def _strs(value: object, path: str) -> tuple[str, ...]:
-    return tuple(_str(item, f"{path}[{i}]") for i, item in enumerate(_list(value, path)))
+    items = _list(value, path)
+    # The common case checked in one pass, without a path string per item (a plan's member and
+    # tool lists are read once per run); an item that is not a string is named as before.
+    if all(item.__class__ is str for item in items):
+        return tuple(cast(list[str], items))
+    return tuple(_str(item, f"{path}[{i}]") for i, item in enumerate(items))
 
 
 def _opt_str(obj: dict[str, object], key: str, path: str) -> str | None:

@@ -56,10 +56,7 @@ def advance_engagement(
             parked_injection_ids.extend(mounted.member_ids)
             parked_tool_names.extend(mounted.tool_names)
     return EngagementAdvance(
-        next=tuple(records),
-        parked_injection_ids=tuple(parked_injection_ids),
-        parked_tool_names=tuple(parked_tool_names),
-        changes=tuple(changes),
+        tuple(records), tuple(parked_injection_ids), tuple(parked_tool_names), tuple(changes)
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from otel_footprint.codec import quick_init
+
 Strength: TypeAlias = Literal["explicit", "structural", "semantic", "lexical", "assumed"]
 """The evidence ladder, strongest first. ``semantic``, ``lexical`` and ``assumed`` are tentative."""
 
@@ -36,6 +38,7 @@ class EngagementPlan:
     renewal_grace: int = 3
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """One call of the previous dispatched tool batch; the kernel reads only the name."""
@@ -43,6 +46,7 @@ class ToolResult:
     tool_name: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EngagementPass:
     """The kernel's input for one model call (one ReAct iteration)."""
@@ -57,6 +61,7 @@ class EngagementPass:
     served_last_pass: tuple[str, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MapEngagementRecord:
     """One managed map's state: provenance (founded*), position (at*), and eligibility (by)."""
@@ -106,6 +111,7 @@ class ParkedChange:
 EngagementChange: TypeAlias = EngagedChange | ParkedChange
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EngagementAdvance:
     """The result of one reducer step."""

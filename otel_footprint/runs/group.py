@@ -144,10 +144,6 @@ class RunSpans:
         )
         return ((self.run_span,) if self.run_span is not None else ()) + tuple(rest)
 
-    def events_of(self, view: SpanView) -> tuple[SpanEventView, ...]:
-        """A span's own events followed by the log-record events joined to it."""
-        return (*view.events(), *self.log_events.get(view.span_id, ()))
-
 
 @dataclass(slots=True, eq=False)
 class _Node:

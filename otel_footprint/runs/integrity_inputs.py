@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_footprint import semconv
-from otel_footprint.codec import FootprintEvent, integral
+from otel_footprint.codec import FootprintEvent, integral, quick_init
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.outputs import (
     CallView,
@@ -33,6 +33,7 @@ from otel_footprint.runs.passes import RunFacts
 from otel_footprint.runs.spans import SpanView
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ExternalGround:
     """A value the app vouches for (``footprint.integrity.external_ground``)."""
@@ -43,6 +44,7 @@ class ExternalGround:
     ref: Ref
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PassInputs:
     """What one pass (one model call) offered and showed, from up to two views of it."""
@@ -104,6 +106,7 @@ class Settings:
     ref: Ref | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Execution:
     """One tool span: the call as executed and what it returned."""
@@ -412,11 +415,11 @@ def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[st
     """
     known = {p.span_id: p.iteration for p in facts.passes if p.span_id is not None}
     pass_ids = {view.span_id for view in run.passes}
-    nested: dict[str, str] = {
-        view.span_id: view.parent_span_id
-        for view in run.passes
-        if view.parent_span_id is not None and view.parent_span_id in pass_ids
-    }
+    nested: dict[str, str] = {}
+    for view in run.passes:
+        parent = view.parent_span_id
+        if parent is not None and parent in pass_ids:
+            nested[view.span_id] = parent
     tops = [view for view in run.passes if view.span_id not in nested]
     for view in run.unmarked_calls:
         parent = view.parent_span_id
@@ -440,6 +443,9 @@ def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[st
     return iterations, nested
 
 
+_SHAPE_TYPES = frozenset({semconv.T_TOOLS_ABSENT, semconv.T_TOOL_RESULT_SHAPE})
+
+
 def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     """The integrity inputs of a run leg already read into :class:`RunFacts`.
 
@@ -450,8 +456,13 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     run = facts.run
     problems: list[str] = []
     by_type: dict[str, list[FootprintEvent]] = {}
+    shape_events: dict[str, list[FootprintEvent]] = {}
+    """Span id -> the result-shape events on it (the only ones the executions read)."""
     for event in facts.events:
-        by_type.setdefault(event.type, []).append(event)
+        kind = event.type
+        by_type.setdefault(kind, []).append(event)
+        if kind in _SHAPE_TYPES:
+            shape_events.setdefault(event.pointer.span_id, []).append(event)
     declarations = _declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems)
     frames = any(d.arguments_from for d in declarations.values())
     calls_needed = (
@@ -518,13 +529,10 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
             )
 
     executions: list[Execution] = []
-    tool_events: dict[str, list[FootprintEvent]] = {}
-    for event in facts.events:
-        tool_events.setdefault(event.pointer.span_id, []).append(event)
     for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
         shape: str | None = None
         rows: int | None = None
-        for event in tool_events.get(call.span_id, ()):
+        for event in shape_events.get(call.span_id, ()):
             if event.type == semconv.T_TOOLS_ABSENT:
                 shape = "absence"
             elif event.type == semconv.T_TOOL_RESULT_SHAPE:

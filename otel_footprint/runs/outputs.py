@@ -35,9 +35,11 @@ from functools import lru_cache
 from typing import Any
 
 from otel_footprint import semconv
+from otel_footprint.codec import quick_init
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Ref:
     """Where an input was read: span, event, attribute, message index (an evidence pointer)."""
@@ -61,6 +63,7 @@ class Ref:
         return text
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OfferedTool:
     """One tool on a call's offered list; ``parameters`` is its JSON schema when recorded."""
@@ -69,6 +72,7 @@ class OfferedTool:
     parameters: Any | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ChosenCall:
     """A tool call in a message: the model's choice (output) or an earlier one (frame)."""
@@ -81,6 +85,7 @@ class ChosenCall:
     ref: Ref
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FrameMessage:
     """One message of a frame (input) or of the model's output."""
@@ -96,6 +101,7 @@ class FrameMessage:
     ref: Ref | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallView:
     """One span's view of a model call. ``None`` = not captured (never "empty")."""
@@ -114,6 +120,7 @@ class CallView:
     """Attributes present but unreadable (not JSON: cut by a length limit, or garbage)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class OutputToolCall:
     """One tool call the model asked for, as the model-call span recorded it."""
@@ -151,7 +158,9 @@ def _compact(value: Any, ascii_only: bool = True) -> str:
 
 
 class _Indexed:
-    """A span's indexed attributes by key prefix (its key list read once, when first needed)."""
+    """A span's indexed attributes by key prefix (its key list read once, when first needed, and
+    only the keys of the indexed conventions kept: most spans have none, and every call view asks
+    for up to six prefixes)."""
 
     __slots__ = ("keys", "view")
 
@@ -163,11 +172,12 @@ class _Indexed:
         if self.keys is None:
             view = self.view
             if isinstance(view, OtlpSpanView):
-                self.keys = [kv.key for kv in view.pb.attributes]
+                keys: Iterable[str] = [kv.key for kv in view.pb.attributes]
             else:
-                self.keys = (
-                    list(view.span.attributes or ()) if isinstance(view, SdkSpanView) else []
-                )
+                keys = (view.span.attributes or ()) if isinstance(view, SdkSpanView) else ()
+            self.keys = [k for k in keys if k.startswith(_INDEXED_PREFIXES)]
+        if not self.keys:
+            return []
         attribute = self.view.attribute
         return _rows(((k, attribute(k)) for k in self.keys if k.startswith(prefix)), prefix)
 
@@ -195,6 +205,16 @@ _OUTPUT = (
     semconv.OI_OUTPUT_MESSAGES_PREFIX,
     semconv.LEGACY_COMPLETION_PREFIXES,
 )
+
+_INDEXED_PREFIXES = (
+    semconv.OI_TOOLS_PREFIX,
+    semconv.TL_FUNCTIONS_PREFIX,
+    _INPUT[1],
+    *_INPUT[2],
+    _OUTPUT[1],
+    *_OUTPUT[2],
+)
+"""Every prefix :meth:`_Indexed.rows` is asked for (its key list keeps only these)."""
 
 _Messages = tuple[str, str, list[tuple[int, Mapping[str, Any]]]]
 """(attribute, convention, (index, message in the GenAI shape) pairs)."""

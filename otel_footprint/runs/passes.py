@@ -23,6 +23,7 @@ from otel_footprint.codec import (
     FootprintEvent,
     decode_typed_event,
     integral,
+    loads_json,
     quick_init,
 )
 from otel_footprint.kernel.jsoncodec import JsonShapeError, change_from_json, plan_from_json
@@ -41,9 +42,10 @@ from otel_footprint.runs.outputs import (
     OutputToolCall,
     asked_for_tools,
     instrumented,
-    offered_tools,
+    loads,
     output_tool_calls,
     skill_of,
+    string,
     tool_arguments_of,
     tool_result_of,
     tool_results,
@@ -138,9 +140,6 @@ class PassFacts:
     reported: tuple[EngagementChange, ...] = ()
     problem: Reason | None = None
     """Set when this pass cannot be built; the kernel replay stops before it."""
-    offered_tools: tuple[str, ...] | None = None
-    """Names of the tools offered to the model in this call (``gen_ai.tool.definitions``,
-    OpenInference ``llm.tools.*``); None when the span does not say."""
 
     @property
     def served(self) -> tuple[str, ...]:
@@ -229,10 +228,6 @@ def _status_failed(view: SpanView) -> bool:
     return bool(failed)
 
 
-def _as_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _str_tuple(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return tuple(value)
@@ -248,10 +243,23 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     return finish(_decode_steps(run, reader or _Reader()))
 
 
+_event_types: dict[str, str] = {}
+"""The type of each footprint event name seen (short names, at most 2,048 of them): the name is
+read once to pick the span's events and again to decode each, so the second read is a dict read."""
+
+
+def _event_type_of(name: str) -> str | None:
+    """:func:`semconv.event_type_of`, remembering footprint event names."""
+    event_type = semconv.event_type_of(name)
+    if event_type is not None and len(name) <= 64 and len(_event_types) < 2048:
+        _event_types[name] = event_type
+    return event_type
+
+
 def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
     """:func:`decode_run_events` in steps: one yield per span."""
     decoded: list[FootprintEvent] = []
-    event_type_of = semconv.event_type_of
+    event_type_of, known_type = _event_type_of, _event_types.get
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
         logs = run.log_events.get(span_id, ())
@@ -266,7 +274,7 @@ def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...
         )
         for via, items in sources:
             for index, name, time_unix_nano, attributes in items:
-                event_type = event_type_of(name)
+                event_type = known_type(name) or event_type_of(name)
                 if event_type is None:
                     continue
                 pointer = EventPointer(trace_id, span_id, name, index, via)
@@ -345,8 +353,8 @@ def _edges_of(declared: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] 
 
 def _witness_text(value: Any) -> str | None:
     if isinstance(value, dict):
-        return _as_str(value.get("text"))
-    return _as_str(value)
+        return string(value.get("text"))
+    return string(value)
 
 
 def _reported_change(event: FootprintEvent, fallback_iteration: int) -> EngagementChange:
@@ -421,7 +429,6 @@ def read_run_steps(
         )
         yield None
     tool_calls = tuple(spanned)
-    passes = _with_offered_tools(passes, run.passes)
     yield None
     from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
     tool_calls = (*tool_calls, *from_output)
@@ -471,11 +478,12 @@ class _EventIndex:
         steps: list[FootprintEvent] = []
         refusing: list[FootprintEvent] = []
         for event in events:
-            by_type.setdefault(event.type, []).append(event)
+            kind = event.type
+            by_type.setdefault(kind, []).append(event)
             by_span.setdefault(event.pointer.span_id, []).append(event)
-            if event.type in _STEP_TYPES:
+            if kind in _STEP_TYPES:
                 steps.append(event)
-            elif event.type in _REFUSAL_TYPES:
+            elif kind in _REFUSAL_TYPES:
                 refusing.append(event)
         return cls(by_type, by_span, steps, refusing)
 
@@ -508,8 +516,8 @@ def _recorder_problems(index: _EventIndex, rd: _Reader) -> dict[int, Reason]:
     of each iteration stops the replay at that pass."""
     placed: dict[int, Reason] = {}
     for event in index.of_type(semconv.T_RECORD_PROBLEM):
-        code = _as_str(event.payload.get("code")) or "record-problem"
-        reason = rd.add(code, _as_str(event.payload.get("message")) or code, event.pointer.span_id)
+        code = string(event.payload.get("code")) or "record-problem"
+        reason = rd.add(code, string(event.payload.get("message")) or code, event.pointer.span_id)
         at = integral(event.payload.get("iteration"))
         if at is not None:
             placed.setdefault(at, reason)
@@ -592,13 +600,15 @@ def _injected_row(event: FootprintEvent, iteration: int) -> InjectedRow:
     if chars is None:
         summary = payload.get("contentSummary")
         chars = len(summary) if isinstance(summary, str) else 0
+    slot, source, source_id = payload.get("slot"), payload.get("source"), payload.get("sourceId")
+    # Positional, strings checked inline: one row per context.injected event.
     return InjectedRow(
-        iteration=iteration,
-        slot=_as_str(payload.get("slot")),
-        source=_as_str(payload.get("source")),
-        source_id=_as_str(payload.get("sourceId")),
-        chars=chars,
-        event=event,
+        iteration,
+        slot if isinstance(slot, str) else None,
+        source if isinstance(source, str) else None,
+        source_id if isinstance(source_id, str) else None,
+        chars,
+        event,
     )
 
 
@@ -647,17 +657,6 @@ def _passes_of(
             steps.reported[iteration][0].pointer.span_id,
         )
     return passes
-
-
-def _with_offered_tools(passes: list[PassFacts], views: Sequence[SpanView]) -> list[PassFacts]:
-    """``passes`` with the tools their model call was offered, where its span says."""
-    offered = {view.span_id: offered_tools(view) for view in views}
-    return [
-        replace(p, offered_tools=offered[p.span_id])
-        if p.span_id is not None and offered.get(p.span_id) is not None
-        else p
-        for p in passes
-    ]
 
 
 def _without_refused_picks(
@@ -721,17 +720,17 @@ def _pass_facts(
         active_ids, problem = _active_ids(evaluation, iteration, problem, rd)
     current_node, move_by, witness = move
     return PassFacts(
-        iteration=iteration,
-        span_id=span_id,
-        evaluated=evaluation,
-        current_node=current_node,
-        move_by=move_by,
-        witness=witness,
-        active_ids=active_ids,
-        injected=tuple(rows),
-        card_rode=any(row.source_id == PARK_CARD_ID for row in rows),
-        reported=reported,
-        problem=problem,
+        iteration,
+        span_id,
+        evaluation,
+        current_node,
+        move_by,
+        witness,
+        active_ids,
+        tuple(rows),  # injected
+        any(row.source_id == PARK_CARD_ID for row in rows),  # card_rode
+        reported,
+        problem,
     )
 
 
@@ -800,7 +799,7 @@ def _cursor_move(
     """The evaluation's cursor move as (to, by, witness), and the pass's problem."""
     move = evaluation.payload.get("cursorMove")
     if isinstance(move, dict):
-        to, by = _as_str(move.get("to")), _as_str(move.get("by"))
+        to, by = string(move.get("to")), string(move.get("by"))
         return (to, by, _witness_text(move.get("witness"))), problem
     if move is not None:
         problem = rd.first(
@@ -892,7 +891,7 @@ def _tool_call(
     unreadable: Reason | None = None
     if isinstance(raw_args, str) and raw_args.strip():
         try:
-            arguments = json.loads(raw_args)
+            arguments = loads_json(raw_args)
         except json.JSONDecodeError as error:
             if name == semconv.READ_SKILL_TOOL:
                 unreadable = rd.add(
@@ -906,21 +905,21 @@ def _tool_call(
     skill = skill_of(view)
     if not picks and skill is not None and not failed:
         picks = (Pick(skill),)  # a skill-loading tool span (gen_ai.skill.name)
-    return ToolCall(
-        trace_id=view.trace_id,
-        span_id=view.span_id,
-        name=name,
-        call_id=tool_call_id_of(view.attribute),
-        iteration=iteration,
-        start_time_unix_nano=view.start_time_unix_nano,
-        failed=failed,
-        arguments=arguments,
-        arguments_text=raw_args if isinstance(raw_args, str) else None,
-        result=result if isinstance(result, str) else None,
-        picks=picks,
-        picks_stated=any(e.type == semconv.T_SKILL_PICKED for e in events),
-        events=tuple(events),
-        unreadable=unreadable,
+    return ToolCall(  # positional: one per tool span
+        view.trace_id,
+        view.span_id,
+        name,
+        tool_call_id_of(view.attribute),  # call_id
+        iteration,
+        view.start_time_unix_nano,
+        failed,
+        arguments,
+        raw_args if isinstance(raw_args, str) else None,  # arguments_text
+        result if isinstance(result, str) else None,  # result
+        picks,
+        any(e.type == semconv.T_SKILL_PICKED for e in events),  # picks_stated
+        tuple(events),
+        unreadable,
     )
 
 
@@ -975,7 +974,7 @@ def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputTo
         iteration=iteration,
         start_time_unix_nano=view.end_time_unix_nano,
         failed=False,
-        arguments=_json_or_none(call.arguments_text),
+        arguments=loads(call.arguments_text)[0],
         arguments_text=call.arguments_text,
         result=None,
         picks=(),
@@ -1001,15 +1000,6 @@ def _with_results_and_picks(found: list[ToolCall], passes: Sequence[SpanView]) -
         else call
         for call in found
     ]
-
-
-def _json_or_none(text: str | None) -> Any | None:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
 
 
 def _refused(skill_id: str, events: Sequence[FootprintEvent], *, on_call: bool = True) -> bool:
@@ -1072,14 +1062,14 @@ def _picks_of(
     if stated:
         picks: list[Pick] = []
         for event in stated:
-            skill_id = _as_str(event.payload.get("skillId"))
+            skill_id = string(event.payload.get("skillId"))
             if skill_id is not None:
                 hop = event.payload.get("hop")
                 picks.append(Pick(skill_id, hop if isinstance(hop, bool) else None))
         return tuple(picks)
     if name != semconv.READ_SKILL_TOOL or failed or unreadable or not isinstance(arguments, dict):
         return ()
-    skill_id = _as_str(arguments.get("id"))
+    skill_id = string(arguments.get("id"))
     if skill_id is None or _refused(skill_id, events):
         return ()
     return (Pick(skill_id),)
@@ -1113,17 +1103,24 @@ def batches_of(facts: RunFacts, carry: Carry | None) -> Batches:
             carry.batch_iteration, carry.batch, carry.batch_picks, carry.batch_cursor
         )
     for iteration, group in calls.items():
-        group.sort(key=lambda c: (c.start_time_unix_nano, c.span_id))
+        if len(group) > 1:
+            group.sort(key=_call_order)
         earlier = result.get(iteration)
-        # A resume appends the answered call to the batch the paused leg started.
-        names = (*(earlier.tool_names if earlier else ()), *(c.name for c in group))
-        picks = (*(earlier.picks if earlier else ()), *(p for c in group for p in c.picks))
+        names = tuple([c.name for c in group])
+        picks = tuple([p for c in group for p in c.picks])
+        if earlier:
+            # A resume appends the answered call to the batch the paused leg started.
+            names, picks = earlier.tool_names + names, earlier.picks + picks
         cursor = (
             earlier.cursor if earlier and iteration not in cursor_of else cursor_of.get(iteration)
         )
         unreadable = next((c.unreadable for c in group if c.unreadable), None)
         result[iteration] = Batch(iteration, names, picks, cursor, unreadable)
     return Batches(result)
+
+
+def _call_order(call: ToolCall) -> tuple[int, str]:
+    return call.start_time_unix_nano, call.span_id
 
 
 class Batches(dict[int, Batch]):
@@ -1182,17 +1179,17 @@ def build_pass(
         served = carry.served
     else:
         served = ()
-    picks: dict[str, None] = dict.fromkeys(p.skill_id for p in batch.picks) if batch else {}
+    picks: dict[str, None] = dict.fromkeys([p.skill_id for p in batch.picks]) if batch else {}
     return (
-        EngagementPass(
-            iteration=iteration,
-            current_node=pass_facts.current_node,
-            move_by=pass_facts.move_by,
-            witness=pass_facts.witness,
-            tool_results=tuple(ToolResult(n) for n in batch.tool_names) if batch else (),
-            pending_skill_pick=_pending_pick(batch, facts.edges) if batch else None,
-            accepted_skill_picks=tuple(picks),
-            served_last_pass=served,
+        EngagementPass(  # positional: one per pass
+            iteration,
+            pass_facts.current_node,
+            pass_facts.move_by,
+            pass_facts.witness,
+            tuple([ToolResult(n) for n in batch.tool_names]) if batch else (),  # tool_results
+            _pending_pick(batch, facts.edges) if batch else None,  # pending_skill_pick
+            tuple(picks),  # accepted_skill_picks
+            served,  # served_last_pass
         ),
         None,
     )
