@@ -29,7 +29,7 @@ import collections
 import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
@@ -102,23 +102,13 @@ class HoldLimits:
     decided runs' notes never crowd out the runs held; within what those leave of ``max_bytes``."""
 
     def __post_init__(self) -> None:
-        floors: dict[str, tuple[float, bool]] = {
-            "release_grace": (0, True),
-            "max_wait": (0, False),
-            "orphan_wait": (0, True),
-            "max_runs": (1, True),
-            "max_bytes": (1, True),
-            "max_spans_per_run": (1, True),
-            "max_events_per_run": (1, True),
-            "cache_traces": (0, True),
-            "cache_spans": (0, True),
-            "cache_bytes": (0, True),
-        }
-        for name, (floor, inclusive) in floors.items():
-            value = getattr(self, name)
-            if value is not None and (value < floor if inclusive else value <= floor):
-                bound = ">=" if inclusive else ">"
-                raise ValueError(f"{name} must be {bound} {floor:g} (got {value})")
+        for name in (f.name for f in fields(self)):
+            value, floor = getattr(self, name), 1 if name in _AT_LEAST_ONE else 0
+            exclusive = name == "max_wait"  # a wait bound of 0 would release every trace at once
+            if value is not None and (value <= floor if exclusive else value < floor):
+                raise ValueError(
+                    f"{name} must be {'>' if exclusive else '>='} {floor:g} (got {value})"
+                )
 
     @property
     def cache_budget(self) -> int:
@@ -128,6 +118,7 @@ class HoldLimits:
         return int(self.max_bytes * CACHE_SHARE)
 
 
+_AT_LEAST_ONE = frozenset(("max_runs", "max_bytes", "max_spans_per_run", "max_events_per_run"))
 CACHE_SHARE = 1 / 8
 """The share of ``max_bytes`` the decision cache takes unless ``cache_bytes`` says otherwise."""
 DEFAULT_LIMITS = HoldLimits()
@@ -141,10 +132,6 @@ _TEXT: dict[Cause, str] = {
     "flush": "decided at a flush before the run ended",
     "root": "the trace's root span ended before this run's run span arrived",
 }
-
-
-def _nothing() -> int:
-    return 0
 
 
 def reason_for(cause: Cause, limit: Limit | None, *, run_span: bool) -> Reason | None:
@@ -198,15 +185,6 @@ class Release(Generic[K, T, E]):
     @property
     def span_count(self) -> int:
         return sum(len(u.members) for u in self.units) + len(self.others) + len(self.late)
-
-
-@dataclass(frozen=True, slots=True)
-class Late(Generic[K]):
-    """What the cache knows about a span of an already-decided run."""
-
-    note: object | None
-    run_span_id: K | None
-    cause: Cause | None
 
 
 _EMPTY: dict[Any, Any] = {}
@@ -329,7 +307,7 @@ class RunHolding(Generic[K, T, E]):
         self.cache_cap: int | None = None
         """A tighter bound on ``cache_bytes`` than its share while the adapter says memory is
         short (the hop: its resident memory past the limit); None: the share."""
-        self.outside_bytes: Callable[[], int] = _nothing
+        self.outside_bytes: Callable[[], int] = int  # int() is 0
         """Memory the adapter keeps outside the buffer that counts against ``max_bytes`` too (the
         hop: batches waiting for the forwarder, recent accounts); read without a lock, so cheap."""
         self.spans_held = 0
@@ -410,12 +388,13 @@ class RunHolding(Generic[K, T, E]):
             return "late"
         return "hold" if entry.state is _State.ACTIVE or runish else "pass"
 
-    def late(self, trace_id: K, span_id: K, parent_id: K | None) -> Late[K]:
-        """The cached note (if any) and the run of a span :meth:`route` called late."""
+    def late(
+        self, trace_id: K, span_id: K, parent_id: K | None
+    ) -> tuple[object | None, K | None, Cause | None]:
+        """The cached note (if any), the run and the trace's closing cause of a span
+        :meth:`route` called late."""
         entry = self._entries[trace_id]
-        return Late(
-            entry.notes.get(span_id), entry.nearest_run(span_id, parent_id), entry.closed_cause
-        )
+        return entry.notes.get(span_id), entry.nearest_run(span_id, parent_id), entry.closed_cause
 
     def offer(
         self,
@@ -577,12 +556,10 @@ class RunHolding(Generic[K, T, E]):
         release, no cache entry (a straggler of it then passes as a span of no run would)."""
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is _State.ACTIVE and not entry.events:
-            del self._entries[trace_id]
+            self._forget(trace_id)
             del self._active[trace_id]
             self.bytes_held -= entry.size
-            self.cache_bytes -= entry.cached
             self.spans_held -= len(entry.held)
-            self._links -= len(entry.parents)
             self._left(entry.client)
 
     def runs_pending(self, trace_id: K) -> bool:
@@ -641,11 +618,7 @@ class RunHolding(Generic[K, T, E]):
 
     def _compact(self) -> None:
         """Drop superseded deadlines (skipped when due anyway; this bounds the heap)."""
-        live = []
-        for when, tick, trace_id in self._heap:
-            entry = self._entries.get(trace_id)
-            if entry is not None and entry.state is _State.ACTIVE and entry.due == when:
-                live.append((when, tick, trace_id))
+        live = [item for item in self._heap if not self._stale(item[0], item[2])]
         heapq.heapify(live)
         self._heap = live
 
@@ -654,23 +627,23 @@ class RunHolding(Generic[K, T, E]):
     def next_due(self) -> float | None:
         """When :meth:`poll` next has something to do (None: nothing held)."""
         heap = self._heap
-        while heap:
-            due, _, trace_id = heap[0]
-            entry = self._entries.get(trace_id)
-            if entry is None or entry.state is not _State.ACTIVE or entry.due != due:
-                heapq.heappop(heap)
-                continue
-            return due
-        return None
+        while heap and self._stale(heap[0][0], heap[0][2]):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def _stale(self, due: float, trace_id: K) -> bool:
+        """A deadline superseded by a later schedule, or of a trace no longer held."""
+        entry = self._entries.get(trace_id)
+        return entry is None or entry.state is not _State.ACTIVE or entry.due != due
 
     def poll(self, now: float) -> list[Release[K, T, E]]:
         """Every release that is due at ``now``."""
         releases: list[Release[K, T, E]] = []
         while self._heap and self._heap[0][0] <= now:
             due, _, trace_id = heapq.heappop(self._heap)
-            entry = self._entries.get(trace_id)
-            if entry is None or entry.state is not _State.ACTIVE or entry.due != due:
+            if self._stale(due, trace_id):
                 continue
+            entry = self._entries[trace_id]
             releases.extend(self._release_due(entry, now))
             if entry.state is _State.ACTIVE:
                 entry.due = -1.0
@@ -847,10 +820,12 @@ class RunHolding(Generic[K, T, E]):
             or self._links > lim.cache_spans
             or self.cache_bytes > room
         ):
-            trace_id, _ = self._idle.popitem(last=False)
-            entry = self._entries.pop(trace_id)
-            self._links -= len(entry.parents)
-            self.cache_bytes -= entry.cached
+            self._forget(self._idle.popitem(last=False)[0])
+
+    def _forget(self, trace_id: K) -> None:
+        entry = self._entries.pop(trace_id)
+        self._links -= len(entry.parents)
+        self.cache_bytes -= entry.cached
 
     # -- the decision cache --------------------------------------------------------------------
 

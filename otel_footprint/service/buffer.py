@@ -283,9 +283,8 @@ class RunBuffer:
             elif where == "pass":
                 passed.append(s)
             else:
-                cached = core.late(s.trace_id, s.span_id, s.parent_id)
-                note = _unpacked(cached.note, s.span_id)
-                late.append(LateSpan(s, note, cached.run_span_id, cached.cause))
+                note, run_span_id, cause = core.late(s.trace_id, s.span_id, s.parent_id)
+                late.append(LateSpan(s, _unpacked(note, s.span_id), run_span_id, cause))
         return hold, late, passed
 
     # -- holding -------------------------------------------------------------------------------
