@@ -448,14 +448,12 @@ class RunHolding(Generic[K, T, E]):
 
     def run_started(
         self, trace_id: K, span_id: K, now: float, releases: list[Release[K, T, E]]
-    ) -> float:
-        """A run span started (in-process): its trace is held and its children group under it.
-        Returns when the trace is due (its wait bound runs from now)."""
+    ) -> None:
+        """A run span started (in-process): its trace is held and its children group under it."""
         entry = self._activate(trace_id, now, None, releases)
         entry.runs.setdefault(span_id, None)
         if entry.due < 0:
             self._schedule(entry)
-        return entry.due
 
     def hold(
         self,
