@@ -693,8 +693,7 @@ class RunHolding(Generic[K, T, E]):
                 continue
             arrived = entry.runs.get(run)
             if arrived is not None and now >= arrived + lim.release_grace:
-                release.units.append(self._unit(entry, run, members))
-                entry.own("released_runs")[run] = None
+                self._add_unit(entry, release, run, members)
                 ids += members
         rest = groups.get(None, [])
         pending = any(r not in entry.released_runs for r in entry.runs)
@@ -718,14 +717,20 @@ class RunHolding(Generic[K, T, E]):
             if note is not None:
                 release.late_notes[span_id] = note
 
-    def _unit(self, entry: _Entry[K, T, E], run: K | None, members: list[K]) -> Unit[K, T, E]:
+    def _add_unit(
+        self, entry: _Entry[K, T, E], release: Release[K, T, E], run: K | None, members: list[K]
+    ) -> None:
+        """Release ``members`` as the run ``run`` (None: spans of a run whose run span never came)."""
         held = entry.held
         run_span = held[run] if run is not None and run in held else None
         events: dict[K, list[E]] = {
             sid: [e for e, _ in entry.events[sid]] for sid in members if sid in entry.events
         }
-        arrived = entry.runs.get(run) if run is not None else None
-        return Unit(run_span, [held[s] for s in members], events, arrived)
+        arrived = None
+        if run is not None:
+            arrived = entry.runs.get(run)
+            entry.own("released_runs")[run] = None
+        release.units.append(Unit(run_span, [held[s] for s in members], events, arrived))
 
     def _release_all(
         self, entry: _Entry[K, T, E], cause: Cause, limit: Limit | None
@@ -737,9 +742,7 @@ class RunHolding(Generic[K, T, E]):
             elif run is None and not any(entry.held[s].runish for s in members):
                 release.others.extend(entry.held[s] for s in members)
             else:
-                release.units.append(self._unit(entry, run, members))
-                if run is not None:
-                    entry.own("released_runs")[run] = None
+                self._add_unit(entry, release, run, members)
         self._take(entry, release, list(entry.held))
         self._finish(entry, _State.CLOSED, cause)
         return release

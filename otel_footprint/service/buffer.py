@@ -315,7 +315,7 @@ class RunBuffer:
                 releases=releases,
             )
             if kept:
-                self._refs[seq] = self._refs.get(seq, 0) + 1
+                self._ref(seq)
         self.core.enforce(releases)
         return self._settled(releases)
 
@@ -339,7 +339,7 @@ class RunBuffer:
             if self.core.hold_event(
                 trace_id, span_id, item, size=size_each, now=now, releases=releases
             ):
-                self._refs[seq] = self._refs.get(seq, 0) + 1
+                self._ref(seq)
                 kept += 1
         self.core.enforce(releases)
         return kept, self._settled(releases)
@@ -415,6 +415,9 @@ class RunBuffer:
                 self._unref(event.seq, done)
             release.seqs_done = done
         return releases
+
+    def _ref(self, seq: int) -> None:
+        self._refs[seq] = self._refs.get(seq, 0) + 1
 
     def _unref(self, seq: int, done: list[int]) -> None:
         left = self._refs.get(seq, 0) - 1
