@@ -56,7 +56,7 @@ def held_bytes_per_span(spans: int, traced: bool) -> tuple[float, int, float]:
     gc.collect()
     after = tracemalloc.get_traced_memory()[0] if traced else rss()
     tracemalloc.stop()
-    held = buffer.spans_held
+    held = buffer.core.spans_held
     return (after - before) / held, held, wire / held
 
 

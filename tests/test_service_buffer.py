@@ -97,8 +97,8 @@ def test_run_released_after_grace_once_its_run_span_arrives() -> None:
     assert rel.cause == "ended"
     assert {h.info.span_id for h in rel.spans()} == {root.span_id, chat.span_id}
     assert sorted(rel.seqs_done) == [1, 2]
-    assert buf.runs_held == 0 and buf.spans_held == 0 and buf.bytes_held == 0
-    assert buf.cached_traces() == 1  # kept for late spans (the decision_cache_traces gauge)
+    assert buf.core.runs_held == 0 and buf.core.spans_held == 0 and buf.core.bytes_held == 0
+    assert buf.core.cached_traces() == 1  # kept for late spans (the decision_cache_traces gauge)
 
 
 def test_timeout_releases_incomplete_runs() -> None:
@@ -152,7 +152,7 @@ def test_overflow_on_runs_releases_the_oldest_unannotated() -> None:
     assert [(r.cause, r.limit, r.trace_id) for r in releases] == [
         ("overflow", "runs", (1).to_bytes(16, "big"))
     ]
-    assert buf.runs_held == 2
+    assert buf.core.runs_held == 2
 
 
 def test_overflow_on_bytes_and_on_spans_per_run() -> None:
@@ -160,15 +160,15 @@ def test_overflow_on_bytes_and_on_spans_per_run() -> None:
     # A held span counts what it really holds: its wire bytes (less its ids) and its record.
     probe = RunBuffer(limits())
     probe.hold([info(_span(7, op="chat"))], seq=1, size_each=10, now=0.0)
-    one = probe.bytes_held
+    one = probe.core.bytes_held
     assert HELD_SPAN_OVERHEAD < one < len(spans[0].SerializeToString()) + HELD_SPAN_OVERHEAD
     buf = RunBuffer(limits(max_bytes=int(2.5 * one)))
     buf.hold([info(spans[0])], seq=1, size_each=10, now=0.0)
-    assert buf.bytes_held == one
+    assert buf.core.bytes_held == one
     buf.hold([info(spans[1])], seq=2, size_each=10, now=0.0)
     releases = buf.hold([info(spans[2])], seq=3, size_each=10, now=0.0)
     assert [(r.limit, r.trace_id[-1]) for r in releases] == [("bytes", 1)]
-    assert buf.bytes_held == 2 * one
+    assert buf.core.bytes_held == 2 * one
 
     buf = RunBuffer(limits(max_spans_per_run=2))
     root = _span(9, op="invoke_agent")
@@ -189,7 +189,7 @@ def test_nested_runs_release_separately() -> None:
     buf.hold([info(inner_chat), info(inner), info(outer_chat)], seq=1, size_each=1, now=0.0)
     (rel,) = buf.poll(1.5)
     assert {h.info.span_id for h in rel.spans()} == {inner.span_id, inner_chat.span_id}
-    assert buf.spans_held == 1
+    assert buf.core.spans_held == 1
     buf.hold([info(outer)], seq=2, size_each=1, now=2.0)
     (rel2,) = buf.poll(3.5)
     assert {h.info.span_id for h in rel2.spans()} == {outer.span_id, outer_chat.span_id}
@@ -225,7 +225,7 @@ def test_log_events_join_and_are_freed_with_their_span() -> None:
     kept, _ = buf.hold_events(
         [(bytes(chat.trace_id), bytes(chat.span_id), event)], seq=7, size_each=5, now=0.0
     )
-    assert kept == 1 and buf.runs_held == 1 and buf.bytes_held == 5
+    assert kept == 1 and buf.core.runs_held == 1 and buf.core.bytes_held == 5
     buf.hold([info(chat), info(root)], seq=8, size_each=1, now=0.0)
     (rel,) = buf.poll(1.5)
     (unit,) = rel.units
@@ -234,7 +234,7 @@ def test_log_events_join_and_are_freed_with_their_span() -> None:
     }
     assert sorted(rel.seqs_done) == [7, 8]
     spans = sum(h.size for h in rel.spans())
-    assert buf.bytes_held == 0 and rel.size == spans + 5 and spans > 2 * HELD_SPAN_OVERHEAD
+    assert buf.core.bytes_held == 0 and rel.size == spans + 5 and spans > 2 * HELD_SPAN_OVERHEAD
 
 
 def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
@@ -247,7 +247,7 @@ def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
     kept, releases = buf.hold_events(
         [(bytes(first.trace_id), bytes(first.span_id), event)], seq=1, size_each=60, now=0.0
     )
-    assert kept == 1 and releases == [] and buf.bytes_held == 60
+    assert kept == 1 and releases == [] and buf.core.bytes_held == 60
     second = _span(2, op="chat")
     kept, releases = buf.hold_events(
         [(bytes(second.trace_id), bytes(second.span_id), event)], seq=2, size_each=60, now=0.1
@@ -256,7 +256,7 @@ def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
     assert [(r.cause, r.limit, r.trace_id) for r in releases] == [
         ("overflow", "bytes", bytes(first.trace_id))
     ]
-    assert buf.bytes_held == 60 and buf.runs_held == 1
+    assert buf.core.bytes_held == 60 and buf.core.runs_held == 1
 
 
 def test_classification_reads_roles_and_footprint_events() -> None:
@@ -312,8 +312,8 @@ def test_memory_per_held_span_stays_small() -> None:
         buf.hold(hold, seq, 1, now=0.0)
         del hold
     gc.collect()
-    per_span = (tracemalloc.get_traced_memory()[0] - before) / buf.spans_held
+    per_span = (tracemalloc.get_traced_memory()[0] - before) / buf.core.spans_held
     tracemalloc.stop()
-    wire = sum(map(len, payloads)) / buf.spans_held
-    assert buf.spans_held == 2000
+    wire = sum(map(len, payloads)) / buf.core.spans_held
+    assert buf.core.spans_held == 2000
     assert per_span < wire + 300, (per_span, wire)

@@ -208,37 +208,15 @@ class RunBuffer:
     """The core keyed by trace id bytes, with the journal records each held item references."""
 
     def __init__(self, limits: HoldLimits) -> None:
-        self.limits = limits
         self.core: RunHolding[bytes, HeldSpan, HeldEvent] = RunHolding(limits)
         self._refs: dict[int, int] = {}
         self._origins: dict[bytes, Origin] = {}
 
-    # -- state for metrics ---------------------------------------------------------------------
-
-    @property
-    def runs_held(self) -> int:
-        return self.core.runs_held
-
-    @property
-    def spans_held(self) -> int:
-        return self.core.spans_held
-
-    @property
-    def bytes_held(self) -> int:
-        return self.core.bytes_held
+    # -- state (the counts and gauges are the core's: ``buffer.core``) -------------------------
 
     def holds_record(self, seq: int) -> bool:
         """Whether a held span or event still refers to journal record ``seq``."""
         return seq in self._refs
-
-    def cached_traces(self) -> int:
-        """Decided traces kept in the decision cache (for late spans)."""
-        return self.core.cached_traces()
-
-    @property
-    def cache_bytes(self) -> int:
-        """Memory the decision cache takes (its packed notes and what it keeps of each trace)."""
-        return self.core.cache_bytes
 
     @property
     def releasing_bytes(self) -> int:
@@ -248,10 +226,6 @@ class RunBuffer:
     @releasing_bytes.setter
     def releasing_bytes(self, value: int) -> None:
         self.core.releasing_bytes = max(0, value)
-
-    def room(self) -> bool:
-        """Whether new input is welcome (else the receiver answers "full": back-pressure)."""
-        return self.core.room()
 
     @contextlib.contextmanager
     def recovering(self) -> Iterator[None]:
@@ -361,10 +335,6 @@ class RunBuffer:
         return mine
 
     # -- releasing -----------------------------------------------------------------------------
-
-    def next_due(self) -> float | None:
-        """When :meth:`poll` next has something to do (None: nothing held)."""
-        return self.core.next_due()
 
     def poll(self, now: float) -> list[Release]:
         """Every release that is due at ``now``."""
