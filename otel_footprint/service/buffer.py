@@ -263,14 +263,9 @@ class RunBuffer:
 
     # -- holding -------------------------------------------------------------------------------
 
-    def hold(
-        self, items: Sequence[SpanInfo], seq: int, size_each: int, now: float
-    ) -> list[Release]:
-        """Keep spans (journal record ``seq``); returns releases forced by the limits.
-
-        Each span counts what it really holds (its wire bytes and record), not ``size_each``
-        (its share of the request, kept in the signature for the journal's callers).
-        """
+    def hold(self, items: Sequence[SpanInfo], seq: int, now: float) -> list[Release]:
+        """Keep spans (journal record ``seq``); returns releases forced by the limits. Each counts
+        what it really holds (its wire bytes and record: :attr:`HeldSpan.size`)."""
         releases: list[Release] = []
         hold = self.core.hold
         # One bytes object per id within the request: a parent's id is its child's parent link.

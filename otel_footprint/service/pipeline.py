@@ -228,8 +228,7 @@ class Pipeline:
                 if record.kind == KIND_HELD_TRACES:
                     request = ExportTraceServiceRequest.FromString(payload)
                     infos = classify(request)
-                    size = len(payload) // max(len(infos), 1)
-                    forced = self.buffer.hold(infos, record.seq, size, now)
+                    forced = self.buffer.hold(infos, record.seq, now)
                     self._forced.extend(forced)
                     if self._unreferenced(record.seq, forced):
                         # Every span a duplicate of one held from an earlier record.
@@ -312,7 +311,6 @@ class Pipeline:
             return total
         self._admit(locked=False)
         infos = classify(request)
-        size_each = max(len(wire) // total, 1)
         late_annotated = 0
         duplicate: int | None = None
         with self._lock:
@@ -337,7 +335,7 @@ class Pipeline:
             last = self._append(records)
             if hold:
                 held_seq = last - len(records) + 1
-                releases = self.buffer.hold(hold, held_seq, size_each, self.clock())
+                releases = self.buffer.hold(hold, held_seq, self.clock())
                 self._queue_releases(releases)
                 if self._unreferenced(held_seq, releases):
                     duplicate = held_seq
