@@ -186,8 +186,6 @@ class HeldSpan:
 class HeldEvent:
     event: SpanEventView
     seq: int
-    size: int = 0
-    """Wire bytes it stands for (its share of the held logs record), counted in ``bytes_held``."""
 
 
 Release: TypeAlias = holding.Release[bytes, HeldSpan, HeldEvent]
@@ -304,7 +302,7 @@ class RunBuffer:
         releases: list[Release] = []
         kept = 0
         for trace_id, span_id, event in events:
-            item = HeldEvent(event, seq, size_each)
+            item = HeldEvent(event, seq)
             if self.core.hold_event(
                 trace_id, span_id, item, size=size_each, now=now, releases=releases
             ):
