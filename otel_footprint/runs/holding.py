@@ -84,10 +84,8 @@ class HoldLimits:
     max_runs: int = 10_000
     """Traces held at once."""
     max_bytes: int = 256 << 20
-    """Bytes of spans and events held at once (the hard memory bound). Runs released but not yet
-    written out (:attr:`RunHolding.releasing_bytes`) and what the adapter keeps outside the buffer
-    (:attr:`RunHolding.outside_bytes`) count against it too (:meth:`RunHolding.used_bytes`), and
-    the decision cache yields to all of them: it keeps notes only within what they leave of it."""
+    """The hard memory bound on :meth:`RunHolding.used_bytes` (spans and events held, and more);
+    the decision cache keeps notes only within what that leaves of it."""
     max_spans_per_run: int = 20_000
     """Spans held in one trace."""
     max_events_per_run: int = 20_000
@@ -112,10 +110,8 @@ class HoldLimits:
 
     @property
     def cache_budget(self) -> int:
-        """The decision cache's byte share: ``cache_bytes``, else :data:`CACHE_SHARE` of ``max_bytes``."""
-        if self.cache_bytes is not None:
-            return self.cache_bytes
-        return int(self.max_bytes * CACHE_SHARE)
+        """The decision cache's byte share (``cache_bytes`` resolved)."""
+        return int(self.max_bytes * CACHE_SHARE) if self.cache_bytes is None else self.cache_bytes
 
 
 _AT_LEAST_ONE = frozenset(("max_runs", "max_bytes", "max_spans_per_run", "max_events_per_run"))

@@ -50,7 +50,6 @@ class SpanInfo:
 
     @property
     def runish(self) -> bool:
-        """Part of an agent run: a run, model-call or tool span, or one carrying footprint events."""
         return self.role is not SpanRole.OTHER or self.has_footprint_events
 
 
@@ -151,7 +150,6 @@ class HeldSpan:
         span.trace_id, span.span_id, span.parent_span_id = trace_id, info.span_id, parent_id
         self.origin = origin
         self.runish = info.runish
-        """Part of an agent run: a run, model-call or tool span, or one carrying footprint events."""
         self.trace_id = trace_id
         self.span_id = info.span_id
         self.parent_id = parent_id
@@ -330,7 +328,6 @@ class RunBuffer:
     # -- releasing -----------------------------------------------------------------------------
 
     def poll(self, now: float) -> list[Release]:
-        """Every release that is due at ``now``."""
         return self._settled(self.core.poll(now))
 
     def release_everything(self, now: float) -> list[Release]:
