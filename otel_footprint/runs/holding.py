@@ -410,15 +410,11 @@ class RunHolding(Generic[K, T, E]):
         """
         entry = self._entries.get(trace_id)
         parent_id = item.parent_id
-        if entry is None:
-            if not opens:
-                return "pass"
-        elif entry.state is not _State.ACTIVE:
+        if entry is None or entry.state is not _State.ACTIVE:
             self.link(trace_id, span_id, parent_id)
-            if entry.is_late(span_id, parent_id):
-                return "late"
-            if not opens:
-                return "pass"
+            where = self.route(trace_id, span_id, parent_id, opens)
+            if where != "hold":
+                return where
         elif entry.released_runs and entry.is_late(span_id, parent_id):
             return "late"  # a child of a nested run already decided
         elif (
