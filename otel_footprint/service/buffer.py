@@ -143,11 +143,9 @@ class HeldSpan:
         self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
     ) -> None:
         span = info.span
-        span.ClearField("trace_id")
-        span.ClearField("span_id")
-        span.ClearField("parent_span_id")
+        _set_ids(span, b"", b"", b"")  # proto3: an empty id is not written
         self._data: bytes | Span = span.SerializeToString()
-        span.trace_id, span.span_id, span.parent_span_id = trace_id, info.span_id, parent_id
+        _set_ids(span, trace_id, info.span_id, parent_id)
         self.origin = origin
         self.runish = info.runish
         self.trace_id = trace_id
@@ -172,12 +170,12 @@ class HeldSpan:
         data = self._data
         if isinstance(data, bytes):
             data = self._data = Span.FromString(data)
-            data.trace_id, data.span_id, data.parent_span_id = (
-                self.trace_id,
-                self.span_id,
-                self.parent_id,
-            )
+            _set_ids(data, self.trace_id, self.span_id, self.parent_id)
         return data
+
+
+def _set_ids(span: Span, trace_id: bytes, span_id: bytes, parent_id: bytes) -> None:
+    span.trace_id, span.span_id, span.parent_span_id = trace_id, span_id, parent_id
 
 
 @dataclass(slots=True, eq=False)
