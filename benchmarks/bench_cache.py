@@ -69,8 +69,8 @@ def measure(traces: int) -> dict[str, float]:
         while batch := journal.take_outbound(1 << 30, timeout=0):
             journal.mark_done([r.seq for r in batch])
         buffer = pipeline.buffer
-        cached = buffer.cached_traces()
-        estimated = buffer.cache_bytes
+        cached = buffer.core.cached_traces()
+        estimated = buffer.core.cache_bytes
         gc.collect()
         full = tracemalloc.get_traced_memory()[0]
         buffer.core.shrink_cache(0)

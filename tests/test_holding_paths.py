@@ -91,7 +91,7 @@ def on_the_hop(spans: Sequence[ReadableSpan], cuts: Sequence[int]) -> Verdicts:
         assert late == []
         for info in passed:
             keep(info.trace_id, info.span_id, info.span)
-        buffer.hold(hold, seq, 100, now=float(seq))
+        buffer.hold(hold, seq, now=float(seq))
     for release in buffer.release_everything(float(len(bounds))):
         stage.annotate(release)
         for held in release.spans():

@@ -78,7 +78,7 @@ def test_a_plain_span_in_a_held_trace_is_held_with_it() -> None:
     step = _span(1, parent=root.span_id)
     hold, _, _ = buf.route([info(chat), info(step)])
     assert len(hold) == 2  # the plain span joins because its trace has a run-ish span
-    buf.hold(hold, seq=1, size_each=10, now=0.0)
+    buf.hold(hold, seq=1, now=0.0)
     hold2, _, passed2 = buf.route([info(_span(1, parent=root.span_id))])
     assert len(hold2) == 1 and passed2 == []
 
@@ -87,9 +87,9 @@ def test_run_released_after_grace_once_its_run_span_arrives() -> None:
     buf = RunBuffer(limits(release_grace=1.0))
     root = _span(1, op="invoke_agent", run_id="r1")
     chat = _span(1, parent=root.span_id, op="chat")
-    buf.hold([info(chat)], seq=1, size_each=10, now=0.0)
+    buf.hold([info(chat)], seq=1, now=0.0)
     assert buf.poll(5.0) == []  # no run span yet, well before max_wait
-    buf.hold([info(root)], seq=2, size_each=10, now=5.0)
+    buf.hold([info(root)], seq=2, now=5.0)
     assert buf.poll(5.5) == []  # within the grace
     releases = buf.poll(6.01)
     assert len(releases) == 1
@@ -97,15 +97,15 @@ def test_run_released_after_grace_once_its_run_span_arrives() -> None:
     assert rel.cause == "ended"
     assert {h.info.span_id for h in rel.spans()} == {root.span_id, chat.span_id}
     assert sorted(rel.seqs_done) == [1, 2]
-    assert buf.runs_held == 0 and buf.spans_held == 0 and buf.bytes_held == 0
-    assert buf.cached_traces() == 1  # kept for late spans (the decision_cache_traces gauge)
+    assert buf.core.runs_held == 0 and buf.core.spans_held == 0 and buf.core.bytes_held == 0
+    assert buf.core.cached_traces() == 1  # kept for late spans (the decision_cache_traces gauge)
 
 
 def test_timeout_releases_incomplete_runs() -> None:
     buf = RunBuffer(limits(max_wait=10.0))
     root = _span(1, op="invoke_agent")
     chat = _span(1, parent=root.span_id, op="chat")
-    buf.hold([info(chat)], seq=1, size_each=10, now=0.0)
+    buf.hold([info(chat)], seq=1, now=0.0)
     assert buf.poll(9.9) == []
     (rel,) = buf.poll(10.0)
     assert rel.cause == "timeout"
@@ -117,7 +117,7 @@ def _released_run() -> tuple[RunBuffer, Span, Span, Release]:
     buf = RunBuffer(limits())
     root = _span(1, op="invoke_agent")
     chat = _span(1, parent=root.span_id, op="chat")
-    buf.hold([info(chat), info(root)], seq=1, size_each=10, now=0.0)
+    buf.hold([info(chat), info(root)], seq=1, now=0.0)
     (rel,) = buf.poll(2.0)
     return buf, root, chat, rel
 
@@ -136,7 +136,7 @@ def test_a_new_run_in_a_finished_trace_is_held_again() -> None:
     buf = RunBuffer(limits())
     # Runs under a (not yet arrived) request span: finishing one leaves the trace open.
     first = _span(1, op="invoke_agent", parent=b"\x09" * 8)
-    buf.hold([info(first)], seq=1, size_each=10, now=0.0)
+    buf.hold([info(first)], seq=1, now=0.0)
     (rel,) = buf.poll(2.0)
     assert rel.cause == "ended"
     second = _span(1, op="invoke_agent", parent=b"\x09" * 8)
@@ -147,33 +147,33 @@ def test_a_new_run_in_a_finished_trace_is_held_again() -> None:
 def test_overflow_on_runs_releases_the_oldest_unannotated() -> None:
     buf = RunBuffer(limits(max_runs=2))
     for trace in (1, 2):
-        buf.hold([info(_span(trace, op="chat"))], seq=trace, size_each=10, now=float(trace))
-    releases = buf.hold([info(_span(3, op="chat"))], seq=3, size_each=10, now=3.0)
+        buf.hold([info(_span(trace, op="chat"))], seq=trace, now=float(trace))
+    releases = buf.hold([info(_span(3, op="chat"))], seq=3, now=3.0)
     assert [(r.cause, r.limit, r.trace_id) for r in releases] == [
         ("overflow", "runs", (1).to_bytes(16, "big"))
     ]
-    assert buf.runs_held == 2
+    assert buf.core.runs_held == 2
 
 
 def test_overflow_on_bytes_and_on_spans_per_run() -> None:
     spans = [_span(trace, op="chat") for trace in (1, 2, 3)]
     # A held span counts what it really holds: its wire bytes (less its ids) and its record.
     probe = RunBuffer(limits())
-    probe.hold([info(_span(7, op="chat"))], seq=1, size_each=10, now=0.0)
-    one = probe.bytes_held
+    probe.hold([info(_span(7, op="chat"))], seq=1, now=0.0)
+    one = probe.core.bytes_held
     assert HELD_SPAN_OVERHEAD < one < len(spans[0].SerializeToString()) + HELD_SPAN_OVERHEAD
     buf = RunBuffer(limits(max_bytes=int(2.5 * one)))
-    buf.hold([info(spans[0])], seq=1, size_each=10, now=0.0)
-    assert buf.bytes_held == one
-    buf.hold([info(spans[1])], seq=2, size_each=10, now=0.0)
-    releases = buf.hold([info(spans[2])], seq=3, size_each=10, now=0.0)
+    buf.hold([info(spans[0])], seq=1, now=0.0)
+    assert buf.core.bytes_held == one
+    buf.hold([info(spans[1])], seq=2, now=0.0)
+    releases = buf.hold([info(spans[2])], seq=3, now=0.0)
     assert [(r.limit, r.trace_id[-1]) for r in releases] == [("bytes", 1)]
-    assert buf.bytes_held == 2 * one
+    assert buf.core.bytes_held == 2 * one
 
     buf = RunBuffer(limits(max_spans_per_run=2))
     root = _span(9, op="invoke_agent")
     spans = [info(_span(9, parent=root.span_id, op="chat")) for _ in range(3)]
-    (rel,) = buf.hold(spans, seq=1, size_each=1, now=0.0)
+    (rel,) = buf.hold(spans, seq=1, now=0.0)
     assert (rel.cause, rel.limit, rel.span_count) == ("overflow", "spans", 3)
     # Later spans of that trace are late (decided unannotated), never held again.
     _, late, _ = buf.route([info(root)])
@@ -186,11 +186,11 @@ def test_nested_runs_release_separately() -> None:
     inner = _span(1, parent=outer.span_id, op="invoke_agent")
     inner_chat = _span(1, parent=inner.span_id, op="chat")
     outer_chat = _span(1, parent=outer.span_id, op="chat")
-    buf.hold([info(inner_chat), info(inner), info(outer_chat)], seq=1, size_each=1, now=0.0)
+    buf.hold([info(inner_chat), info(inner), info(outer_chat)], seq=1, now=0.0)
     (rel,) = buf.poll(1.5)
     assert {h.info.span_id for h in rel.spans()} == {inner.span_id, inner_chat.span_id}
-    assert buf.spans_held == 1
-    buf.hold([info(outer)], seq=2, size_each=1, now=2.0)
+    assert buf.core.spans_held == 1
+    buf.hold([info(outer)], seq=2, now=2.0)
     (rel2,) = buf.poll(3.5)
     assert {h.info.span_id for h in rel2.spans()} == {outer.span_id, outer_chat.span_id}
     assert rel2.seqs_done == [1, 2]
@@ -201,12 +201,12 @@ def test_the_root_span_closes_the_trace() -> None:
     root = _span(1)  # a plain request span above the agent
     run = _span(1, parent=root.span_id, op="invoke_agent")
     stray = _span(1, parent=b"\x07" * 8, op="chat")  # its parent never arrives
-    buf.hold([info(run), info(stray)], seq=1, size_each=1, now=0.0)
+    buf.hold([info(run), info(stray)], seq=1, now=0.0)
     (first,) = buf.poll(1.5)
     assert {h.info.span_id for h in first.spans()} == {run.span_id}
     _, _, passed = buf.route([info(root)])
     assert passed == []  # the trace is still active: the root is held
-    buf.hold([info(root)], seq=2, size_each=1, now=2.0)
+    buf.hold([info(root)], seq=2, now=2.0)
     (last,) = buf.poll(3.5)
     # The stray chat joins the trace's only run (already decided): it leaves as a late span.
     assert [h.info.span_id for h in last.late] == [stray.span_id]
@@ -225,8 +225,8 @@ def test_log_events_join_and_are_freed_with_their_span() -> None:
     kept, _ = buf.hold_events(
         [(bytes(chat.trace_id), bytes(chat.span_id), event)], seq=7, size_each=5, now=0.0
     )
-    assert kept == 1 and buf.runs_held == 1 and buf.bytes_held == 5
-    buf.hold([info(chat), info(root)], seq=8, size_each=1, now=0.0)
+    assert kept == 1 and buf.core.runs_held == 1 and buf.core.bytes_held == 5
+    buf.hold([info(chat), info(root)], seq=8, now=0.0)
     (rel,) = buf.poll(1.5)
     (unit,) = rel.units
     assert {k: [e.event for e in v] for k, v in unit.log_events.items()} == {
@@ -234,7 +234,7 @@ def test_log_events_join_and_are_freed_with_their_span() -> None:
     }
     assert sorted(rel.seqs_done) == [7, 8]
     spans = sum(h.size for h in rel.spans())
-    assert buf.bytes_held == 0 and rel.size == spans + 5 and spans > 2 * HELD_SPAN_OVERHEAD
+    assert buf.core.bytes_held == 0 and rel.size == spans + 5 and spans > 2 * HELD_SPAN_OVERHEAD
 
 
 def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
@@ -247,7 +247,7 @@ def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
     kept, releases = buf.hold_events(
         [(bytes(first.trace_id), bytes(first.span_id), event)], seq=1, size_each=60, now=0.0
     )
-    assert kept == 1 and releases == [] and buf.bytes_held == 60
+    assert kept == 1 and releases == [] and buf.core.bytes_held == 60
     second = _span(2, op="chat")
     kept, releases = buf.hold_events(
         [(bytes(second.trace_id), bytes(second.span_id), event)], seq=2, size_each=60, now=0.1
@@ -256,7 +256,7 @@ def test_log_events_whose_spans_never_come_are_bounded_by_bytes() -> None:
     assert [(r.cause, r.limit, r.trace_id) for r in releases] == [
         ("overflow", "bytes", bytes(first.trace_id))
     ]
-    assert buf.bytes_held == 60 and buf.runs_held == 1
+    assert buf.core.bytes_held == 60 and buf.core.runs_held == 1
 
 
 def test_classification_reads_roles_and_footprint_events() -> None:
@@ -309,11 +309,11 @@ def test_memory_per_held_span_stays_small() -> None:
     before = tracemalloc.get_traced_memory()[0]
     for seq, payload in enumerate(payloads, start=1):
         hold, _, _ = buf.route(classify(ExportTraceServiceRequest.FromString(payload)))
-        buf.hold(hold, seq, 1, now=0.0)
+        buf.hold(hold, seq, now=0.0)
         del hold
     gc.collect()
-    per_span = (tracemalloc.get_traced_memory()[0] - before) / buf.spans_held
+    per_span = (tracemalloc.get_traced_memory()[0] - before) / buf.core.spans_held
     tracemalloc.stop()
-    wire = sum(map(len, payloads)) / buf.spans_held
-    assert buf.spans_held == 2000
+    wire = sum(map(len, payloads)) / buf.core.spans_held
+    assert buf.core.spans_held == 2000
     assert per_span < wire + 300, (per_span, wire)

@@ -164,7 +164,7 @@ def test_annotation_off_forwards_everything_as_received(tmp_path: Path) -> None:
     run = _span(6, "invoke_agent")
     request = _request(_span(6, "chat", parent=run.span_id), run)
     pipeline.ingest_traces(request, request.SerializeToString(), "test")
-    assert pipeline.buffer.spans_held == 0
+    assert pipeline.buffer.core.spans_held == 0
     assert len(_forwarded(journal)) == 2
 
 
@@ -362,7 +362,7 @@ def test_a_failed_write_out_stops_counting_the_released_runs(
     for trace in range(40, 43):
         run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
         pipeline.ingest_traces(_request(run, _span(trace, "chat", parent=run.span_id)), None, "t")
-    held = pipeline.buffer.bytes_held
+    held = pipeline.buffer.core.bytes_held
     assert held > 0
 
     def full_disk(*_: object, **__: object) -> list[int]:
@@ -373,7 +373,7 @@ def test_a_failed_write_out_stops_counting_the_released_runs(
     with pytest.raises(OSError, match="No space"):
         pipeline.process_due()
     assert pipeline.buffer.releasing_bytes == 0
-    assert pipeline.buffer.bytes_held == 0
+    assert pipeline.buffer.core.bytes_held == 0
     journal.close()
 
 
@@ -419,10 +419,10 @@ def test_a_retry_of_decided_runs_gets_the_same_annotations_from_the_packed_cache
     clock.now += 1.5
     pipeline.process_due()
     first = _forwarded(journal)
-    assert len(first) == 100 and pipeline.buffer.cached_traces() == 10
+    assert len(first) == 100 and pipeline.buffer.core.cached_traces() == 10
     assert any(span.events for span in first.values())
     assert any(span.links for span in first.values())
-    cached = pipeline.buffer.cache_bytes
+    cached = pipeline.buffer.core.cache_bytes
     assert 10 * 2_000 < cached < 10 * 8_000  # packed: a few KB a trace, not ~20 KB
     pipeline.ingest_traces(ExportTraceServiceRequest.FromString(payload), payload, "test")
     assert metrics.late_spans.value() == 100
@@ -461,11 +461,11 @@ def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives
     pipeline.ingest_traces(_request(first), None, "test")
     clock.now += 1.5
     pipeline.process_due()
-    assert pipeline.buffer.cached_traces() == 1
+    assert pipeline.buffer.core.cached_traces() == 1
     for trace in range(2, 22):
         run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
         pipeline.ingest_traces(_request(run), None, "test")
-    held = pipeline.buffer.bytes_held
+    held = pipeline.buffer.core.bytes_held
     assert 4_000 < held < 20_000  # more than a tenth of max_bytes, far from its 90%
     assert metrics.resident_bytes.value() == 50_000
     # Past the limit: refused, counted, the cache emptied, free memory handed back once.
@@ -475,7 +475,7 @@ def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives
         pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
     assert metrics.memory_limit_refusals.value() == 1
     assert metrics.resident_bytes.value() == 90_000
-    assert pipeline.buffer.cached_traces() == 0
+    assert pipeline.buffer.core.cached_traces() == 0
     assert trims == [clock.now]
     clock.now += 0.2
     with pytest.raises(OverloadedError):
@@ -486,7 +486,7 @@ def test_the_memory_backstop_refuses_past_the_resident_limit_and_the_cache_gives
     clock.now += 1.5
     pipeline.process_due()
     _forwarded(journal)  # the forwarder sends them: the journal's copies leave memory
-    assert pipeline.buffer.bytes_held == 0
+    assert pipeline.buffer.core.bytes_held == 0
     pipeline.ingest_traces(_request(_span(9, "invoke_agent")), None, "test")
     assert metrics.memory_limit_refusals.value() == 2
     # Back under the limit: the ordinary 90% high-water mark again.

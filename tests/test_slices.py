@@ -373,7 +373,7 @@ def test_the_long_decision_is_made_of_many_short_steps(
 def _released_unit(request: ExportTraceServiceRequest) -> Any:
     buffer = RunBuffer(BufferLimits(release_grace=30.0, max_wait=600.0))
     hold, _, _ = buffer.route(classify(request))
-    buffer.hold(hold, 1, 100, now=1.0)
+    buffer.hold(hold, 1, now=1.0)
     (release,) = buffer.release_everything(2.0)
     (unit,) = release.units
     return unit

@@ -29,7 +29,7 @@ import collections
 import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
@@ -84,10 +84,8 @@ class HoldLimits:
     max_runs: int = 10_000
     """Traces held at once."""
     max_bytes: int = 256 << 20
-    """Bytes of spans and events held at once (the hard memory bound). Runs released but not yet
-    written out (:attr:`RunHolding.releasing_bytes`) and what the adapter keeps outside the buffer
-    (:attr:`RunHolding.outside_bytes`) count against it too (:meth:`RunHolding.used_bytes`), and
-    the decision cache yields to all of them: it keeps notes only within what they leave of it."""
+    """The hard memory bound on :meth:`RunHolding.used_bytes` (spans and events held, and more);
+    the decision cache keeps notes only within what that leaves of it."""
     max_spans_per_run: int = 20_000
     """Spans held in one trace."""
     max_events_per_run: int = 20_000
@@ -102,32 +100,21 @@ class HoldLimits:
     decided runs' notes never crowd out the runs held; within what those leave of ``max_bytes``."""
 
     def __post_init__(self) -> None:
-        floors: dict[str, tuple[float, bool]] = {
-            "release_grace": (0, True),
-            "max_wait": (0, False),
-            "orphan_wait": (0, True),
-            "max_runs": (1, True),
-            "max_bytes": (1, True),
-            "max_spans_per_run": (1, True),
-            "max_events_per_run": (1, True),
-            "cache_traces": (0, True),
-            "cache_spans": (0, True),
-            "cache_bytes": (0, True),
-        }
-        for name, (floor, inclusive) in floors.items():
-            value = getattr(self, name)
-            if value is not None and (value < floor if inclusive else value <= floor):
-                bound = ">=" if inclusive else ">"
-                raise ValueError(f"{name} must be {bound} {floor:g} (got {value})")
+        for name in (f.name for f in fields(self)):
+            value, floor = getattr(self, name), 1 if name in _AT_LEAST_ONE else 0
+            exclusive = name == "max_wait"  # a wait bound of 0 would release every trace at once
+            if value is not None and (value <= floor if exclusive else value < floor):
+                raise ValueError(
+                    f"{name} must be {'>' if exclusive else '>='} {floor:g} (got {value})"
+                )
 
     @property
     def cache_budget(self) -> int:
-        """The decision cache's byte share: ``cache_bytes``, else :data:`CACHE_SHARE` of ``max_bytes``."""
-        if self.cache_bytes is not None:
-            return self.cache_bytes
-        return int(self.max_bytes * CACHE_SHARE)
+        """The decision cache's byte share (``cache_bytes`` resolved)."""
+        return int(self.max_bytes * CACHE_SHARE) if self.cache_bytes is None else self.cache_bytes
 
 
+_AT_LEAST_ONE = frozenset(("max_runs", "max_bytes", "max_spans_per_run", "max_events_per_run"))
 CACHE_SHARE = 1 / 8
 """The share of ``max_bytes`` the decision cache takes unless ``cache_bytes`` says otherwise."""
 DEFAULT_LIMITS = HoldLimits()
@@ -141,10 +128,6 @@ _TEXT: dict[Cause, str] = {
     "flush": "decided at a flush before the run ended",
     "root": "the trace's root span ended before this run's run span arrived",
 }
-
-
-def _nothing() -> int:
-    return 0
 
 
 def reason_for(cause: Cause, limit: Limit | None, *, run_span: bool) -> Reason | None:
@@ -198,15 +181,6 @@ class Release(Generic[K, T, E]):
     @property
     def span_count(self) -> int:
         return sum(len(u.members) for u in self.units) + len(self.others) + len(self.late)
-
-
-@dataclass(frozen=True, slots=True)
-class Late(Generic[K]):
-    """What the cache knows about a span of an already-decided run."""
-
-    note: object | None
-    run_span_id: K | None
-    cause: Cause | None
 
 
 _EMPTY: dict[Any, Any] = {}
@@ -329,7 +303,7 @@ class RunHolding(Generic[K, T, E]):
         self.cache_cap: int | None = None
         """A tighter bound on ``cache_bytes`` than its share while the adapter says memory is
         short (the hop: its resident memory past the limit); None: the share."""
-        self.outside_bytes: Callable[[], int] = _nothing
+        self.outside_bytes: Callable[[], int] = int  # int() is 0
         """Memory the adapter keeps outside the buffer that counts against ``max_bytes`` too (the
         hop: batches waiting for the forwarder, recent accounts); read without a lock, so cheap."""
         self.spans_held = 0
@@ -410,12 +384,13 @@ class RunHolding(Generic[K, T, E]):
             return "late"
         return "hold" if entry.state is _State.ACTIVE or runish else "pass"
 
-    def late(self, trace_id: K, span_id: K, parent_id: K | None) -> Late[K]:
-        """The cached note (if any) and the run of a span :meth:`route` called late."""
+    def late(
+        self, trace_id: K, span_id: K, parent_id: K | None
+    ) -> tuple[object | None, K | None, Cause | None]:
+        """The cached note (if any), the run and the trace's closing cause of a span
+        :meth:`route` called late."""
         entry = self._entries[trace_id]
-        return Late(
-            entry.notes.get(span_id), entry.nearest_run(span_id, parent_id), entry.closed_cause
-        )
+        return entry.notes.get(span_id), entry.nearest_run(span_id, parent_id), entry.closed_cause
 
     def offer(
         self,
@@ -435,15 +410,11 @@ class RunHolding(Generic[K, T, E]):
         """
         entry = self._entries.get(trace_id)
         parent_id = item.parent_id
-        if entry is None:
-            if not opens:
-                return "pass"
-        elif entry.state is not _State.ACTIVE:
+        if entry is None or entry.state is not _State.ACTIVE:
             self.link(trace_id, span_id, parent_id)
-            if entry.is_late(span_id, parent_id):
-                return "late"
-            if not opens:
-                return "pass"
+            where = self.route(trace_id, span_id, parent_id, opens)
+            if where != "hold":
+                return where
         elif entry.released_runs and entry.is_late(span_id, parent_id):
             return "late"  # a child of a nested run already decided
         elif (
@@ -469,14 +440,12 @@ class RunHolding(Generic[K, T, E]):
 
     def run_started(
         self, trace_id: K, span_id: K, now: float, releases: list[Release[K, T, E]]
-    ) -> float:
-        """A run span started (in-process): its trace is held and its children group under it.
-        Returns when the trace is due (its wait bound runs from now)."""
+    ) -> None:
+        """A run span started (in-process): its trace is held and its children group under it."""
         entry = self._activate(trace_id, now, None, releases)
         entry.runs.setdefault(span_id, None)
         if entry.due < 0:
             self._schedule(entry)
-        return entry.due
 
     def hold(
         self,
@@ -577,12 +546,10 @@ class RunHolding(Generic[K, T, E]):
         release, no cache entry (a straggler of it then passes as a span of no run would)."""
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is _State.ACTIVE and not entry.events:
-            del self._entries[trace_id]
+            self._forget(trace_id)
             del self._active[trace_id]
             self.bytes_held -= entry.size
-            self.cache_bytes -= entry.cached
             self.spans_held -= len(entry.held)
-            self._links -= len(entry.parents)
             self._left(entry.client)
 
     def runs_pending(self, trace_id: K) -> bool:
@@ -641,11 +608,7 @@ class RunHolding(Generic[K, T, E]):
 
     def _compact(self) -> None:
         """Drop superseded deadlines (skipped when due anyway; this bounds the heap)."""
-        live = []
-        for when, tick, trace_id in self._heap:
-            entry = self._entries.get(trace_id)
-            if entry is not None and entry.state is _State.ACTIVE and entry.due == when:
-                live.append((when, tick, trace_id))
+        live = [item for item in self._heap if not self._stale(item[0], item[2])]
         heapq.heapify(live)
         self._heap = live
 
@@ -654,23 +617,23 @@ class RunHolding(Generic[K, T, E]):
     def next_due(self) -> float | None:
         """When :meth:`poll` next has something to do (None: nothing held)."""
         heap = self._heap
-        while heap:
-            due, _, trace_id = heap[0]
-            entry = self._entries.get(trace_id)
-            if entry is None or entry.state is not _State.ACTIVE or entry.due != due:
-                heapq.heappop(heap)
-                continue
-            return due
-        return None
+        while heap and self._stale(heap[0][0], heap[0][2]):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def _stale(self, due: float, trace_id: K) -> bool:
+        """A deadline superseded by a later schedule, or of a trace no longer held."""
+        entry = self._entries.get(trace_id)
+        return entry is None or entry.state is not _State.ACTIVE or entry.due != due
 
     def poll(self, now: float) -> list[Release[K, T, E]]:
         """Every release that is due at ``now``."""
         releases: list[Release[K, T, E]] = []
         while self._heap and self._heap[0][0] <= now:
             due, _, trace_id = heapq.heappop(self._heap)
-            entry = self._entries.get(trace_id)
-            if entry is None or entry.state is not _State.ACTIVE or entry.due != due:
+            if self._stale(due, trace_id):
                 continue
+            entry = self._entries[trace_id]
             releases.extend(self._release_due(entry, now))
             if entry.state is _State.ACTIVE:
                 entry.due = -1.0
@@ -722,8 +685,7 @@ class RunHolding(Generic[K, T, E]):
                 continue
             arrived = entry.runs.get(run)
             if arrived is not None and now >= arrived + lim.release_grace:
-                release.units.append(self._unit(entry, run, members))
-                entry.own("released_runs")[run] = None
+                self._add_unit(entry, release, run, members)
                 ids += members
         rest = groups.get(None, [])
         pending = any(r not in entry.released_runs for r in entry.runs)
@@ -747,14 +709,20 @@ class RunHolding(Generic[K, T, E]):
             if note is not None:
                 release.late_notes[span_id] = note
 
-    def _unit(self, entry: _Entry[K, T, E], run: K | None, members: list[K]) -> Unit[K, T, E]:
+    def _add_unit(
+        self, entry: _Entry[K, T, E], release: Release[K, T, E], run: K | None, members: list[K]
+    ) -> None:
+        """Release ``members`` as the run ``run`` (None: spans of a run whose run span never came)."""
         held = entry.held
         run_span = held[run] if run is not None and run in held else None
         events: dict[K, list[E]] = {
             sid: [e for e, _ in entry.events[sid]] for sid in members if sid in entry.events
         }
-        arrived = entry.runs.get(run) if run is not None else None
-        return Unit(run_span, [held[s] for s in members], events, arrived)
+        arrived = None
+        if run is not None:
+            arrived = entry.runs.get(run)
+            entry.own("released_runs")[run] = None
+        release.units.append(Unit(run_span, [held[s] for s in members], events, arrived))
 
     def _release_all(
         self, entry: _Entry[K, T, E], cause: Cause, limit: Limit | None
@@ -766,9 +734,7 @@ class RunHolding(Generic[K, T, E]):
             elif run is None and not any(entry.held[s].runish for s in members):
                 release.others.extend(entry.held[s] for s in members)
             else:
-                release.units.append(self._unit(entry, run, members))
-                if run is not None:
-                    entry.own("released_runs")[run] = None
+                self._add_unit(entry, release, run, members)
         self._take(entry, release, list(entry.held))
         self._finish(entry, _State.CLOSED, cause)
         return release
@@ -847,10 +813,12 @@ class RunHolding(Generic[K, T, E]):
             or self._links > lim.cache_spans
             or self.cache_bytes > room
         ):
-            trace_id, _ = self._idle.popitem(last=False)
-            entry = self._entries.pop(trace_id)
-            self._links -= len(entry.parents)
-            self.cache_bytes -= entry.cached
+            self._forget(self._idle.popitem(last=False)[0])
+
+    def _forget(self, trace_id: K) -> None:
+        entry = self._entries.pop(trace_id)
+        self._links -= len(entry.parents)
+        self.cache_bytes -= entry.cached
 
     # -- the decision cache --------------------------------------------------------------------
 

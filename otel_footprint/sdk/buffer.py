@@ -4,9 +4,9 @@ Callers offer ended spans (and footprint events that arrived as log records); th
 (``runs/holding.py``) says which spans wait and when each run is released — the same rule as the
 hop's. Released runs are decided and annotated on ONE background worker thread and handed to a
 sink; the worker decides them in slices, round-robin (``runs/slices.py``), so a run released behind
-a 3,000-pass one is not held up for that whole decision. Only spans that can receive notes are held back (run and model-call spans of a trace with
-footprint events, and spans carrying footprint events); the others go on at once and stay in the
-core by reference as evidence. Every release is counted. The worker is re-created in a child
+a 3,000-pass one is not held up for that whole decision. Only spans that can receive notes are held
+back (run and model-call spans of a trace with footprint events, and spans carrying footprint
+events); the others go on at once and stay in the core by reference as evidence. Every release is counted. The worker is re-created in a child
 process after ``os.fork`` (as the SDK's batch processors do), with nothing of the parent's held.
 """
 
@@ -142,8 +142,8 @@ class _Item:
 _Release = holding.Release[int, _Item, SpanEventView]
 _Decided = dict[int, "dict[str, SpanNote] | Exception"]
 """Answers decided ahead for a batch (``decide_many``), by ``id(unit)``."""
-_LIMIT_COUNTER = {"runs": "runs_overflowed", "bytes": "runs_overflowed"}
-_LIMIT_COUNTER.update(spans="runs_span_limit", events="runs_log_limit")
+_LIMIT_COUNTER = {"spans": "runs_span_limit", "events": "runs_log_limit"}
+"""The counter of a run released by a per-run limit (else ``runs_overflowed``)."""
 
 
 class RunBuffer:
@@ -222,14 +222,10 @@ class RunBuffer:
         with self._lock:
             if self._closed:
                 return
-            core = self._core
             releases: list[_Release] = []
-            due = core.run_started(trace_id, context.span_id, self._clock(), releases)
+            self._core.run_started(trace_id, context.span_id, self._clock(), releases)
             self._live.setdefault(trace_id, []).append(span)
-            if releases:
-                self._queue(releases)
-            elif due + self._tick < self._wake_at:
-                self._lock.notify_all()  # the worker sleeps past this run's wait bound
+            self._queue(releases)  # a release, or the worker sleeps past this run's wait bound
 
     def pass_quickly(self, trace_id: int) -> bool:
         """True when a span of no role and no footprint event in ``trace_id`` can go on at once.
@@ -364,7 +360,7 @@ class RunBuffer:
                 self._counts["runs_released_raw"] += 1
                 self._lock.release()
                 try:
-                    self._process(release, raw=True)
+                    finish(self._process_steps(release, raw=True))
                 finally:
                     self._lock.acquire()
                 continue
@@ -429,9 +425,6 @@ class RunBuffer:
             self.longest_turn = max(self.longest_turn, slices.longest_turn)
             self.longest_turn_cpu = max(self.longest_turn_cpu, slices.longest_turn_cpu)
 
-    def _process(self, release: _Release, raw: bool = False) -> None:
-        finish(self._process_steps(release, raw=raw))
-
     def _process_steps(
         self,
         release: _Release,
@@ -447,7 +440,7 @@ class RunBuffer:
             notes: dict[str, SpanNote] = {}
             if raw or release.cause == "overflow":
                 if not raw:
-                    self._count(_LIMIT_COUNTER[release.limit or "runs"])
+                    self._count(_LIMIT_COUNTER.get(release.limit or "", "runs_overflowed"))
                 reason = reason_for("overflow", "worker" if raw else release.limit, run_span=False)
                 if reason is not None:
                     notes = unannotated_notes([SdkSpanView(s) for s in held], reason)
@@ -482,19 +475,16 @@ class RunBuffer:
         )
         try:
             answer = decided.get(id(unit)) if decided is not None else None
+            if isinstance(answer, Exception):
+                raise answer
+            # A decider of two arguments is asked with log events only when there are some.
+            extra = {"log_events": log_events} if log_events else {}
             if answer is not None:
-                if isinstance(answer, Exception):
-                    raise answer
                 notes = answer
-            elif log_events:
-                if stepped is not None:
-                    notes = yield from stepped(spans, incomplete, log_events=log_events, turn=turn)
-                else:
-                    notes = self._decide(spans, incomplete, log_events=log_events)
             elif stepped is not None:
-                notes = yield from stepped(spans, incomplete, turn=turn)
+                notes = yield from stepped(spans, incomplete, turn=turn, **extra)
             else:
-                notes = self._decide(spans, incomplete)
+                notes = self._decide(spans, incomplete, **extra)
             self._count("runs_decided")
             return notes
         except Exception as exc:  # a bad run must never stop the pipeline

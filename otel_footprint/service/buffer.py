@@ -50,7 +50,6 @@ class SpanInfo:
 
     @property
     def runish(self) -> bool:
-        """Part of an agent run: a run, model-call or tool span, or one carrying footprint events."""
         return self.role is not SpanRole.OTHER or self.has_footprint_events
 
 
@@ -144,14 +143,11 @@ class HeldSpan:
         self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
     ) -> None:
         span = info.span
-        span.ClearField("trace_id")
-        span.ClearField("span_id")
-        span.ClearField("parent_span_id")
+        _set_ids(span, b"", b"", b"")  # proto3: an empty id is not written
         self._data: bytes | Span = span.SerializeToString()
-        span.trace_id, span.span_id, span.parent_span_id = trace_id, info.span_id, parent_id
+        _set_ids(span, trace_id, info.span_id, parent_id)
         self.origin = origin
         self.runish = info.runish
-        """Part of an agent run: a run, model-call or tool span, or one carrying footprint events."""
         self.trace_id = trace_id
         self.span_id = info.span_id
         self.parent_id = parent_id
@@ -174,20 +170,18 @@ class HeldSpan:
         data = self._data
         if isinstance(data, bytes):
             data = self._data = Span.FromString(data)
-            data.trace_id, data.span_id, data.parent_span_id = (
-                self.trace_id,
-                self.span_id,
-                self.parent_id,
-            )
+            _set_ids(data, self.trace_id, self.span_id, self.parent_id)
         return data
+
+
+def _set_ids(span: Span, trace_id: bytes, span_id: bytes, parent_id: bytes) -> None:
+    span.trace_id, span.span_id, span.parent_span_id = trace_id, span_id, parent_id
 
 
 @dataclass(slots=True, eq=False)
 class HeldEvent:
     event: SpanEventView
     seq: int
-    size: int = 0
-    """Wire bytes it stands for (its share of the held logs record), counted in ``bytes_held``."""
 
 
 Release: TypeAlias = holding.Release[bytes, HeldSpan, HeldEvent]
@@ -208,37 +202,15 @@ class RunBuffer:
     """The core keyed by trace id bytes, with the journal records each held item references."""
 
     def __init__(self, limits: HoldLimits) -> None:
-        self.limits = limits
         self.core: RunHolding[bytes, HeldSpan, HeldEvent] = RunHolding(limits)
         self._refs: dict[int, int] = {}
         self._origins: dict[bytes, Origin] = {}
 
-    # -- state for metrics ---------------------------------------------------------------------
-
-    @property
-    def runs_held(self) -> int:
-        return self.core.runs_held
-
-    @property
-    def spans_held(self) -> int:
-        return self.core.spans_held
-
-    @property
-    def bytes_held(self) -> int:
-        return self.core.bytes_held
+    # -- state (the counts and gauges are the core's: ``buffer.core``) -------------------------
 
     def holds_record(self, seq: int) -> bool:
         """Whether a held span or event still refers to journal record ``seq``."""
         return seq in self._refs
-
-    def cached_traces(self) -> int:
-        """Decided traces kept in the decision cache (for late spans)."""
-        return self.core.cached_traces()
-
-    @property
-    def cache_bytes(self) -> int:
-        """Memory the decision cache takes (its packed notes and what it keeps of each trace)."""
-        return self.core.cache_bytes
 
     @property
     def releasing_bytes(self) -> int:
@@ -248,10 +220,6 @@ class RunBuffer:
     @releasing_bytes.setter
     def releasing_bytes(self, value: int) -> None:
         self.core.releasing_bytes = max(0, value)
-
-    def room(self) -> bool:
-        """Whether new input is welcome (else the receiver answers "full": back-pressure)."""
-        return self.core.room()
 
     @contextlib.contextmanager
     def recovering(self) -> Iterator[None]:
@@ -283,21 +251,15 @@ class RunBuffer:
             elif where == "pass":
                 passed.append(s)
             else:
-                cached = core.late(s.trace_id, s.span_id, s.parent_id)
-                note = _unpacked(cached.note, s.span_id)
-                late.append(LateSpan(s, note, cached.run_span_id, cached.cause))
+                note, run_span_id, cause = core.late(s.trace_id, s.span_id, s.parent_id)
+                late.append(LateSpan(s, _unpacked(note, s.span_id), run_span_id, cause))
         return hold, late, passed
 
     # -- holding -------------------------------------------------------------------------------
 
-    def hold(
-        self, items: Sequence[SpanInfo], seq: int, size_each: int, now: float
-    ) -> list[Release]:
-        """Keep spans (journal record ``seq``); returns releases forced by the limits.
-
-        Each span counts what it really holds (its wire bytes and record), not ``size_each``
-        (its share of the request, kept in the signature for the journal's callers).
-        """
+    def hold(self, items: Sequence[SpanInfo], seq: int, now: float) -> list[Release]:
+        """Keep spans (journal record ``seq``); returns releases forced by the limits. Each counts
+        what it really holds (its wire bytes and record: :attr:`HeldSpan.size`)."""
         releases: list[Release] = []
         hold = self.core.hold
         # One bytes object per id within the request: a parent's id is its child's parent link.
@@ -316,7 +278,7 @@ class RunBuffer:
                 releases=releases,
             )
             if kept:
-                self._refs[seq] = self._refs.get(seq, 0) + 1
+                self._ref(seq)
         self.core.enforce(releases)
         return self._settled(releases)
 
@@ -336,11 +298,11 @@ class RunBuffer:
         releases: list[Release] = []
         kept = 0
         for trace_id, span_id, event in events:
-            item = HeldEvent(event, seq, size_each)
+            item = HeldEvent(event, seq)
             if self.core.hold_event(
                 trace_id, span_id, item, size=size_each, now=now, releases=releases
             ):
-                self._refs[seq] = self._refs.get(seq, 0) + 1
+                self._ref(seq)
                 kept += 1
         self.core.enforce(releases)
         return kept, self._settled(releases)
@@ -363,12 +325,7 @@ class RunBuffer:
 
     # -- releasing -----------------------------------------------------------------------------
 
-    def next_due(self) -> float | None:
-        """When :meth:`poll` next has something to do (None: nothing held)."""
-        return self.core.next_due()
-
     def poll(self, now: float) -> list[Release]:
-        """Every release that is due at ``now``."""
         return self._settled(self.core.poll(now))
 
     def release_everything(self, now: float) -> list[Release]:
@@ -416,6 +373,9 @@ class RunBuffer:
                 self._unref(event.seq, done)
             release.seqs_done = done
         return releases
+
+    def _ref(self, seq: int) -> None:
+        self._refs[seq] = self._refs.get(seq, 0) + 1
 
     def _unref(self, seq: int, done: list[int]) -> None:
         left = self._refs.get(seq, 0) - 1

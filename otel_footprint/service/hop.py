@@ -335,8 +335,8 @@ class Hop:
         pending, disk = self.journal.sizes()
         details: dict[str, Any] = {
             "uptime_seconds": round(time.monotonic() - self._started, 3),
-            "runs_held": self.pipeline.buffer.runs_held,
-            "spans_held": self.pipeline.buffer.spans_held,
+            "runs_held": self.pipeline.buffer.core.runs_held,
+            "spans_held": self.pipeline.buffer.core.spans_held,
             "queue_batches": self.journal.outbound_count,
             # The same numbers as the queue_bytes / queue_disk_bytes metrics: pending payload
             # bytes, and what the segment files take on disk (compaction keeps it near pending).

@@ -196,12 +196,12 @@ class Pipeline:
         self.longest_turn_cpu = 0.0
         """The same turn's longest thread CPU time (seconds)."""
         m = metrics
-        m.runs_held.set_reader(lambda: self.buffer.runs_held)
-        m.spans_held.set_reader(lambda: self.buffer.spans_held)
-        m.bytes_held.set_reader(lambda: self.buffer.bytes_held + self.buffer.releasing_bytes)
+        m.runs_held.set_reader(lambda: self.buffer.core.runs_held)
+        m.spans_held.set_reader(lambda: self.buffer.core.spans_held)
+        m.bytes_held.set_reader(lambda: self.buffer.core.bytes_held + self.buffer.releasing_bytes)
         m.memory_bytes.set_reader(self.buffer.core.used_bytes)
-        m.decision_cache_bytes.set_reader(lambda: self.buffer.cache_bytes)
-        m.decision_cache_traces.set_reader(self.buffer.cached_traces)
+        m.decision_cache_bytes.set_reader(lambda: self.buffer.core.cache_bytes)
+        m.decision_cache_traces.set_reader(self.buffer.core.cached_traces)
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
@@ -228,8 +228,7 @@ class Pipeline:
                 if record.kind == KIND_HELD_TRACES:
                     request = ExportTraceServiceRequest.FromString(payload)
                     infos = classify(request)
-                    size = len(payload) // max(len(infos), 1)
-                    forced = self.buffer.hold(infos, record.seq, size, now)
+                    forced = self.buffer.hold(infos, record.seq, now)
                     self._forced.extend(forced)
                     if self._unreferenced(record.seq, forced):
                         # Every span a duplicate of one held from an earlier record.
@@ -266,7 +265,7 @@ class Pipeline:
         # retry instead of memory growing, before a limit releases runs unannotated.
         # Unlocked (before classifying a request, so a refused one costs no more memory): the
         # same answer from the last readings, lock-free ints; under the lock it is authoritative.
-        if not self.buffer.room():
+        if not self.buffer.core.room():
             raise OverloadedError("the run buffer is full", retry_after=1.0)
         memory = self.memory
         if memory is None:
@@ -312,7 +311,6 @@ class Pipeline:
             return total
         self._admit(locked=False)
         infos = classify(request)
-        size_each = max(len(wire) // total, 1)
         late_annotated = 0
         duplicate: int | None = None
         with self._lock:
@@ -337,7 +335,7 @@ class Pipeline:
             last = self._append(records)
             if hold:
                 held_seq = last - len(records) + 1
-                releases = self.buffer.hold(hold, held_seq, size_each, self.clock())
+                releases = self.buffer.hold(hold, held_seq, self.clock())
                 self._queue_releases(releases)
                 if self._unreferenced(held_seq, releases):
                     duplicate = held_seq
@@ -436,7 +434,7 @@ class Pipeline:
                 return False
             releases, orphans = self._take_due()
             if not releases and not orphans:
-                due = self.buffer.next_due()
+                due = self.buffer.core.next_due()
                 wait = 0.5 if due is None else min(0.5, max(0.0, due - self.clock()))
                 self._wake.wait(wait)
                 return True
