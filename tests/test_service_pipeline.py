@@ -403,8 +403,8 @@ def test_batches_waiting_for_the_forwarder_in_memory_count_against_max_bytes(
 def test_a_retry_of_decided_runs_gets_the_same_annotations_from_the_packed_cache(
     tmp_path: Path,
 ) -> None:
-    """Issue 13: the decision cache keeps each decided trace's notes packed (a compressed blob,
-    ~1.9 KB a run instead of ~19 KB of objects); a late copy of a decided span (a sender's retry
+    """Issue 13: the decision cache keeps each decided trace's notes packed (a marshalled blob,
+    ~6 KB a run instead of ~19 KB of objects); a late copy of a decided span (a sender's retry
     after its acknowledgement was lost) must still leave byte for byte as the first one did."""
     import sys
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import marshal
-import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -67,18 +66,16 @@ CACHED_TRACE_OVERHEAD = 1_000
 CACHED_SPAN_OVERHEAD = 100
 """Bytes per span of a decided trace in the cache: its parent link (a late span's chain may lead
 through it) and, when it has a note, the note's entry (measured as above)."""
-PACK_LEVEL = 1
-"""zlib level of packed notes: level 1 takes a run's ~6 KB of marshalled notes to ~1.9 KB in about
-35 us (3% of deciding it); higher levels gain a few percent for twice the time."""
 
 
 class PackedNotes:
-    """A decided trace's notes as the decision cache keeps them: one compressed blob.
+    """A decided trace's notes as the decision cache keeps them: one marshalled blob.
 
     A late span needs only its own note, and late spans are rare, so the notes are kept as marshalled
-    plain tuples (zlib-compressed: ~1.9 KB a ``bench_hop`` run against ~19 KB as objects) and rebuilt
-    for the one span that asks. Notes marshal cannot write (never made by the engine) are kept as they
-    are, and counted as such.
+    plain tuples (~6 KB a ``bench_hop`` run against ~19 KB as objects) and rebuilt for the one span
+    that asks. Not compressed: zlib took them to ~1.9 KB, but it releases the GIL on every call and
+    the hop annotated 1.13x fewer spans per CPU-second with it (docs/performance.md). Notes marshal
+    cannot write (never made by the engine) are kept as they are, and counted as such.
     """
 
     __slots__ = ("_data",)
@@ -87,7 +84,7 @@ class PackedNotes:
         self._data: bytes | dict[bytes, object]
         try:
             plain = {sid: _plain(note) for sid, note in notes.items()}
-            self._data = zlib.compress(marshal.dumps(plain, 4), PACK_LEVEL)
+            self._data = marshal.dumps(plain, 4)
         except (TypeError, ValueError):
             self._data = dict(notes)
 
@@ -102,7 +99,7 @@ class PackedNotes:
         data = self._data
         if not isinstance(data, bytes):
             return data.get(span_id)
-        found = marshal.loads(zlib.decompress(data)).get(span_id)
+        found = marshal.loads(data).get(span_id)
         return None if found is None else _note(found)
 
 
