@@ -423,7 +423,7 @@ def test_a_retry_of_decided_runs_gets_the_same_annotations_from_the_packed_cache
     assert any(span.events for span in first.values())
     assert any(span.links for span in first.values())
     cached = pipeline.buffer.core.cache_bytes
-    assert 10 * 2_000 < cached < 10 * 8_000  # packed: a few KB a trace, not ~20 KB
+    assert 10 * 2_000 < cached < 10 * 12_000  # packed: ~8 KB a trace, not ~20 KB as objects
     pipeline.ingest_traces(ExportTraceServiceRequest.FromString(payload), payload, "test")
     assert metrics.late_spans.value() == 100
     again = _forwarded(journal)
