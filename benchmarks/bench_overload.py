@@ -42,6 +42,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The test helpers import their shared server helpers (tests/servers.py) as a top-level module,
+# as pytest's rootdir-relative import does for them.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from bench_hop import SPANS_PER_TRACE, TRACE_EXPORT, TRACES_PER_REQUEST, build_requests
 
