@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,6 +109,16 @@ class Process:
         return self.proc.returncode
 
     terminate = stop
+
+    @contextlib.contextmanager
+    def stopped_cleanly(self, timeout: float = 30.0) -> Iterator[Process]:
+        """Yield the process; on the way out stop it (SIGTERM) and require exit code 0: a
+        fixture's server must shut down cleanly, not merely go away."""
+        try:
+            yield self
+        finally:
+            code = self.stop(timeout)
+            assert code == 0, f"{self.argv[0]} exited {code} on SIGTERM; stderr:\n{self.tail()}"
 
 
 def otel_footprint_command() -> str:

@@ -73,11 +73,8 @@ def hop(phoenix: PhoenixClient, tmp_path_factory: pytest.TempPathFactory) -> Ite
         pytest.fail("OTEL_FOOTPRINT_PHOENIX_GRPC is not set: the hop has no gRPC target")
     data_dir = tmp_path_factory.mktemp("hop-grpc") / "data"
     process = start_hop(data_dir, f"http://{phoenix.grpc_endpoint}", forward_protocol="grpc")
-    try:
+    with process.stopped_cleanly():
         yield process
-    finally:
-        code = process.terminate(timeout=30)
-        assert code == 0, f"serve exited {code} on SIGTERM; stderr:\n{process.stderr()[-3000:]}"
 
 
 def explain(recording: Path) -> list[dict[str, Any]]:

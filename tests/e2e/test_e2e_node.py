@@ -26,11 +26,8 @@ def hop(phoenix: PhoenixClient, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """One ``otel-footprint serve`` for the module, forwarding OTLP/HTTP to Phoenix's /v1/traces."""
     data_dir = tmp_path_factory.mktemp("hop-http") / "data"
     process = start_hop(data_dir, phoenix.otlp_http_traces_url, forward_protocol="http/protobuf")
-    try:
+    with process.stopped_cleanly():
         yield process
-    finally:
-        code = process.terminate(timeout=30)
-        assert code == 0, f"serve exited {code} on SIGTERM; stderr:\n{process.stderr()[-3000:]}"
 
 
 def run_node_agent(agent: Path, *args: str) -> dict[str, Any]:

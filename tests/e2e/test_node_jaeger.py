@@ -116,11 +116,8 @@ def hop(backend_collector: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """One ``otel-footprint serve`` for the module, forwarding to the backend Collector."""
     data_dir = tmp_path_factory.mktemp("hop-node-jaeger") / "data"
     process = jaeger_hop(data_dir, backend_collector, TOKEN).start()
-    try:
+    with process.stopped_cleanly():
         yield process
-    finally:
-        code = process.stop(timeout=30)
-        assert code == 0, f"serve exited {code} on SIGTERM:\n{process.tail()}"
 
 
 @pytest.fixture(scope="module")
