@@ -3,14 +3,20 @@
 The recordings, conformance vectors and spec excerpt under ``../shared`` (or ``OTEL_FOOTPRINT_SHARED``)
 generate many tests; without them those tests would silently never exist. The suite therefore
 refuses to run (exit status 4, usage error) rather than pass green on a fraction of itself.
-Importable helpers (paths, ``wait_until``) live in ``_shared.py``; the server subprocesses (the hop,
+Importable helpers (paths, ``wait_until``) live in ``_shared.py``; the ``sink`` fixture is here; the server subprocesses (the hop,
 redis-server) and ``poll`` in ``servers.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import pytest
 from _shared import RECORDINGS, SHARED, SPEC, VECTORS
+
+if TYPE_CHECKING:
+    from test_service_support import Sink
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -22,3 +28,14 @@ def pytest_configure(config: pytest.Config) -> None:
             f"the shared reference data is missing ({', '.join(missing)}): check out the shared "
             f"folder beside the repository (looked in {SHARED}) or point OTEL_FOOTPRINT_SHARED at it"
         )
+
+
+@pytest.fixture()
+def sink() -> Iterator[Sink]:
+    """A fresh OTLP/gRPC sink (a real receiver on loopback) per test; files that share one per
+    module define their own."""
+    from test_service_support import Sink  # gRPC servers only for the tests that ask
+
+    s = Sink().start()
+    yield s
+    s.stop()

@@ -20,20 +20,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
-from tests.test_service_support import HopProcess, Sink
+from tests.test_service_support import TRACE_EXPORT, HopProcess, Sink
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_hop_fuzz
-
-TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-
-
-@pytest.fixture()
-def sink() -> Iterator[Sink]:
-    s = Sink().start()
-    yield s
-    s.stop()
 
 
 @pytest.fixture()

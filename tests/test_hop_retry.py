@@ -15,9 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
-from tests.test_service_support import HopProcess, Sink
-
-TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+from tests.test_service_support import TRACE_EXPORT, HopProcess, Sink
 
 
 def _run_request() -> bytes:

@@ -19,17 +19,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
-from tests.test_service_support import HopProcess, Sink
+from tests.test_service_support import TRACE_EXPORT, HopProcess, Sink
 
-TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 TOKEN = "s3cret-token"
-
-
-@pytest.fixture()
-def sink() -> Iterator[Sink]:
-    s = Sink().start()
-    yield s
-    s.stop()
 
 
 @pytest.fixture()

@@ -20,6 +20,7 @@ import pytest
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from test_service_support import (
+    TRACE_EXPORT,
     HopProcess,
     HttpSink,
     Sink,
@@ -32,8 +33,6 @@ from test_service_support import (
 )
 
 from otel_footprint import semconv
-
-TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 @pytest.fixture(scope="module")

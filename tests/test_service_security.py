@@ -12,11 +12,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from test_service_support import REPO, HopProcess, Sink, emit_plain
+from test_service_support import REPO, TRACE_EXPORT, HopProcess, Sink, emit_plain
 
 from otel_footprint.commands import cli
-
-TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 def _openssl(*args: str, cwd: Path) -> None:

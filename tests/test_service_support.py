@@ -118,6 +118,10 @@ class _MetricsServicer(metrics_service_pb2_grpc.MetricsServiceServicer):
         return metrics_service_pb2.ExportMetricsServiceResponse()
 
 
+TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+"""The OTLP/gRPC trace export method, spelled here from the OTLP spec (not read from the hop)."""
+
+
 class Sink(_Store):
     """A real OTLP/gRPC receiver on 127.0.0.1 that can be stopped and restarted on its port."""
 
