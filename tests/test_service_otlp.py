@@ -22,6 +22,7 @@ from otel_footprint.service.otlp import (
     group_spans,
     gunzip_bounded,
     iter_spans,
+    serialize_request,
     status_body,
 )
 
@@ -224,3 +225,31 @@ def test_only_agent_input_events_make_a_span_carry_footprint_events() -> None:
         False,
         False,
     ]
+
+
+def test_spans_keep_their_own_resource_when_resources_share_a_prefix_up_to_a_zero_byte() -> None:
+    """A resource's wire bytes often hold a zero byte (a false flag, an int 0, an empty string):
+    regrouping must key resources by all their bytes, or two services whose resources agree up to
+    that byte would be forwarded under one resource."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+    req = ExportTraceServiceRequest()
+    for n, service in enumerate(("svc-a", "svc-b")):
+        rs: ResourceSpans = req.resource_spans.add()
+        flag = rs.resource.attributes.add(key="telemetry.auto")
+        flag.value.bool_value = False  # encodes as ... 0x10 0x00
+        rs.resource.attributes.add(key="service.name").value.string_value = service
+        span = rs.scope_spans.add().spans.add()
+        span.trace_id, span.span_id, span.name = b"\x01" * 16, bytes([n + 1]) * 8, service
+    groups = group_spans(list(iter_spans(req)))
+    for out in (
+        build_request(groups),
+        ExportTraceServiceRequest.FromString(serialize_request(groups)),
+    ):
+        names = {
+            (rs.resource.attributes[1].value.string_value, s.name)
+            for rs in out.resource_spans
+            for ss in rs.scope_spans
+            for s in ss.spans
+        }
+        assert names == {("svc-a", "svc-a"), ("svc-b", "svc-b")}

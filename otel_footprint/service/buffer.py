@@ -315,7 +315,12 @@ class RunBuffer:
             resource.CopyFrom(origin.resource)
             scope.CopyFrom(origin.scope)
             mine = Origin(
-                resource, origin.resource_schema_url, scope, origin.scope_schema_url, origin.key
+                resource,
+                origin.resource_schema_url,
+                scope,
+                origin.scope_schema_url,
+                origin.key,
+                origin.resource_key,
             )
             self._origins[origin.key] = mine
         return mine

@@ -261,18 +261,20 @@ class Origin:
     scope: InstrumentationScope
     scope_schema_url: str
     key: bytes
+    """Resource, scope and both schema URLs, each behind its length (wire bytes hold zero bytes:
+    a separator would let two different origins share a key)."""
+    resource_key: bytes
+    """The part of ``key`` naming the resource and its schema URL (what spans regroup under)."""
 
     @staticmethod
     def of(resource: Resource, r_schema: str, scope: InstrumentationScope, s_schema: str) -> Origin:
-        key = b"\x00".join(
-            (
-                resource.SerializeToString(deterministic=True),
-                r_schema.encode(),
-                scope.SerializeToString(deterministic=True),
-                s_schema.encode(),
-            )
-        )
-        return Origin(resource, r_schema, scope, s_schema, key)
+        resource_key = _framed(resource.SerializeToString(deterministic=True), r_schema.encode())
+        key = resource_key + _framed(scope.SerializeToString(deterministic=True), s_schema.encode())
+        return Origin(resource, r_schema, scope, s_schema, key, resource_key)
+
+
+def _framed(*parts: bytes) -> bytes:
+    return b"".join(len(part).to_bytes(4, "little") + part for part in parts)
 
 
 def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Origin, Span]]:
@@ -299,7 +301,7 @@ def build_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> ExportTr
     for origin, spans in groups.values():
         if not spans:
             continue
-        r_key = origin.key.split(b"\x00", 2)[0] + b"\x00" + origin.resource_schema_url.encode()
+        r_key = origin.resource_key
         rs = by_resource.get(r_key)
         if rs is None:
             rs = out.resource_spans.add()
@@ -351,7 +353,7 @@ def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> byte
     for origin, spans in groups.values():
         if not spans:
             continue
-        r_key = origin.key.split(b"\x00", 2)[0] + b"\x00" + origin.resource_schema_url.encode()
+        r_key = origin.resource_key
         entry = resources.get(r_key)
         if entry is None:
             entry = resources[r_key] = (origin, [])
