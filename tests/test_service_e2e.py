@@ -450,3 +450,76 @@ def test_a_full_queue_answers_retry_later_with_retry_information(tmp_path: Path)
     finally:
         # The undeliverable batches stay in the journal; stop without waiting the full deadline.
         proc.kill()
+
+
+def _leg_of(address: str, run_id: str) -> Any:
+    from otel_footprint.service.proto_gen import footprint_query_pb2 as pb
+    from otel_footprint.service.proto_gen import footprint_query_pb2_grpc as pb_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        (leg,) = (
+            pb_grpc.RunQueryStub(channel).GetRun(pb.GetRunRequest(run_id=run_id), timeout=5).legs
+        )
+    return leg
+
+
+def test_witness_policy_and_account_lines_reach_spans_and_query_service(
+    hop: HopProcess, sink: Sink, tmp_path: Path
+) -> None:
+    """``processing.witness: hash`` leaves the user's words ("refund") nowhere the hop writes: not
+    on the spans, not in the query service's account; ``account_lines: false`` drops the lines."""
+    from otel_footprint.annotate.form import hash_witness
+
+    inputs = {semconv.EV_CONTEXT_EVALUATED, semconv.EV_CONTEXT_INJECTED, semconv.EV_MAPS_MOUNTED}
+
+    def written(spans: list[Any]) -> bytes:
+        """What the hop wrote: every attribute and event but the agent's own input events (which
+        carry the words as the agent sent them)."""
+        out = b""
+        for span in spans:
+            out += b"".join(kv.SerializeToString() for kv in span.attributes)
+            out += b"".join(e.SerializeToString() for e in span.events if e.name not in inputs)
+        return out
+
+    # The default hop keeps them: the words are there to be hidden.
+    client = sdk_client(hop.grpc, "grpc")
+    trace_id, run_span_id = emit_run(client.tracer, "run-witness-kept", passes=2)
+    client.flush()
+    client.shutdown()
+    kept = _run_span(sink, run_span_id)
+    assert b"refund" in written(_trace_spans(sink, trace_id))
+    assert any(e.name == semconv.EV_ACCOUNT_LINE for e in kept.events)
+    assert "refund" in str(_leg_of(hop.grpc, "run-witness-kept"))
+
+    private_sink = Sink().start()
+    try:
+        with (
+            HopProcess(
+                tmp_path / "data",
+                private_sink.endpoint,
+                "--set",
+                "processing.release_grace=300ms",
+                "--set",
+                "processing.witness=hash",
+                "--set",
+                "processing.account_lines=false",
+            )
+            .start()
+            .stopped_cleanly() as private
+        ):
+            client = sdk_client(private.grpc, "grpc")
+            trace_id, run_span_id = emit_run(client.tracer, "run-witness-hashed", passes=2)
+            client.flush()
+            client.shutdown()
+            run_span = _run_span(private_sink, run_span_id)
+            spans = _trace_spans(private_sink, trace_id)
+            hashed = hash_witness("refund").encode()
+            assert b"refund" not in written(spans) and hashed in written(spans)
+            assert not any(e.name == semconv.EV_ACCOUNT_LINE for e in run_span.events)
+            assert semconv.CHECK_DECIDED_DELIVERED in attrs(run_span)
+            leg = _leg_of(private.grpc, "run-witness-hashed")
+            assert "refund" not in str(leg)
+            witnesses = {c.witness for p in leg.passes for c in p.changes if c.witness}
+            assert witnesses == {hash_witness("refund")}
+    finally:
+        private_sink.stop()

@@ -320,6 +320,13 @@ def describe_change(change: EngagementChange) -> str:
     return text + (f" ({', '.join(flags)})" if flags else "")
 
 
+def witness_policy(verdict: RunVerdict, options: AnnotateOptions) -> _Shaper:
+    """The options' witness policy for ``verdict``, for copies of it written elsewhere (the hop's
+    query service): ``witness(text)`` for a witness field (None: withheld), ``scrub(text)`` for a
+    sentence that may quote one. The same rule the annotation applies, so no copy says more."""
+    return _Shaper(options, _witnesses_of(verdict))
+
+
 def _witnesses_of(verdict: RunVerdict) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for pass_ in verdict.passes:

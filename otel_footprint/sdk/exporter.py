@@ -78,7 +78,7 @@ class FootprintOTLPSpanExporter(SpanExporter):
     ) -> None:
         env = inprocess_settings(os.environ)
         if annotate_options is None:
-            annotate_options = AnnotateOptions(witness=env.witness)
+            annotate_options = AnnotateOptions(witness=env.witness, include_lines=env.account_lines)
         self._inner = exporter or otlp_span_exporter(protocol, **otlp_kwargs)
         self._export_lock = threading.Lock()
         limits = processor_limits(

@@ -121,6 +121,14 @@ class InProcessSettings(_Model, frozen=True):
             env="FOOTPRINT_WITNESS",
         ),
     ] = "keep"
+    account_lines: Annotated[
+        bool,
+        doc(
+            "write the account's lines as `footprint.account.line` events on the run span "
+            "(false: the checks and the summary only)",
+            env="FOOTPRINT_ACCOUNT_LINES",
+        ),
+    ] = True
     protocol: Annotated[
         Protocol_,
         doc(
@@ -388,6 +396,13 @@ class ProcessingSettings(_Model, frozen=True):
         doc("resident memory past which input is refused (default: max_bytes)"),
     ] = None
     max_spans_per_run: Annotated[int, doc("spans held in one trace")] = _L.max_spans_per_run
+    witness: Annotated[
+        Literal["keep", "hash", "drop"],
+        doc("the user's matched words on the spans and in the query service: keep, hash or drop"),
+    ] = "keep"
+    account_lines: Annotated[
+        bool, doc("write the account's lines as `footprint.account.line` events on the run span")
+    ] = True
     decision_cache: DecisionCacheSettings = DecisionCacheSettings()
     run_store: RunStoreSettings = RunStoreSettings()
     recent_verdicts: Annotated[int, doc("verdicts kept for StreamVerdicts' replay")] = 1000

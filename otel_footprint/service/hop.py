@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from msgspec import structs
 
+from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk.settings import ProcessingSettings
@@ -65,6 +66,11 @@ def buffer_limits(proc: ProcessingSettings) -> BufferLimits:
     same = ("release_grace", "max_wait", "max_runs", "max_bytes", "max_spans_per_run")
     cache = {"cache_" + k[4:]: v for k, v in structs.asdict(proc.decision_cache).items()}
     return BufferLimits(**{k: getattr(proc, k) for k in same}, **cache)
+
+
+def annotate_options(proc: ProcessingSettings) -> AnnotateOptions:
+    """What the annotation writes: ``processing.witness`` and ``processing.account_lines``."""
+    return AnnotateOptions(witness=proc.witness, include_lines=proc.account_lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +223,7 @@ class Hop:
             None if in_memory else accounts,
             proc.recent_verdicts,
             max_bytes=memory_shares(proc.max_bytes)[1],
+            options=annotate_options(proc),
         )
         stack.callback(self.verdicts.close)
         return replay
@@ -231,7 +238,11 @@ class Hop:
         assert self.store is not None and self.verdicts is not None
         stage = self._stage
         if stage is None:
-            stage = FootprintAnnotation(self.store) if proc.annotate else NoAnnotation()
+            stage = (
+                FootprintAnnotation(self.store, annotate_options=annotate_options(proc))
+                if proc.annotate
+                else NoAnnotation()
+            )
         limits = buffer_limits(proc)
         hooks: list[Callable[[], None]] = [self.verdicts.flush]
         if isinstance(self.store, SqliteRunStore):

@@ -11,10 +11,11 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from otel_footprint.annotate.form import AnnotateOptions, witness_policy
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.kernel.types import EngagedChange, EngagementChange, MapEngagementRecord
 from otel_footprint.service.runstore import open_sqlite, write_rows
@@ -30,13 +31,20 @@ if TYPE_CHECKING:
     from otel_footprint.service.proto_gen.footprint_query_pb2 import RunAccount
 
 
-def _change(change: EngagementChange, out: PbChange) -> None:
+Witness = Callable[[str], "str | None"]
+
+
+def _keep(text: str) -> str:
+    return text
+
+
+def _change(change: EngagementChange, out: PbChange, witness: Witness) -> None:
     out.kind = change.kind
     out.map_id = change.map_id
     out.iteration = change.iteration
     out.by = change.by
-    if change.witness is not None:
-        out.witness = change.witness
+    if change.witness is not None and (shown := witness(change.witness)) is not None:
+        out.witness = shown
     if isinstance(change, EngagedChange):
         out.reengaged = change.reengaged
         out.upgraded = change.upgraded
@@ -49,7 +57,7 @@ def _change(change: EngagementChange, out: PbChange) -> None:
         out.idle_calls = change.idle_calls
 
 
-def _record(record: MapEngagementRecord, out: PbRecord) -> None:
+def _record(record: MapEngagementRecord, out: PbRecord, witness: Witness) -> None:
     out.map_id = record.map_id
     out.standing = record.standing
     out.by = record.by
@@ -65,13 +73,22 @@ def _record(record: MapEngagementRecord, out: PbRecord) -> None:
         out.at_by = record.at_by
     if record.at_since is not None:
         out.at_since = record.at_since
-    if record.witness is not None:
-        out.witness = record.witness
+    if record.witness is not None and (shown := witness(record.witness)) is not None:
+        out.witness = shown
 
 
-def account_message(verdict: RunVerdict, decided_unix_nano: int) -> RunAccount:
-    """The query service's view of one decided leg."""
+def account_message(
+    verdict: RunVerdict, decided_unix_nano: int, options: AnnotateOptions | None = None
+) -> RunAccount:
+    """The query service's view of one decided leg, under the annotation's witness policy
+    (``options``; default: the words kept, as the annotation keeps them by default)."""
     from otel_footprint.service.proto_gen.footprint_query_pb2 import RunAccount
+
+    witness: Witness = _keep
+    scrub: Callable[[str], str] = _keep
+    if options is not None and options.witness != "keep":
+        policy = witness_policy(verdict, options)
+        witness, scrub = policy.witness, policy.scrub
 
     msg = RunAccount(
         run_id=verdict.run_id,
@@ -95,9 +112,9 @@ def account_message(verdict: RunVerdict, decided_unix_nano: int) -> RunAccount:
             mismatch=p.mismatch,
         )
         for change in p.changes:
-            _change(change, pt.changes.add())
+            _change(change, pt.changes.add(), witness)
     for record in verdict.engagement:
-        _record(record, msg.engagement.add())
+        _record(record, msg.engagement.add(), witness)
     account = verdict.account
     if account is not None:
         for check in account.checks:
@@ -107,10 +124,10 @@ def account_message(verdict: RunVerdict, decided_unix_nano: int) -> RunAccount:
             if check.outcome is not None:
                 target.outcome = check.outcome
             if check.sentence is not None:
-                target.sentence = check.sentence
+                target.sentence = scrub(check.sentence)
             target.pointers.extend(p.render() for p in check.pointers)
         msg.signals.extend(s.signal_id for s in account.signals)
-        msg.summary.sentence = account.summary.sentence
+        msg.summary.sentence = scrub(account.summary.sentence)
         msg.summary.tone = account.summary.tone
         msg.summary.template_id = account.summary.template_id
     return msg
@@ -138,7 +155,10 @@ class VerdictLog:
         *,
         max_unwritten: int = 1024,
         max_bytes: int | None = None,
+        options: AnnotateOptions | None = None,
     ) -> None:
+        self._options = options
+        """The annotation's options: the accounts kept here follow its witness policy."""
         self._lock = threading.Lock()
         self._unwritten: list[tuple[str, str, int, bytes]] = []
         self._max_unwritten = max(1, max_unwritten)
@@ -166,7 +186,9 @@ class VerdictLog:
         """Record a decided run (only runs the engine decided have an account)."""
         if decision.verdict is None:
             return
-        data = account_message(decision.verdict, decision.decided_unix_nano).SerializeToString()
+        data = account_message(
+            decision.verdict, decision.decided_unix_nano, self._options
+        ).SerializeToString()
         verdict = decision.verdict
         with self._lock:
             self._recent.append(data)
