@@ -296,7 +296,13 @@ def send_all(target: str, requests: list[bytes], threads: int) -> None:
 
 
 def throughput(
-    tmp: Path, annotate: bool, spans: int, threads: int, warmup: list[bytes], requests: list[bytes]
+    tmp: Path,
+    annotate: bool,
+    spans: int,
+    threads: int,
+    warmup: list[bytes],
+    requests: list[bytes],
+    sets: tuple[str, ...] = (),
 ) -> dict[str, float]:
     sink = CountingSink()
     hop = Hop(
@@ -304,6 +310,7 @@ def throughput(
         f"127.0.0.1:{sink.port}",
         f"processing.annotate={'true' if annotate else 'false'}",
         "processing.release_grace=100ms",
+        *sets,
     )
     try:
         warm_spans = len(warmup) * TRACES_PER_REQUEST * SPANS_PER_TRACE
@@ -595,6 +602,13 @@ def main() -> int:
         help="measure only the OTLP/HTTP receiver: throughput, and a legitimate client's success "
         "under --slow-connections slow/idle connections for --slow-seconds",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a hop setting for the throughput runs (repeatable), e.g. processing.account_lines=false",
+    )
     parser.add_argument("--slow-connections", type=int, default=500)
     parser.add_argument("--slow-seconds", type=float, default=30.0)
     args = parser.parse_args()
@@ -612,7 +626,15 @@ def main() -> int:
             (tmp / str(i)).mkdir()
             for annotate in (True, False):
                 runs[annotate].append(
-                    throughput(tmp / str(i), annotate, spans, args.threads, warmup, requests)
+                    throughput(
+                        tmp / str(i),
+                        annotate,
+                        spans,
+                        args.threads,
+                        warmup,
+                        requests,
+                        tuple(args.set),
+                    )
                 )
         annotated, baseline = _median(runs[True]), _median(runs[False])
         memory = (

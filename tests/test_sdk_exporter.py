@@ -87,11 +87,27 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     provider.shutdown()
 
 
+@pytest.mark.parametrize("lines", ["false", "true"])
+def test_account_lines_follow_the_environment(monkeypatch: pytest.MonkeyPatch, lines: str) -> None:
+    monkeypatch.setenv("FOOTPRINT_ACCOUNT_LINES", lines)
+    inner = InMemorySpanExporter()
+    exporter = FootprintOTLPSpanExporter(inner, grace_seconds=30)
+    provider = _pipeline(exporter)
+    run_script(provider.get_tracer("t"), SCENARIOS["stuck-shadow"].script)
+    exporter.force_flush()
+    (run,) = [s for s in inner.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert sc.CHECK_DECIDED_DELIVERED in (run.attributes or {})
+    written = any(e.name == sc.EV_ACCOUNT_LINE for e in run.events)
+    assert written is (lines == "true")
+    provider.shutdown()
+
+
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         ("FOOTPRINT_WITNESS", "blur", "expected keep, hash or drop"),
         ("FOOTPRINT_MAX_RUNS", "many", "not a valid number"),
+        ("FOOTPRINT_ACCOUNT_LINES", "maybe", "expected true or false"),
     ],
 )
 def test_bad_settings_are_refused_by_name(

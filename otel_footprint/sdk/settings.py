@@ -153,6 +153,8 @@ def inprocess_settings(environ: Mapping[str, str], *only: str) -> InProcessSetti
             except msgspec.ValidationError:
                 if choices := _choices(InProcessSettings, f.name):
                     raise ValueError(f"{name}={raw!r}: expected {_one_of(choices)}") from None
+                if isinstance(f.default, bool):
+                    raise ValueError(f"{name}={raw!r}: expected true or false") from None
                 raise ValueError(f"{name}={raw!r} is not a valid number") from None
             values[f.name] = getattr(one, f.name)
             break
