@@ -50,7 +50,7 @@ def inprocess_table() -> str:
         name = (
             env[0] if len(env) == 1 else "OTEL_EXPORTER_OTLP_(TRACES_)" + env[1].rsplit("_", 1)[1]
         )
-        rows.append(f"| `{name}` | `{f.default}` | {meta['doc']} |")
+        rows.append(f"| `{name}` | `{yaml_scalar(f.default)}` | {meta['doc']} |")
     return "\n".join(rows) + "\n"
 
 
