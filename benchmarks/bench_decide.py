@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import otel_footprint
 from otel_footprint.account.account import account_for
 from otel_footprint.account.input import AccountInput, ToolCall, leg_input
 from otel_footprint.annotate.form import AnnotateOptions, annotations_for
@@ -233,6 +234,7 @@ def main() -> None:
     if args.only:
         workloads = [w for w in workloads if w.name in args.only]
     rows = [measure(w, args.batch, args.repeat) for w in workloads]
+    print(f"otel_footprint.compiled: {otel_footprint.compiled}")
     print_table(rows)
 
 

@@ -656,6 +656,7 @@ def main() -> int:
             annotated["spans_per_second"] / baseline["spans_per_second"], 3
         ),
         "memory": memory,
+        "compiled": otel_footprint.compiled,  # the build the hop subprocess imports (REPO)
     }
     if args.repeat > 1:
         result["runs_spans_per_second"] = {
@@ -675,6 +676,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"workload: {result['workload']}")
+    print(f"otel_footprint.compiled: {result['compiled']}")
     for name in ("annotating", "annotation_off"):
         r = result[name]
         assert isinstance(r, dict)

@@ -37,6 +37,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Tracer
 
+import otel_footprint
 from otel_footprint import semconv as sc
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
@@ -186,6 +187,7 @@ def main() -> None:
         help="processor settings also run on the runs with footprint events",
     )
     args = parser.parse_args()
+    print(f"otel_footprint.compiled: {otel_footprint.compiled}")
     scale = args.scale
 
     def bsp(exporter: CountingExporter) -> SpanProcessor:

@@ -22,7 +22,7 @@ from otel_footprint.account.integrity import (
 )
 from otel_footprint.account.integrity.report import pass_states, row_label, unreachable_rows
 from otel_footprint.account.model import AccountResult, Chip, Pointer
-from otel_footprint.codec import AttributeValue, quick_init
+from otel_footprint.codec import AttributeValue, checked_after_built, quick_init
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
@@ -39,6 +39,7 @@ ELLIPSIS = "…"
 WITNESS_DROPPED = "[witness withheld]"
 
 
+@checked_after_built
 @dataclass(frozen=True, slots=True)
 class AnnotateOptions:
     """Limits and privacy of what is written. Defaults keep every value indexable by backends."""

@@ -542,9 +542,10 @@ def _account_of(
         )
         result = account_for(inp)
         next_carried = _next_carried(inp, carried_json) if hand_on else carried_json
-    except Exception as error:  # an account bug must not take the engagement verdict down
+    # A name of its own: a compiled build types a name by its first ``except`` clause.
+    except Exception as failure:  # an account bug must not take the engagement verdict down
         _log.exception("the account of run %s failed", run_id)
-        reason = Reason("account-failed", f"the account could not be computed: {error}")
+        reason = Reason("account-failed", f"the account could not be computed: {failure}")
         return None, (*reasons, reason), carried_json
     return result, reasons, next_carried
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from otel_footprint.codec import quick_init
+from otel_footprint.codec import checked_after_built, quick_init
 
 Strength: TypeAlias = Literal["explicit", "structural", "semantic", "lexical", "assumed"]
 """The evidence ladder, strongest first. ``semantic``, ``lexical`` and ``assumed`` are tentative."""
@@ -19,6 +19,7 @@ Strength: TypeAlias = Literal["explicit", "structural", "semantic", "lexical", "
 Standing: TypeAlias = Literal["engaged", "parked"]
 
 
+@checked_after_built
 @dataclass(frozen=True, slots=True)
 class MountedMap:
     """The build-time card of one managed map: what parking suppresses and which tools renew it."""
@@ -30,6 +31,7 @@ class MountedMap:
     """``None`` keeps the reference's distinction between an absent key and ``false``."""
 
 
+@checked_after_built
 @dataclass(frozen=True, slots=True)
 class EngagementPlan:
     """What the kernel was mounted with; the same for every pass of a run."""
