@@ -6,6 +6,7 @@ concatenate) and merged into the span with one parse, instead of one message obj
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
@@ -259,3 +260,218 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
         parts.append(_delimited(_SPAN_LINK, body))
     if parts:
         pb_span.MergeFromString(b"".join(parts))
+
+
+# ── the same note, written into a span's wire bytes ─────────────────────────────────────────────
+# The hop holds a span as the bytes it arrived in; parsing it, merging a note and serializing it
+# again costs upb more than finding, in the bytes, where the note's fields go (attributes, events
+# and links are repeated fields, written in field-number order).
+
+
+def _wire_type(field: FieldDescriptor) -> int:
+    kind = field.type
+    if kind in (
+        FieldDescriptor.TYPE_FIXED64,
+        FieldDescriptor.TYPE_SFIXED64,
+        FieldDescriptor.TYPE_DOUBLE,
+    ):
+        return _I64
+    if kind in (
+        FieldDescriptor.TYPE_FIXED32,
+        FieldDescriptor.TYPE_SFIXED32,
+        FieldDescriptor.TYPE_FLOAT,
+    ):
+        return _I32
+    if kind in (
+        FieldDescriptor.TYPE_STRING,
+        FieldDescriptor.TYPE_BYTES,
+        FieldDescriptor.TYPE_MESSAGE,
+    ):
+        return _LEN
+    return _VARINT
+
+
+_SPAN_FIELDS: Final = {n: _wire_type(f) for n, f in Span.DESCRIPTOR.fields_by_number.items()}
+"""Each ``Span`` field's number and wire type (what ``SerializeToString`` writes for it)."""
+_REPEATED: Final = frozenset(
+    n for n, f in Span.DESCRIPTOR.fields_by_number.items() if f.is_repeated
+)
+_ATTRIBUTES_FIELD: Final = Span.DESCRIPTOR.fields_by_name["attributes"].number
+_EVENTS_FIELD: Final = Span.DESCRIPTOR.fields_by_name["events"].number
+_LINKS_FIELD: Final = Span.DESCRIPTOR.fields_by_name["links"].number
+_START_FIELD: Final = Span.DESCRIPTOR.fields_by_name["start_time_unix_nano"].number
+_END_FIELD: Final = Span.DESCRIPTOR.fields_by_name["end_time_unix_nano"].number
+_UNFIXED64 = struct.Struct("<Q").unpack_from
+_key_of = operator.itemgetter(0)
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    byte = data[at]
+    if byte < 0x80:
+        return byte, at + 1
+    value, shift = byte & 0x7F, 7
+    while True:
+        at += 1
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at + 1
+        shift += 7
+
+
+def _kv_parts(data: bytes, start: int, end: int) -> tuple[str, bytes] | None:
+    """The key and the value's bytes of the ``KeyValue`` at ``data[start:end]``; None when it
+    holds anything else (an unknown field)."""
+    key = ""
+    at = start
+    if at < end and data[at] == 0x0A:
+        size, at = _read_varint(data, at + 1)
+        key = data[at : at + size].decode("utf-8")
+        at += size
+    value = b""
+    if at < end and data[at] == 0x12:
+        size, at = _read_varint(data, at + 1)
+        value = data[at : at + size]
+        at += size
+    return (key, value) if at == end else None
+
+
+def _plain_keys(pairs: Iterable[tuple[str, AttributeValue]]) -> bool:
+    # An empty key is not written by protobuf (proto3): only apply_note's merge drops it.
+    return all(map(_key_of, pairs))
+
+
+def write_note(data: bytes, note: SpanNote) -> bytes | None:
+    """``data``, a serialized ``Span``, with ``note`` written into it: the bytes that parsing it,
+    :func:`apply_note` and ``SerializeToString`` give (tests compare both ways), without the
+    parse, the merge and the serialization. None when ``data`` is not laid out as protobuf writes
+    a span (a field it does not know, fields out of order) or the note holds what protobuf would
+    leave out (an empty key, name or id): then use :func:`apply_note`.
+    """
+    # One pass over the span's top-level fields: where the attributes, events and links end
+    # (the note's go after them), each attribute's place, and the span's start and end.
+    size = len(data)
+    at = 0
+    last = 0
+    ends = {_ATTRIBUTES_FIELD: -1, _EVENTS_FIELD: -1, _LINKS_FIELD: -1}
+    attributes: list[tuple[int, int, int, int]] = []
+    start_time = end_time = 0
+    fields = _SPAN_FIELDS
+    while at < size:
+        field_at = at
+        tag = data[at]
+        if tag >= 0x80:
+            tag, at = _read_varint(data, at)
+        else:
+            at += 1
+        number = tag >> 3
+        wire = tag & 7
+        if (
+            fields.get(number, -1) != wire
+            or number < last
+            or (number == last and number not in _REPEATED)
+        ):
+            return None
+        for bound in ends:
+            if ends[bound] < 0 and number > bound:
+                ends[bound] = field_at
+        last = number
+        if wire == _LEN:
+            length, at = _read_varint(data, at)
+            if number == _ATTRIBUTES_FIELD:
+                attributes.append((field_at, at, at + length, 0))
+            at += length
+        elif wire == _I64:
+            if number == _START_FIELD:
+                start_time = _UNFIXED64(data, at)[0]
+            elif number == _END_FIELD:
+                end_time = _UNFIXED64(data, at)[0]
+            at += 8
+        elif wire == _I32:
+            at += 4
+        else:
+            _, at = _read_varint(data, at)
+    if at != size:
+        return None
+    for bound in ends:
+        if ends[bound] < 0:
+            ends[bound] = size
+    out: list[bytes] = []
+    done = 0  # data[:done] is in out
+    if note.attributes:
+        pairs = _unique(note.attributes)
+        if not _plain_keys(pairs):
+            return None
+        if attributes:
+            # The same rule as apply_note's: a restated key with the same value is left alone,
+            # one with another value is rewritten where it stands (every copy of it).
+            wanted = dict(pairs)
+            restated: set[str] = set()
+            replace: dict[str, AttributeValue] = {}
+            found: list[tuple[int, int, str]] = []
+            for field_at, content_at, content_end, _ in attributes:
+                parts = _kv_parts(data, content_at, content_end)
+                if parts is None:
+                    return None
+                key, value_bytes = parts
+                found.append((field_at, content_end, key))
+                if key in wanted and key not in replace:
+                    restated.add(key)
+                    value = wanted[key]
+                    if value_bytes != _any_value_bytes(value):
+                        replace[key] = value
+            if replace:
+                if "" in replace:
+                    return None
+                for field_at, content_end, key in found:
+                    if key in replace:
+                        out.append(data[done:field_at])
+                        out.append(_encode_key_value(_SPAN_ATTRIBUTE, key, replace[key], False))
+                        done = content_end
+            if restated:
+                pairs = [(key, value) for key, value in pairs if key not in restated]
+        end_at = ends[_ATTRIBUTES_FIELD]
+        out.append(data[done:end_at])
+        out.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs))
+        done = end_at
+    if note.events:
+        start = _EVENT_TIME + _FIXED64(start_time) if start_time else b""
+        end = _EVENT_TIME + _FIXED64(end_time) if end_time else b""
+        end_at = ends[_EVENTS_FIELD]
+        out.append(data[done:end_at])
+        done = end_at
+        for event in note.events:
+            name = event.name
+            pairs = _unique(event.attributes)
+            if not name or not _plain_keys(pairs):
+                return None
+            name_field = _event_names.get(name)
+            if name_field is None:
+                name_field = _delimited(_EVENT_NAME, name.encode("utf-8"))
+                if len(_event_names) < _CACHE_ENTRIES:
+                    _event_names[name] = name_field
+            body = (
+                (start if event.anchor == "start" else end)
+                + name_field
+                + _attributes_bytes(_EVENT_ATTRIBUTE, pairs)
+            )
+            out.append(_SPAN_EVENT + _varint(len(body)) + body)
+    if note.links:
+        end_at = ends[_LINKS_FIELD]
+        out.append(data[done:end_at])
+        done = end_at
+        for link in note.links:
+            pairs = _unique(link.attributes)
+            if not link.trace_id or not link.span_id or not _plain_keys(pairs):
+                return None
+            body = (
+                _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))
+                + _delimited(_LINK_SPAN_ID, bytes.fromhex(link.span_id))
+                + _attributes_bytes(_LINK_ATTRIBUTE, pairs)
+                + _LINK_FLAG_BYTES
+            )
+            out.append(_delimited(_SPAN_LINK, body))
+    if not out:
+        return data
+    out.append(data[done:])
+    return b"".join(out)
