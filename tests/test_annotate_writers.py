@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from otel_footprint import semconv as sc
 from otel_footprint.annotate.form import NoteEvent, NoteLink, SpanNote
-from otel_footprint.annotate.otlp import apply_note, to_any_value, write_note
+from otel_footprint.annotate.otlp import apply_note, to_any_value
 from otel_footprint.annotate.sdk import annotated_copy
 from otel_footprint.runs.spans import key_values_to_pairs
 
@@ -256,105 +256,3 @@ def test_apply_note_never_confuses_events_whose_values_compare_equal() -> None:
     pb = PbSpan()
     apply_note(pb, SpanNote(events=(NoteEvent("e", (("list", ["a"]),)),)))  # type: ignore[arg-type]
     assert pb.events[0].attributes[0].value.array_value.values[0].string_value == "a"
-
-
-# -- the same note written into a span's wire bytes (the hop's path) ----------------------------
-
-_SPAN_KEYS = st.sampled_from(["existing", "keep", sc.RUN_ID, sc.PASS_ITERATION, "a", "ünï"])
-
-
-def _notes(keys: st.SearchStrategy[str], edges: bool) -> st.SearchStrategy[SpanNote]:
-    pairs = st.lists(st.tuples(keys, _VALUES), max_size=4).map(tuple)
-    return st.builds(
-        SpanNote,
-        attributes=pairs,
-        events=st.lists(
-            st.builds(
-                NoteEvent,
-                name=st.sampled_from([sc.EV_EVALUATION_RESULT, "é", "" if edges else "x"]),
-                attributes=pairs,
-                anchor=st.sampled_from(["start", "end"]),
-            ),
-            max_size=3,
-        ).map(tuple),
-        links=st.lists(
-            st.builds(
-                NoteLink,
-                st.sampled_from([LINKED_TRACE, "" if edges else LINKED_TRACE]),
-                st.just(LINKED_SPAN),
-                pairs,
-            ),
-            max_size=2,
-        ).map(tuple),
-    )
-
-
-# Mostly notes as the form writes them; one in four with what protobuf leaves out (an empty key,
-# event name or link id), which the bytes writer hands back to apply_note.
-_EDGE_NOTES = st.one_of(
-    _notes(_SPAN_KEYS, edges=False),
-    _notes(_SPAN_KEYS, edges=False),
-    _notes(_SPAN_KEYS, edges=False),
-    _notes(st.sampled_from(["a", ""]), edges=True),
-)
-
-
-@st.composite
-def _spans(draw: st.DrawFn) -> PbSpan:
-    span = PbSpan(
-        trace_id=draw(st.sampled_from([b"", bytes(range(16))])),
-        span_id=draw(st.sampled_from([b"", bytes(range(8))])),
-        parent_span_id=draw(st.sampled_from([b"", bytes(range(1, 9))])),
-        trace_state=draw(st.sampled_from(["", "k=v"])),
-        name=draw(st.text(max_size=20)),
-        kind=draw(st.integers(0, 5)),
-        start_time_unix_nano=draw(st.sampled_from([0, 1, 1_700_000_000_000_000_000])),
-        end_time_unix_nano=draw(st.sampled_from([0, 2, 1_700_000_000_000_000_500])),
-        dropped_attributes_count=draw(st.integers(0, 2)),
-        dropped_events_count=draw(st.integers(0, 2)),
-        dropped_links_count=draw(st.integers(0, 2)),
-        flags=draw(st.sampled_from([0, 0x100, 0x300])),
-    )
-    for key, value in draw(st.lists(st.tuples(_SPAN_KEYS | st.just(""), _VALUES), max_size=5)):
-        to_any_value(value, span.attributes.add(key=key).value)
-    for name in draw(st.lists(st.sampled_from(["footprint.agent.turn_start", "x"]), max_size=2)):
-        span.events.add(name=name, time_unix_nano=3).attributes.add(key="k").value.int_value = 1
-    if draw(st.booleans()):
-        span.links.add(trace_id=bytes(16), span_id=bytes(8))
-    if draw(st.booleans()):
-        span.status.code = 2
-        span.status.message = "boom"
-    return span
-
-
-@settings(max_examples=600, deadline=None)
-@given(_spans(), st.lists(_EDGE_NOTES, min_size=1, max_size=2), st.sampled_from([0, 0, 0, 1]))
-def test_a_note_written_into_the_bytes_is_what_apply_note_and_serializing_give(
-    span: PbSpan, notes: list[SpanNote], unknown: int
-) -> None:
-    data = span.SerializeToString() + (b"\xf8\x07\x01" if unknown else b"")
-    reference = PbSpan.FromString(data)
-    written: bytes | None = data
-    for note in notes:
-        apply_note(reference, note)
-        written = write_note(written, note) if written is not None else None
-    if unknown:
-        assert written is None  # a field it does not know: left to apply_note
-    elif written is not None:
-        assert written == reference.SerializeToString()
-    else:  # only what protobuf would leave out sends a note back to apply_note
-        assert any(
-            "" in {k for k, _ in note.attributes}
-            or any(not e.name or "" in {k for k, _ in e.attributes} for e in note.events)
-            or any(not n.trace_id or "" in {k for k, _ in n.attributes} for n in note.links)
-            for note in notes
-        )
-
-
-def test_a_note_written_into_the_bytes_of_a_real_span() -> None:
-    # An SDK-exported span (status, events, the existing key replaced where it stands).
-    pb = _pb(_sdk_span())
-    data = pb.SerializeToString()
-    apply_note(pb, NOTE)
-    assert write_note(data, NOTE) == pb.SerializeToString()
-    assert write_note(data, SpanNote()) == data

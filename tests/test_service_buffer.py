@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -15,7 +13,6 @@ from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.service.buffer import (
     HELD_SPAN_OVERHEAD,
     BufferLimits,
-    HeldSpan,
     Release,
     RunBuffer,
     SpanInfo,
@@ -320,54 +317,3 @@ def test_memory_per_held_span_stays_small() -> None:
     wire = sum(map(len, payloads)) / buf.core.spans_held
     assert buf.core.spans_held == 2000
     assert per_span < wire + 300, (per_span, wire)
-
-
-# -- a held span written out from its held bytes ----------------------------------------------
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    trace_id=st.binary(max_size=20),
-    span_id=st.binary(max_size=20),
-    parent_id=st.binary(max_size=20),
-    trace_state=st.text(max_size=200),
-    name=st.text(max_size=300),
-    flags=st.integers(min_value=0, max_value=2**32 - 1),
-    attributes=st.lists(st.tuples(st.text(max_size=10), st.text(max_size=40)), max_size=5),
-    unknown=st.booleans(),
-)
-def test_a_held_span_is_written_as_its_parse_would_serialize(
-    trace_id: bytes,
-    span_id: bytes,
-    parent_id: bytes,
-    trace_state: str,
-    name: str,
-    flags: int,
-    attributes: list[tuple[str, str]],
-    unknown: bool,
-) -> None:
-    # A span no one parsed goes out from its held bytes, ids put back (HeldSpan.wire): the bytes
-    # a parse and a serialization give, whatever fields it has (an unknown field 127 too).
-    wire = Span(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent_id,
-        trace_state=trace_state,
-        name=name,
-        flags=flags,
-        start_time_unix_nano=5,
-    ).SerializeToString()
-    span = Span.FromString(wire + (b"\xf8\x07\x01" if unknown else b""))
-    for key, value in attributes:
-        span.attributes.add(key=key).value.string_value = value
-    expected = span.SerializeToString()
-    held = HeldSpan(
-        SpanInfo(ORIGIN, span, SpanRole.OTHER, False, trace_id, span_id, parent_id),
-        1,
-        ORIGIN,
-        trace_id,
-        parent_id,
-    )
-    assert held.wire() == expected
-    assert held.span.SerializeToString() == expected  # parsed: what a note is written into
-    assert held.wire() == expected

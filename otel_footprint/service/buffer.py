@@ -170,57 +170,6 @@ class HeldSpan:
             _set_ids(data, self.trace_id, self.span_id, self.parent_id)
         return data
 
-    def wire(self) -> bytes:
-        """The span's wire bytes, ids in place. A span never parsed (no view, no note: the plain
-        spans of a run) is written from its held bytes (:func:`with_ids`), not parsed to be
-        serialized again; a parsed one (maybe annotated) is serialized."""
-        data = self._data
-        if isinstance(data, bytes):
-            return with_ids(data, self.trace_id, self.span_id, self.parent_id)
-        return data.SerializeToString()
-
-
-def with_ids(data: bytes, trace_id: bytes, span_id: bytes, parent_id: bytes) -> bytes:
-    """``data`` (a serialized span without its ids) with its ids written back where
-    ``SerializeToString`` writes them (fields in number order): trace_id (1) and span_id (2)
-    first, then trace_state (3) if there is one, then parent_span_id (4), then the rest; an empty
-    id is not written (proto3). Tests compare both ways."""
-    head: list[bytes] = []
-    if trace_id:
-        head += (b"\x0a", _varint(len(trace_id)), trace_id)
-    if span_id:
-        head += (b"\x12", _varint(len(span_id)), span_id)
-    rest = data
-    if data[:1] == b"\x1a":  # trace_state (field 3, length-delimited) stays before the parent id
-        size, at = _read_varint(data, 1)
-        head.append(data[: at + size])
-        rest = data[at + size :]
-    if parent_id:
-        head += (b"\x22", _varint(len(parent_id)), parent_id)
-    head.append(rest)
-    return b"".join(head)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    """The varint at ``data[at:]`` and the offset after it."""
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
 
 def _set_ids(span: Span, trace_id: bytes, span_id: bytes, parent_id: bytes) -> None:
     span.trace_id, span.span_id, span.parent_span_id = trace_id, span_id, parent_id
@@ -372,8 +321,6 @@ class RunBuffer:
                 origin.scope_schema_url,
                 origin.key,
                 origin.resource_key,
-                origin.resource_bytes,
-                origin.scope_bytes,
             )
             self._origins[origin.key] = mine
         return mine

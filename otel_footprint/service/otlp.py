@@ -265,21 +265,12 @@ class Origin:
     a separator would let two different origins share a key)."""
     resource_key: bytes
     """The part of ``key`` naming the resource and its schema URL (what spans regroup under)."""
-    resource_bytes: bytes
-    """The resource's wire bytes, and the scope's: written around every batch of its spans, kept
-    once here instead of serialized per batch (neither message has a map field, so these are the
-    bytes ``SerializeToString`` writes too; tests compare both ways)."""
-    scope_bytes: bytes
 
     @staticmethod
     def of(resource: Resource, r_schema: str, scope: InstrumentationScope, s_schema: str) -> Origin:
-        resource_bytes = resource.SerializeToString(deterministic=True)
-        scope_bytes = scope.SerializeToString(deterministic=True)
-        resource_key = _framed(resource_bytes, r_schema.encode())
-        key = resource_key + _framed(scope_bytes, s_schema.encode())
-        return Origin(
-            resource, r_schema, scope, s_schema, key, resource_key, resource_bytes, scope_bytes
-        )
+        resource_key = _framed(resource.SerializeToString(deterministic=True), r_schema.encode())
+        key = resource_key + _framed(scope.SerializeToString(deterministic=True), s_schema.encode())
+        return Origin(resource, r_schema, scope, s_schema, key, resource_key)
 
 
 def _framed(*parts: bytes) -> bytes:
@@ -356,19 +347,8 @@ def _field(tag: int, payload: bytes, chunks: list[bytes]) -> int:
 def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> bytes:
     """The wire bytes of ``build_request(groups).SerializeToString()``, without copying a span:
     each span is serialized where it stands and the enclosing messages are written around it
-    (fields in number order, as protobuf writes them; tests compare both ways)."""
-    return serialize_spans(
-        {
-            key: (origin, [span.SerializeToString() for span in spans])
-            for key, (origin, spans) in groups.items()
-        }
-    )
-
-
-def serialize_spans(groups: Mapping[bytes, tuple[Origin, list[bytes]]]) -> bytes:
-    """:func:`serialize_request` of spans given as their wire bytes (each a serialized ``Span``).
-    Each enclosing message's length is summed from its parts, so the bytes are joined once, at
-    the end."""
+    (fields in number order, as protobuf writes them; tests compare both ways). Each enclosing
+    message's length is summed from its parts, so the bytes are joined once, at the end."""
     resources: dict[bytes, tuple[Origin, list[tuple[list[bytes], int]]]] = {}
     for origin, spans in groups.values():
         if not spans:
@@ -378,16 +358,16 @@ def serialize_spans(groups: Mapping[bytes, tuple[Origin, list[bytes]]]) -> bytes
         if entry is None:
             entry = resources[r_key] = (origin, [])
         chunks: list[bytes] = []
-        size = _field(_FIELD_1, origin.scope_bytes, chunks)
+        size = _field(_FIELD_1, origin.scope.SerializeToString(), chunks)
         for span in spans:
-            size += _field(_FIELD_2, span, chunks)
+            size += _field(_FIELD_2, span.SerializeToString(), chunks)
         if origin.scope_schema_url:
             size += _field(_FIELD_3, origin.scope_schema_url.encode(), chunks)
         entry[1].append((chunks, size))
     out: list[bytes] = []
     for origin, scopes in resources.values():
         body: list[bytes] = []
-        size = _field(_FIELD_1, origin.resource_bytes, body)
+        size = _field(_FIELD_1, origin.resource.SerializeToString(), body)
         for chunks, scope_size in scopes:
             head = _head(_FIELD_2, scope_size)
             body.append(head)

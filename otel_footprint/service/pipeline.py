@@ -29,7 +29,6 @@ from otel_footprint.service import jsonlog
 from otel_footprint.service.annotation import AnnotationStage, Decision
 from otel_footprint.service.buffer import (
     BufferLimits,
-    HeldSpan,
     LateSpan,
     PackedNotes,
     Release,
@@ -57,7 +56,6 @@ from otel_footprint.service.otlp import (
     has_footprint_events,
     iter_spans,
     serialize_request,
-    serialize_spans,
     span_role,
 )
 from otel_footprint.service.phoenix import PhoenixAnnotations
@@ -135,19 +133,6 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
 def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
     # Written around each span's own bytes: copying every span into a request first cost ~3%.
     return serialize_request(group_spans(list(items)))
-
-
-def _serialize_held(held: Sequence[HeldSpan]) -> bytes:
-    # Spans no one parsed (no view, no note) go out as they were held (HeldSpan.wire).
-    groups: dict[bytes, tuple[Origin, list[bytes]]] = {}
-    for h in held:
-        origin = h.origin
-        entry = groups.get(origin.key)
-        if entry is None:
-            groups[origin.key] = (origin, [h.wire()])
-        else:
-            entry[1].append(h.wire())
-    return serialize_spans(groups)
 
 
 RSS_LOW_WATER = 0.1
@@ -563,19 +548,19 @@ class Pipeline:
                     self.verdicts.publish(d)
                 except Exception:  # the query service's copy must not hold the spans back
                     _log.exception("cannot record a decided run for the query service")
-        held = list(release.spans())
-        if not held:
+        spans = [h.info.span for h in release.spans()]
+        if not spans:
             return _Decided(release, decisions, None, 0, [])
         self.metrics.decision_latency.record(elapsed)
         annotations: list[Annotation] = []
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
-        payload = _serialize_held(held)
+        payload = _serialize([(h.info.origin, h.info.span) for h in release.spans()])
         notes: dict[bytes, object] = {}
         for d in decisions:
             notes.update(d.notes)
         pack = PackedNotes(notes) if notes else None
-        return _Decided(release, decisions, payload, len(held), annotations, notes, pack)
+        return _Decided(release, decisions, payload, len(spans), annotations, notes, pack)
 
     def _commit(self, batch: list[_Decided]) -> None:
         queued = [d for d in batch if d.payload is not None]
