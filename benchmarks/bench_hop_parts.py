@@ -199,18 +199,19 @@ def _run(spans: int, offset: int, parts: bool) -> float:
     return used
 
 
-def measure(spans: int, repeat: int) -> dict[str, Any]:
-    """The thread CPU per span of the whole path, and of each stage and part (best of ``repeat``)."""
+def measure(spans: int, repeat: int, stages: bool = True) -> dict[str, Any]:
+    """The thread CPU per span of the whole path, and (``stages``) of each stage and part (best
+    of ``repeat``)."""
     plain = min(_run(spans, 1_000_000 * (i + 1), parts=False) for i in range(repeat))
     best: dict[str, float] = {}
-    with _stages_wrapped():
-        for i in range(repeat):
+    with _stages_wrapped() if stages else contextlib.nullcontext():
+        for i in range(repeat if stages else 0):
             _run(spans, 50_000_000 * (i + 1), parts=True)
             for name, seconds in cpu.items():
                 best[name] = min(best.get(name, seconds), seconds)
     us = {name: 1e6 * seconds / spans for name, seconds in best.items()}
-    stages: dict[str, dict[str, float]] = {}
-    for stage in ("receive", "release", "forward (drain)"):
+    by_stage: dict[str, dict[str, float]] = {}
+    for stage in ("receive", "release", "forward (drain)") if stages else ():
         parts = {
             name.removeprefix(f"{stage}: "): round(value, 2)
             for name, value in us.items()
@@ -220,12 +221,12 @@ def measure(spans: int, repeat: int) -> dict[str, Any]:
         parts["other (the stage's own work, steps, freeing)"] = round(
             us.get(stage, 0.0) - sum(parts.values()), 2
         )
-        stages[stage] = {"total": round(us.get(stage, 0.0), 2), **parts}
+        by_stage[stage] = {"total": round(us.get(stage, 0.0), 2), **parts}
     return {
         "spans": spans,
         "us_per_span": round(1e6 * plain / spans, 2),
         "spans_per_cpu_second": round(spans / plain, 1),
-        "stages_us_per_span": stages,
+        "stages_us_per_span": by_stage,
     }
 
 
@@ -234,12 +235,15 @@ def main() -> int:
     parser.add_argument("--spans", type=int, default=30_000)
     parser.add_argument("--repeat", type=int, default=3, help="passes of each kind; best is kept")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--no-stages", action="store_true", help="only the whole path (no wrapped pass)"
+    )
     args = parser.parse_args()
     spans = (
         args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
     )
     gc.set_threshold(*GC_THRESHOLDS)
-    result = measure(spans, args.repeat)
+    result = measure(spans, args.repeat, stages=not args.no_stages)
     stages = result["stages_us_per_span"]
     if args.json:
         print(json.dumps(result, indent=2))
