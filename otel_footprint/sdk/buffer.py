@@ -66,11 +66,9 @@ def is_run_span(span: ReadableSpan) -> bool:
     two together): the processor's ``on_start`` asks this of every span, and most are not runs.
     """
     attributes = span.attributes
-    return (
-        bool(attributes)
-        and attributes.get(semconv.RUN_ID) is not None
-        and span_role(span) is SpanRole.RUN
-    )
+    if not attributes or attributes.get(semconv.RUN_ID) is None:
+        return False
+    return span_role(span) is SpanRole.RUN
 
 
 def carries_footprint_events(span: ReadableSpan) -> bool:
