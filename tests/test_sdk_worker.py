@@ -263,7 +263,7 @@ def test_after_fork_the_child_starts_its_own_decision_process() -> None:
 
 
 _UNGUARDED_APP = """
-import os, sys
+import os
 print("app module ran in", os.getpid(), flush=True)
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
