@@ -135,11 +135,19 @@ def test_decide_many_answers_each_request_as_the_decider_does() -> None:
 
 
 def _run_one(processor: FootprintSpanProcessor, exporter: InMemorySpanExporter) -> dict[str, Any]:
+    """One routed run through ``processor``: every span it ended is exported (none lost, whatever
+    the child did); the run span's attributes."""
     provider = TracerProvider()
+    ended = Recorder()
+    provider.add_span_processor(ended)
     provider.add_span_processor(processor)
     run_script(provider.get_tracer("test"), SCENARIOS["routed-delivered"].script)
     assert processor.force_flush(60_000)
-    (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    exported = exporter.get_finished_spans()
+    assert sorted(s.context.span_id for s in exported) == sorted(
+        span.context.span_id for kind, span in ended.calls if kind == "end"
+    )
+    (run,) = [s for s in exported if s.name.startswith("invoke_agent")]
     exporter.clear()
     return dict(run.attributes or {})
 
