@@ -9,22 +9,37 @@ workload it reports, side by side:
   for the processor includes grouping, deciding and annotating every run on its worker thread;
 * app CPU: the application process's CPU time (all its threads) over the end-to-end span, and
   for ``decide_in="process"`` the decision process's CPU besides (read from ``/proc``, in clock
-  ticks): what the work costs, where wall time on a shared machine also measures the neighbours.
+  ticks): what the work costs, where wall time on a shared machine also measures the neighbours;
+* GC: the wall time the application process spent in CPython's cycle collector over the same
+  span (``gc.callbacks``), part of the app's CPU: the workload is made in one burst, the held runs
+  waiting for their decision pile up, and the collector's full passes walk all of them.
 
 Each pipeline is warmed with one run (and the decision process started) before the clock starts.
 
 Workloads: plain spans of no agent run; agent runs without footprint events; agent runs recorded
 with footprint events (the recorder's scripted routed run). ``--variants`` adds processor
 settings to compare on the runs with footprint events: ``process`` (``decide_in="process"``) and
-``no-lines`` (``AnnotateOptions(include_lines=False)``). Usage:
+``no-lines`` (``AnnotateOptions(include_lines=False)``).
+
+``--stages`` measures instead what each stage of the processor costs per span, outside the
+application's own span making: routed runs are recorded once, then their ``on_start`` /
+``on_end`` calls are replayed into each pipeline in rounds of 25 runs, each round flushed (so no
+backlog piles up), and the process's CPU per span is read (best of ``--repeat``). The pipelines:
+the batch processor alone; the footprint processor whose decider returns no notes (the hooks, the
+holding, the worker); one whose decider hands back notes decided beforehand (plus the annotated
+copies: everything but the decision); the processor itself (plus the decision); and
+``decide_in="process"`` (the application's side, and the child's CPU). The ``hooks`` column is the
+calling thread's CPU in ``on_start`` / ``on_end`` alone (best of ``--repeat``). Usage:
 
     .venv/bin/python benchmarks/bench_processor.py [--scale 1.0] [--repeat 5] [--variants process no-lines]
+    .venv/bin/python benchmarks/bench_processor.py --stages [--scale 1.0] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import math
 import os
 import threading
 import time
@@ -33,17 +48,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Tracer
 
 import otel_footprint
 from otel_footprint import semconv as sc
-from otel_footprint.annotate.form import AnnotateOptions
+from otel_footprint.annotate.form import AnnotateOptions, SpanNote
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
+from otel_footprint.runs.model import Reason
+from otel_footprint.sdk.decide import make_decider
 from otel_footprint.sdk.processor import FootprintSpanProcessor
 
 QUEUE = 2_000_000
+Notes = dict[str, SpanNote]
 ATTRS = {f"app.attribute_{i}": f"value-{i}" for i in range(10)}
 
 
@@ -104,9 +123,39 @@ class Result:
     """The application process's CPU over the end-to-end span."""
     child_cpu_s: float
     """Its child processes' CPU over the same span (the decision process)."""
+    gc_s: float
+    """Time in the cycle collector over the same span (part of ``cpu_s``)."""
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class CollectorClock:
+    """Wall time spent in CPython's cycle collector while ``on`` (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if not self.on:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+
+    def start(self) -> None:
+        self.seconds, self.on = 0.0, True
+
+    def stop(self) -> float:
+        self.on = False
+        return self.seconds
+
+
+COLLECTOR = CollectorClock()
 
 
 def children_cpu() -> float:
@@ -146,11 +195,13 @@ def measure(
     exporter.count = 0
     gc.collect()
     cpu, child = time.process_time(), children_cpu()
+    COLLECTOR.start()
     start = time.perf_counter()
     spans = work(tracer)
     caller = time.perf_counter() - start
     processor.force_flush(120_000)
     total = time.perf_counter() - start
+    collector = COLLECTOR.stop()
     cpu, child = time.process_time() - cpu, children_cpu() - child
     note = ""
     if isinstance(processor, FootprintSpanProcessor):
@@ -161,7 +212,7 @@ def measure(
             f"errors {stats.decision_errors}"
         )
     provider.shutdown()
-    return Result(spans, caller, total, exporter.count, note, cpu, child)
+    return Result(spans, caller, total, exporter.count, note, cpu, child, collector)
 
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -186,9 +237,17 @@ def main() -> None:
         default=[],
         help="processor settings also run on the runs with footprint events",
     )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="what each stage costs per span (recorded runs replayed; see the module's doc)",
+    )
     args = parser.parse_args()
     print(f"otel_footprint.compiled: {otel_footprint.compiled}")
     scale = args.scale
+    if args.stages:
+        stages(int(1_000 * scale), args.repeat)
+        return
 
     def bsp(exporter: CountingExporter) -> SpanProcessor:
         return BatchSpanProcessor(exporter, max_queue_size=QUEUE, schedule_delay_millis=50)
@@ -211,7 +270,7 @@ def main() -> None:
     header = (
         f"{'workload':28} {'pipeline':22} {'spans':>7} {'caller µs/span':>15} "
         f"{'caller spans/s':>15} {'e2e µs/span':>12} {'e2e spans/s':>12} "
-        f"{'app CPU µs/span':>16} {'child CPU µs/span':>18}"
+        f"{'app CPU µs/span':>16} {'child CPU µs/span':>18} {'GC µs/span':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -241,7 +300,7 @@ def main() -> None:
                 f"{name:28} {label:22} {r.spans:>7} {r.caller_s / r.spans * 1e6:>15.2f} "
                 f"{r.spans / r.caller_s:>15,.0f} {r.total_s / r.spans * 1e6:>12.2f} "
                 f"{r.spans / r.total_s:>12,.0f} {r.cpu_s / r.spans * 1e6:>16.2f} "
-                f"{r.child_cpu_s / r.spans * 1e6:>18.2f}"
+                f"{r.child_cpu_s / r.spans * 1e6:>18.2f} {r.gc_s / r.spans * 1e6:>11.2f}"
             )
             if r.note:
                 print(f"{'':28} {'':22} {r.note}")
@@ -289,6 +348,152 @@ def hook_cost(
     print(
         f"hooks only, plain span: BatchSpanProcessor {base:.2f} µs, FootprintSpanProcessor "
         f"{ours:.2f} µs (+{ours - base:.2f} µs/span, x{ours / base:.2f})"
+    )
+
+
+ROUND = 25
+"""Runs per flushed round in ``--stages``."""
+
+Call = tuple[bool, ReadableSpan]
+"""A recorded hook: (started, span): ``on_start`` of the live span, or ``on_end`` of the ended one."""
+
+
+class Recorder(SpanProcessor):
+    """Every ``on_start`` and ``on_end`` in order (what ``--stages`` replays)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.calls.append((True, span))
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.calls.append((False, span))
+
+
+def recorded_rounds(runs: int) -> list[list[Call]]:
+    """``runs`` routed runs recorded, cut into rounds of :data:`ROUND` runs."""
+    recorder = Recorder()
+    provider = TracerProvider()
+    provider.add_span_processor(recorder)
+    runs_with_events(provider.get_tracer("bench"), runs)
+    rounds: list[list[Call]] = [[]]
+    roots = 0
+    for started, span in recorder.calls:
+        if started and span.parent is None:  # a run begins
+            if roots == ROUND:
+                rounds.append([])
+                roots = 0
+            roots += 1
+        rounds[-1].append((started, span))
+    return rounds
+
+
+def replay(processor: SpanProcessor, calls: Sequence[Call]) -> None:
+    for started, span in calls:
+        if started:
+            processor.on_start(span)  # type: ignore[arg-type]
+        else:
+            processor.on_end(span)
+
+
+def stages(runs: int, repeat: int) -> None:
+    """Each pipeline's CPU per span on the same recorded runs (see the module's doc)."""
+    rounds = recorded_rounds(runs)
+    warm = recorded_rounds(1)[0]
+    decider = make_decider()
+    decided: dict[int, dict[str, SpanNote]] = {}
+    for calls in [warm, *rounds]:
+        traces: dict[int, list[ReadableSpan]] = {}
+        for started, span in calls:
+            if not started and span.context is not None:
+                traces.setdefault(span.context.trace_id, []).append(span)
+        for trace_id, members in traces.items():
+            decided[trace_id] = decider(members, None)
+
+    def ready(spans: Sequence[ReadableSpan], incomplete: Reason | None, /, **_: Any) -> Notes:
+        context = spans[0].context
+        return dict(decided[context.trace_id]) if context is not None else {}
+
+    def nothing(spans: Sequence[ReadableSpan], incomplete: Reason | None, /, **_: Any) -> Notes:
+        return {}
+
+    def footprint(exporter: CountingExporter, **options: Any) -> SpanProcessor:
+        return FootprintSpanProcessor(
+            exporter,
+            grace_seconds=0.05,
+            max_runs=100_000,
+            bsp_max_queue_size=QUEUE,
+            bsp_schedule_delay_millis=50,
+            **options,
+        )
+
+    pipelines: list[tuple[str, Callable[[CountingExporter], SpanProcessor]]] = [
+        (
+            "BatchSpanProcessor",
+            lambda e: BatchSpanProcessor(e, max_queue_size=QUEUE, schedule_delay_millis=50),
+        ),
+        ("Footprint, no notes", lambda e: footprint(e, decider=nothing)),
+        ("Footprint, notes given", lambda e: footprint(e, decider=ready)),
+        ("FootprintSpanProcessor", footprint),
+        ("Footprint process", lambda e: footprint(e, decide_in="process")),
+    ]
+    spans = sum(1 for calls in rounds for started, _ in calls if not started)
+    best: dict[str, tuple[float, float, float, float]] = {}
+    hooks_best: dict[str, float] = {}
+    for _ in range(repeat):
+        for label, make in pipelines:
+            exporter = CountingExporter()
+            processor = make(exporter)
+            replay(processor, warm)
+            processor.force_flush(60_000)
+            exporter.count = 0
+            gc.collect()
+            cpu, child = time.process_time(), children_cpu()
+            COLLECTOR.start()
+            hooks = 0.0  # the calling thread's CPU in on_start / on_end
+            for calls in rounds:
+                begun = time.thread_time()
+                replay(processor, calls)
+                hooks += time.thread_time() - begun
+                processor.force_flush(120_000)
+            collector = COLLECTOR.stop()
+            cpu, child = time.process_time() - cpu, children_cpu() - child
+            processor.shutdown()
+            if exporter.count != spans:
+                raise SystemExit(f"{label}: exported {exporter.count} of {spans} spans")
+            cell = (
+                cpu / spans * 1e6,
+                collector / spans * 1e6,
+                child / spans * 1e6,
+                hooks / spans * 1e6,
+            )
+            if label not in best or cell[0] < best[label][0]:
+                best[label] = cell
+            # The hooks' own best: the run of least CPU need not be the one of the fastest hooks.
+            hooks_best[label] = min(hooks_best.get(label, math.inf), cell[3])
+    print(
+        f"stages: {spans} spans of routed runs replayed in rounds of {ROUND} runs, "
+        f"best of {repeat} (process CPU per span)"
+    )
+    print(
+        f"{'pipeline':24} {'app CPU µs/span':>16} {'GC µs/span':>11} {'child CPU µs/span':>18} "
+        f"{'hooks µs/span':>14}"
+    )
+    for label, _ in pipelines:
+        cpu_us, gc_us, child_us, _ = best[label]
+        print(
+            f"{label:24} {cpu_us:>16.2f} {gc_us:>11.2f} {child_us:>18.2f} "
+            f"{hooks_best[label]:>14.2f}"
+        )
+    base = best["BatchSpanProcessor"][0]
+    none, given = best["Footprint, no notes"][0], best["Footprint, notes given"][0]
+    thread, process = best["FootprintSpanProcessor"][0], best["Footprint process"][0]
+    print(
+        f"hooks, holding and worker +{none - base:.1f}; annotated copies +{given - none:.1f}; "
+        f"the decision (thread) +{thread - given:.1f}; the process path's application side "
+        f"over notes given +{process - given:.1f} (child {best['Footprint process'][2]:.1f}) "
+        "µs/span"
     )
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from _shared import wait_until
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -20,7 +22,9 @@ from otel_footprint.annotate.form import SpanNote
 from otel_footprint.codec import encode_payload
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.runs.model import Reason
+from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole
 from otel_footprint.sdk import FootprintSpanProcessor, setup
+from otel_footprint.sdk.buffer import is_run_span, span_role
 
 RUN_ATTRS = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.RUN_ID: "r"}
 
@@ -307,6 +311,38 @@ def test_role_prefilter_covers_every_attribute_role_of_reads() -> None:
 
     role_of(nothing)
     assert asked and set(asked) <= ROLE_KEYS
+
+
+_ROLE_VALUES = st.one_of(
+    st.sampled_from(
+        [
+            sc.OP_INVOKE_AGENT,
+            sc.OP_CHAT,
+            sc.OP_EXECUTE_TOOL,
+            "AGENT",
+            "agent",
+            "LLM",
+            "TOOL",
+            "chat",
+            "r1",
+            "",
+        ]
+    ),
+    st.integers(-2, 2),
+    st.lists(st.text(max_size=3), max_size=2),
+)
+
+
+_TRACER = TracerProvider().get_tracer("roles")
+
+
+@settings(deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(ROLE_KEYS)), _ROLE_VALUES))
+def test_the_run_span_shortcut_agrees_with_the_role(attributes: dict[str, Any]) -> None:
+    """``on_start``'s one-lookup test gives ``span_role``'s answer on every mix of role keys."""
+    span = _TRACER.start_span("s", attributes=attributes)
+    assert is_run_span(span) == (span_role(span) is SpanRole.RUN)
+    span.end()
 
 
 def test_memory_stays_bounded_under_a_stream_of_runs(pipeline: Any) -> None:

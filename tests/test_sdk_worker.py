@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,11 +135,19 @@ def test_decide_many_answers_each_request_as_the_decider_does() -> None:
 
 
 def _run_one(processor: FootprintSpanProcessor, exporter: InMemorySpanExporter) -> dict[str, Any]:
+    """One routed run through ``processor``: every span it ended is exported (none lost, whatever
+    the child did); the run span's attributes."""
     provider = TracerProvider()
+    ended = Recorder()
+    provider.add_span_processor(ended)
     provider.add_span_processor(processor)
     run_script(provider.get_tracer("test"), SCENARIOS["routed-delivered"].script)
     assert processor.force_flush(60_000)
-    (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    exported = exporter.get_finished_spans()
+    assert sorted(s.context.span_id for s in exported) == sorted(
+        span.context.span_id for kind, span in ended.calls if kind == "end"
+    )
+    (run,) = [s for s in exported if s.name.startswith("invoke_agent")]
     exporter.clear()
     return dict(run.attributes or {})
 
@@ -258,3 +268,38 @@ def test_after_fork_the_child_starts_its_own_decision_process() -> None:
         assert _process(processor).pid == parents
     finally:
         processor.shutdown()
+
+
+_UNGUARDED_APP = """
+import os
+print("app module ran in", os.getpid(), flush=True)
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_footprint import semconv as sc
+from otel_footprint.commands.scenarios import SCENARIOS, run_script
+from otel_footprint.sdk import FootprintSpanProcessor
+exporter = InMemorySpanExporter()
+processor = FootprintSpanProcessor(exporter, grace_seconds=0.05, decide_in="process")
+provider = TracerProvider()
+provider.add_span_processor(processor)
+run_script(provider.get_tracer("app"), SCENARIOS["routed-delivered"].script)
+assert processor.force_flush(60_000)
+(run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+print("complete", (run.attributes or {}).get(sc.RUN_COMPLETE), flush=True)
+processor.shutdown()
+"""
+
+
+def test_the_decision_process_never_runs_the_applications_main_module(tmp_path: Path) -> None:
+    """The child is a fresh interpreter that imports only otel_footprint: an application script
+    without an ``if __name__ == "__main__"`` guard is not run a second time in it (a
+    ``multiprocessing`` spawn or forkserver child would run it as ``__mp_main__``)."""
+    script = tmp_path / "app.py"
+    script.write_text(_UNGUARDED_APP)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert sum(line.startswith("app module ran") for line in lines) == 1, lines
+    assert "complete True" in lines

@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 
+from otel_footprint import semconv
 from otel_footprint.annotate.form import SpanNote, merge_notes, unannotated_notes
 from otel_footprint.annotate.sdk import annotated_copy
 from otel_footprint.runs import holding
@@ -56,6 +57,18 @@ def span_role(span: ReadableSpan) -> SpanRole:
     if not attributes or ROLE_KEYS.isdisjoint(attributes):
         return SpanRole.OTHER
     return role_of(attributes.get)
+
+
+def is_run_span(span: ReadableSpan) -> bool:
+    """``span_role(span) is SpanRole.RUN``, settled by one lookup for a span that names no run.
+
+    A run span always names its run (``footprint.run.id``, ``role_of``'s rule; a test holds the
+    two together): the processor's ``on_start`` asks this of every span, and most are not runs.
+    """
+    attributes = span.attributes
+    if not attributes or attributes.get(semconv.RUN_ID) is None:
+        return False
+    return span_role(span) is SpanRole.RUN
 
 
 def carries_footprint_events(span: ReadableSpan) -> bool:

@@ -31,7 +31,13 @@ from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import SpanEventView
-from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
+from otel_footprint.sdk.buffer import (
+    BufferStats,
+    RunBuffer,
+    carries_footprint_events,
+    is_run_span,
+    span_role,
+)
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
 from otel_footprint.sdk.worker import ProcessDecider
@@ -185,7 +191,7 @@ class FootprintSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         # The per-trace run registry: a run span that started keeps its trace's spans held even if
         # they carry no footprint event themselves (tool spans are evidence).
-        if span_role(span) is SpanRole.RUN:
+        if is_run_span(span):
             context = span.get_span_context()
             self._buffer.run_started(context.trace_id, span)
 
