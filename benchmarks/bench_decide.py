@@ -234,7 +234,7 @@ def main() -> None:
     if args.only:
         workloads = [w for w in workloads if w.name in args.only]
     rows = [measure(w, args.batch, args.repeat) for w in workloads]
-    print(f"otel_footprint.compiled: {otel_footprint.compiled}")
+    print(f"otel_footprint.compiled: {getattr(otel_footprint, 'compiled', False)}")
     print_table(rows)
 
 

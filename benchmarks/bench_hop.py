@@ -656,7 +656,8 @@ def main() -> int:
             annotated["spans_per_second"] / baseline["spans_per_second"], 3
         ),
         "memory": memory,
-        "compiled": otel_footprint.compiled,  # the build the hop subprocess imports (REPO)
+        # the build the hop subprocess imports (REPO); trees before the compiled core have no flag
+        "compiled": getattr(otel_footprint, "compiled", False),
     }
     if args.repeat > 1:
         result["runs_spans_per_second"] = {

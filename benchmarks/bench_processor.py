@@ -243,7 +243,7 @@ def main() -> None:
         help="what each stage costs per span (recorded runs replayed; see the module's doc)",
     )
     args = parser.parse_args()
-    print(f"otel_footprint.compiled: {otel_footprint.compiled}")
+    print(f"otel_footprint.compiled: {getattr(otel_footprint, 'compiled', False)}")
     scale = args.scale
     if args.stages:
         stages(int(1_000 * scale), args.repeat)
