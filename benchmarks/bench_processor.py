@@ -222,6 +222,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
 """Processor settings ``--variants`` compares with the default one."""
 
 
+def bsp(exporter: CountingExporter) -> SpanProcessor:
+    """The plain batch processor every figure is measured against."""
+    return BatchSpanProcessor(exporter, max_queue_size=QUEUE, schedule_delay_millis=50)
+
+
+def footprint(exporter: CountingExporter, **options: Any) -> SpanProcessor:
+    """Ours with the same batch settings (a short grace: runs end as soon as the workload's do)."""
+    return FootprintSpanProcessor(
+        exporter,
+        grace_seconds=0.05,
+        max_runs=100_000,
+        bsp_max_queue_size=QUEUE,
+        bsp_schedule_delay_millis=50,
+        **options,
+    )
+
+
 def best(results: list[Result]) -> Result:
     return min(results, key=lambda r: r.total_s)
 
@@ -248,19 +265,6 @@ def main() -> None:
     if args.stages:
         stages(int(1_000 * scale), args.repeat)
         return
-
-    def bsp(exporter: CountingExporter) -> SpanProcessor:
-        return BatchSpanProcessor(exporter, max_queue_size=QUEUE, schedule_delay_millis=50)
-
-    def footprint(exporter: CountingExporter, **options: Any) -> SpanProcessor:
-        return FootprintSpanProcessor(
-            exporter,
-            grace_seconds=0.05,
-            max_runs=100_000,
-            bsp_max_queue_size=QUEUE,
-            bsp_schedule_delay_millis=50,
-            **options,
-        )
 
     workloads: list[tuple[str, Callable[[Tracer], int]]] = [
         ("plain spans (no run)", lambda t: plain_spans(t, int(30_000 * scale))),
@@ -418,20 +422,10 @@ def stages(runs: int, repeat: int) -> None:
     def nothing(spans: Sequence[ReadableSpan], incomplete: Reason | None, /, **_: Any) -> Notes:
         return {}
 
-    def footprint(exporter: CountingExporter, **options: Any) -> SpanProcessor:
-        return FootprintSpanProcessor(
-            exporter,
-            grace_seconds=0.05,
-            max_runs=100_000,
-            bsp_max_queue_size=QUEUE,
-            bsp_schedule_delay_millis=50,
-            **options,
-        )
-
     pipelines: list[tuple[str, Callable[[CountingExporter], SpanProcessor]]] = [
         (
             "BatchSpanProcessor",
-            lambda e: BatchSpanProcessor(e, max_queue_size=QUEUE, schedule_delay_millis=50),
+            bsp,
         ),
         ("Footprint, no notes", lambda e: footprint(e, decider=nothing)),
         ("Footprint, notes given", lambda e: footprint(e, decider=ready)),
