@@ -49,6 +49,13 @@ def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
     return _role_of_scalars(lambda key: _scalar(attribute(key)))
 
 
+def is_run(attribute: Callable[[str], Any | None]) -> bool:
+    """``role_of(attribute) is SpanRole.RUN``, settled by one lookup for a span that names no run:
+    every way to be a run above needs ``footprint.run.id`` (``named``), and most spans are not
+    runs (the processor asks this of every span it starts)."""
+    return attribute(semconv.RUN_ID) is not None and role_of(attribute) is SpanRole.RUN
+
+
 def _scalar(value: Any) -> Any | None:
     return value if isinstance(value, str | int | float) else None
 

@@ -25,14 +25,13 @@ from dataclasses import dataclass, fields
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 
-from otel_footprint import semconv
 from otel_footprint.annotate.form import SpanNote, merge_notes, unannotated_notes
 from otel_footprint.annotate.sdk import annotated_copy
 from otel_footprint.runs import holding
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits, RunHolding, reason_for
 from otel_footprint.runs.model import Reason
-from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
+from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, is_run, role_of
 from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 from otel_footprint.sdk.decide import Decider, DecisionRequest
@@ -60,15 +59,9 @@ def span_role(span: ReadableSpan) -> SpanRole:
 
 
 def is_run_span(span: ReadableSpan) -> bool:
-    """``span_role(span) is SpanRole.RUN``, settled by one lookup for a span that names no run.
-
-    A run span always names its run (``footprint.run.id``, ``role_of``'s rule; a test holds the
-    two together): the processor's ``on_start`` asks this of every span, and most are not runs.
-    """
+    """``span_role(span) is SpanRole.RUN`` for an SDK span (``is_run``: one lookup for most)."""
     attributes = span.attributes
-    if not attributes or attributes.get(semconv.RUN_ID) is None:
-        return False
-    return span_role(span) is SpanRole.RUN
+    return attributes is not None and is_run(attributes.get)
 
 
 def carries_footprint_events(span: ReadableSpan) -> bool:
