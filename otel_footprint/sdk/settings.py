@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 import msgspec
 from msgspec import inspect as mi
 
+from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
 from otel_footprint.runs.holding import DEFAULT_LIMITS
 from otel_footprint.sdk.endpoint import Protocol as Protocol_
 
@@ -72,6 +73,8 @@ Size = Annotated[int, _unit("size")]
 Address = Annotated[HostPort, _unit("host:port")]
 Headers = dict[str, str]
 _L = DEFAULT_LIMITS
+_A = AnnotateOptions()
+"""What the annotation writes by default (the witness policy, the account's lines): one place."""
 
 
 class _Model(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -115,12 +118,12 @@ class InProcessSettings(_Model, frozen=True):
         ),
     ] = _L.max_spans_per_run
     witness: Annotated[
-        Literal["keep", "hash", "drop"],
+        WitnessPolicy,
         doc(
             "what to write of the user's matched words: `keep`, `hash` or `drop`",
             env="FOOTPRINT_WITNESS",
         ),
-    ] = "keep"
+    ] = _A.witness
     account_lines: Annotated[
         bool,
         doc(
@@ -128,7 +131,7 @@ class InProcessSettings(_Model, frozen=True):
             "(false: the checks and the summary only)",
             env="FOOTPRINT_ACCOUNT_LINES",
         ),
-    ] = True
+    ] = _A.include_lines
     protocol: Annotated[
         Protocol_,
         doc(
@@ -399,12 +402,12 @@ class ProcessingSettings(_Model, frozen=True):
     ] = None
     max_spans_per_run: Annotated[int, doc("spans held in one trace")] = _L.max_spans_per_run
     witness: Annotated[
-        Literal["keep", "hash", "drop"],
+        WitnessPolicy,
         doc("the user's matched words on the spans and in the query service: keep, hash or drop"),
-    ] = "keep"
+    ] = _A.witness
     account_lines: Annotated[
         bool, doc("write the account's lines as `footprint.account.line` events on the run span")
-    ] = True
+    ] = _A.include_lines
     decision_cache: DecisionCacheSettings = DecisionCacheSettings()
     run_store: RunStoreSettings = RunStoreSettings()
     recent_verdicts: Annotated[int, doc("verdicts kept for StreamVerdicts' replay")] = 1000
