@@ -137,19 +137,25 @@ def _trace_of(data: bytes) -> bytes:
     return bytes(request.resource_spans[0].scope_spans[0].spans[0].trace_id)
 
 
+def _hop(tmp: Path) -> tuple[Journal, _Clock, _TimedStage, Pipeline]:
+    """The hop's pipeline on a fake clock, its journal in ``tmp`` (no fsync: the decision is timed)."""
+    journal = Journal(tmp / "queue", fsync=False)
+    journal.open()
+    clock = _Clock()
+    stage = _TimedStage(store=MemoryRunStore())
+    pipeline = Pipeline(
+        PipelineOptions(limits=BufferLimits(release_grace=1.0, max_wait=600.0)),
+        journal,
+        stage,
+        HopMetrics(),
+        clock=clock,
+    )
+    return journal, clock, stage, pipeline
+
+
 def hop_once(long_data: bytes, small_data: bytes) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        journal = Journal(Path(tmp) / "queue", fsync=False)
-        journal.open()
-        clock = _Clock()
-        stage = _TimedStage(store=MemoryRunStore())
-        pipeline = Pipeline(
-            PipelineOptions(limits=BufferLimits(release_grace=1.0, max_wait=600.0)),
-            journal,
-            stage,
-            HopMetrics(),
-            clock=clock,
-        )
+        journal, clock, stage, pipeline = _hop(Path(tmp))
         for data in (long_data, small_data):
             pipeline.ingest_traces(ExportTraceServiceRequest.FromString(data), data, "bench")
             clock.now += 0.1
@@ -179,17 +185,7 @@ def hop_once(long_data: bytes, small_data: bytes) -> dict[str, float]:
 def hop_whole(long_data: bytes) -> tuple[float, float]:
     """The long run's decision on the hop's stage, in one call: (wall ms, CPU ms)."""
     with tempfile.TemporaryDirectory() as tmp:
-        journal = Journal(Path(tmp) / "queue", fsync=False)
-        journal.open()
-        clock = _Clock()
-        stage = _TimedStage(store=MemoryRunStore())
-        pipeline = Pipeline(
-            PipelineOptions(limits=BufferLimits(release_grace=1.0, max_wait=600.0)),
-            journal,
-            stage,
-            HopMetrics(),
-            clock=clock,
-        )
+        journal, clock, stage, pipeline = _hop(Path(tmp))
         pipeline.ingest_traces(ExportTraceServiceRequest.FromString(long_data), long_data, "b")
         clock.now += 5.0
         with pipeline._lock:
