@@ -40,7 +40,7 @@ from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanView
 from otel_footprint.runs.store import MemoryRunStore
 
 _REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("OTEL_FOOTPRINT_SHARED") or _REPO.parent / "shared")
+SHARED = Path(os.environ.get("OTEL_FOOTPRINT_SHARED") or _REPO / "tests" / "data" / "reference")
 SCRIPTED = ("stuck-verify", "stuck-shadow", "routed-delivered")
 
 _clock = time.thread_time

@@ -1,7 +1,9 @@
-"""Where the shared reference data lives: ``../shared`` beside the checkout (as CI lays it out).
+"""Where the reference data lives: ``tests/data/reference`` in this checkout (see its README for
+where each file came from). The suite reads nothing outside the checkout.
 
-``OTEL_FOOTPRINT_SHARED`` overrides the shared folder; ``OTEL_FOOTPRINT_HOLDOUT`` names extra
-recordings (the holdout set) that every recording test also runs over when present.
+``OTEL_FOOTPRINT_SHARED`` points the suite at another copy of the same layout (``conformance/``,
+``recordings/``, ``spec/``); ``OTEL_FOOTPRINT_HOLDOUT`` names a folder of extra recordings (a held-out
+set) that every recording test also runs over when it is set.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ from pathlib import Path
 
 _REPO = Path(__file__).resolve().parents[1]
 
-SHARED = Path(os.environ.get("OTEL_FOOTPRINT_SHARED") or _REPO.parent / "shared")
+SHARED = Path(os.environ.get("OTEL_FOOTPRINT_SHARED") or _REPO / "tests" / "data" / "reference")
 RECORDINGS = SHARED / "recordings"
 VECTORS = SHARED / "conformance" / "engagement-public.jsonl"
 SPEC = SHARED / "spec" / "agentfootprint-reference.md"
-HOLDOUT = Path(os.environ.get("OTEL_FOOTPRINT_HOLDOUT") or SHARED.parent / "holdout" / "recordings")
+_HOLDOUT = os.environ.get("OTEL_FOOTPRINT_HOLDOUT")
+HOLDOUT = Path(_HOLDOUT) if _HOLDOUT else None
 
 
 def recordings() -> list[Path]:
-    """Every recording of the shared set and, when present, of the holdout set."""
-    return sorted(p for d in (RECORDINGS, HOLDOUT) if d.is_dir() for p in d.glob("*.ndjson"))
+    """Every reference recording and, when ``OTEL_FOOTPRINT_HOLDOUT`` names one, of the held-out set."""
+    return sorted(p for d in (RECORDINGS, HOLDOUT) if d is not None and d.is_dir() for p in d.glob("*.ndjson"))
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:

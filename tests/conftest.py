@@ -1,6 +1,6 @@
 """Shared test setup: the reference data must be present, and helpers every test file may use.
 
-The recordings, conformance vectors and spec excerpt under ``../shared`` (or ``OTEL_FOOTPRINT_SHARED``)
+The recordings, conformance vectors and spec excerpt under ``tests/data/reference`` (or ``OTEL_FOOTPRINT_SHARED``)
 generate many tests; without them those tests would silently never exist. The suite therefore
 refuses to run (exit status 4, usage error) rather than pass green on a fraction of itself.
 Importable helpers (paths, ``wait_until``) live in ``_shared.py``; the ``sink`` fixture is here; the server subprocesses (the hop,
@@ -25,8 +25,9 @@ def pytest_configure(config: pytest.Config) -> None:
         missing.append(f"{RECORDINGS}/*.ndjson")
     if missing:
         raise pytest.UsageError(
-            f"the shared reference data is missing ({', '.join(missing)}): check out the shared "
-            f"folder beside the repository (looked in {SHARED}) or point OTEL_FOOTPRINT_SHARED at it"
+            f"the reference data is missing ({', '.join(missing)}): it ships in the repository under "
+            f"tests/data/reference (looked in {SHARED}); restore it with git, or point "
+            f"OTEL_FOOTPRINT_SHARED at a copy"
         )
 
 

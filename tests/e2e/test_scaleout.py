@@ -26,6 +26,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from _shared import RECORDINGS
 from servers import HopProcess, free_ports, otel_footprint_command, redis_server
 
 from otel_footprint import semconv as sc
@@ -44,7 +45,7 @@ from .otel_stack import (
 pytestmark = [pytest.mark.collector, pytest.mark.jaeger]
 
 TOKEN = "scaleout-" + uuid.uuid4().hex[:12]
-PAUSE_RESUME = REPO.parent / "shared" / "recordings" / "pause-resume.ndjson"
+PAUSE_RESUME = RECORDINGS / "pause-resume.ndjson"
 RECEIVED = "otel_footprint_spans_received_total"
 
 
