@@ -17,12 +17,12 @@ import pytest
 from otel_footprint.account.model import SignalId, Tone
 from otel_footprint.account.templates import CHIPS
 from otel_footprint.commands.cli import main
+from otel_footprint.commands.explain_text import COLUMNS
 from otel_footprint.commands.explain_words import CHECK_TITLES, ROW_TITLES, TONE_WORDS
 from otel_footprint.kernel.ladder import LADDER
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
-COLUMNS = ("pass", "span", "rode", "standing", "changes")
 
 
 def _entries() -> set[str]:
@@ -86,7 +86,7 @@ def test_the_docs_cite_nothing_outside_the_repository() -> None:
 
 def test_rode_agrees_with_the_account_when_another_skill_was_given() -> None:
     out = io.StringIO()
-    assert main(["demo", "--scenario", "routed-not-delivered"], out) == 0
+    assert main(["demo", "--scenario", "routed-not-delivered", "--account"], out) == 0
     text = out.getvalue()
     rows = [line.split() for line in text.splitlines() if re.match(r"\s+\d+\s+[0-9a-f]{16}", line)]
     assert [row[2] for row in rows] == ["shipping", "shipping"]

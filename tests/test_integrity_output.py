@@ -165,9 +165,10 @@ def test_explain_has_an_integrity_section_in_every_format() -> None:
     assert finding["evidence"]
     assert "integrity.invariant-violation" in body["signals"]
     assert body["summary"]["tone"] == "bad"
-    text = render_run_text(verdict)
-    assert "Integrity (fail)" in text
-    assert "invariant-violation@compose: fail" in text
+    text = render_run_text(verdict, account=True)
+    assert "— something went wrong: " in text.splitlines()[0]
+    assert "  Integrity: 1 contradiction found: a parked map's tools still offered" in text
+    assert "    - a parked map's tools still offered to the model: FOUND (call " in text
     page = render_html([verdict])
     assert "<h3>Integrity: what the model was offered and what it acted on</h3>" in page
     assert "data-integrity='invariant-violation@compose' data-outcome='fail'" in page

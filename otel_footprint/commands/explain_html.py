@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from otel_footprint.account.integrity import (
     IntegrityResult,
-    combined_tone,
     row_explanation,
     summary_body,
 )
@@ -41,6 +40,8 @@ from otel_footprint.commands.explain_words import (
     rode_text,
     round_numbers,
     standing_text,
+    verdict_sentence,
+    verdict_tone,
     verdict_word,
 )
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
@@ -173,20 +174,6 @@ def _by_run(verdicts: Sequence[RunVerdict]) -> list[list[RunVerdict]]:
     return list(grouped.values())
 
 
-def _tone(verdict: RunVerdict) -> str:
-    if verdict.account is None:
-        return "unknown"
-    return combined_tone(verdict.account.summary.tone, verdict.integrity)
-
-
-def _summary(verdict: RunVerdict) -> str:
-    if verdict.account is not None:
-        return round_numbers(verdict.account.summary.sentence)
-    if verdict.reasons:
-        return f"Not decided: {verdict.reasons[0].message}"
-    return "The account was not computed for this run."
-
-
 def _run_tone(legs: Sequence[RunVerdict]) -> str:
     """The worst tone of the run's legs; an earlier leg that only paused (its summary: the record
     does not show the run finishing) is continued by the next one, so it does not count."""
@@ -199,7 +186,7 @@ def _run_tone(legs: Sequence[RunVerdict]) -> str:
         or v.account.summary.template_id != "summary.unfinished"
         or v.account.signals
     ]
-    tones = [_tone(v) for v in counted]
+    tones = [verdict_tone(v) for v in counted]
     return min(tones, key=lambda t: order.index(t) if t in order else len(order))
 
 
@@ -215,7 +202,7 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
     for legs in runs:
         tone = _run_tone(legs)
         last = legs[-1]
-        sentence = _summary(last)
+        sentence = verdict_sentence(last)
         calls = sum(len(v.passes) for v in legs)
         strip = "".join(_strip(v) for v in legs)
         stories = [engagement_story(v) for v in legs]
@@ -332,12 +319,12 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
         else f"<span class='mono'>{_e(verdict.trace_id)}</span>"
     )
     spans = "all spans present" if verdict.complete else "spans missing or run not decided whole"
-    tone = _tone(verdict)
+    tone = verdict_tone(verdict)
     parts = [
         f"<div class='meta'><span>trace {trace}</span>"
         f"<span>{_e(verdict.mode or 'no engagement')} mode</span>"
         f"<span>{len(verdict.passes)} calls</span><span>{_e(spans)}</span></div>",
-        f"<div class='headline tone-{_e(tone)}'>{_e(_summary(verdict))}</div>",
+        f"<div class='headline tone-{_e(tone)}'>{_e(verdict_sentence(verdict))}</div>",
     ]
     for finding in verdict.findings:
         parts.append(f"<p class='finding'>{_e(round_numbers(finding))}</p>")

@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar, cast
 
+from otel_footprint.account.integrity import combined_tone
+from otel_footprint.commands.integrity_words import summary_words
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -172,6 +174,25 @@ def engagement_story(verdict: RunVerdict) -> str:
     if mismatches:
         parts.append(f"the agent's own kernel disagreed on {mismatches} calls")
     return " · ".join(parts)
+
+
+def verdict_tone(verdict: RunVerdict) -> str:
+    """A run's tone: the account summary's, with the integrity result folded in."""
+    if verdict.account is None:
+        return "unknown"
+    return combined_tone(verdict.account.summary.tone, verdict.integrity)
+
+
+def verdict_sentence(verdict: RunVerdict) -> str:
+    """What a run's record shows, in one sentence (two when the integrity checks contradict it)."""
+    if verdict.account is None:
+        if verdict.reasons:
+            return f"Not decided: {verdict.reasons[0].message}"
+        return "The account was not computed for this run."
+    text = round_numbers(verdict.account.summary.sentence)
+    if verdict.integrity is not None and verdict.integrity.contradictions:
+        text += f" Integrity: {round_numbers(summary_words(verdict.integrity))}"
+    return text
 
 
 def verdict_word(verdicts: Sequence[RunVerdict], tone: str) -> str:
