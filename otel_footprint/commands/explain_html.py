@@ -20,12 +20,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_footprint.account.integrity import (
-    IntegrityResult,
-    row_explanation,
-    summary_body,
-)
-from otel_footprint.account.integrity.model import ADVISORY_KINDS
+from otel_footprint.account.integrity import IntegrityResult, Row, row_explanation
 from otel_footprint.account.model import Chip, Line, Pointer
 from otel_footprint.commands.explain_words import (
     CHECK_TITLES,
@@ -34,6 +29,9 @@ from otel_footprint.commands.explain_words import (
     collapse,
     describe_change,
     engagement_story,
+    evidence_place,
+    evidence_words,
+    failing_calls,
     grade,
     riding_totals,
     rode_ids,
@@ -43,6 +41,14 @@ from otel_footprint.commands.explain_words import (
     verdict_sentence,
     verdict_tone,
     verdict_word,
+)
+from otel_footprint.commands.integrity_words import (
+    CHECK_WORDS,
+    OUTCOME_WORDS,
+    calls_text,
+    row_outcome,
+    row_reasons,
+    summary_words,
 )
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -111,6 +117,9 @@ border-radius:6px;margin:10px 0}
 .st-engaged{background:var(--engaged)!important}.st-parked{background:var(--parked)!important}
 .st-ride{background:repeating-linear-gradient(135deg,var(--ride) 0 4px,#fda29b 4px 8px)!important}
 .st-card{box-shadow:inset 0 -5px 0 var(--card)}
+.st-fail{background:var(--bad)!important;color:#fff;display:flex;align-items:center;
+justify-content:center;overflow:hidden;font-size:11px;font-weight:700;line-height:1}
+.st-fail::after{content:'✕'}
 .mark{outline:2px solid var(--ink);outline-offset:-2px}
 .mm{outline:3px solid var(--bad);outline-offset:-3px}
 .tl{display:grid;grid-template-columns:150px 1fr;gap:4px 10px;align-items:center;margin:6px 0}
@@ -122,18 +131,19 @@ border-radius:6px;margin:10px 0}
 ul.changes{margin:4px 0 0 0;padding-left:18px}ul.changes li{margin:2px 0}
 .key{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;color:var(--muted);margin:6px 0}
 .key i{display:inline-block;width:14px;height:12px;vertical-align:-2px;margin-right:4px}
-.checks{display:grid;grid-template-columns:repeat(3,1fr);gap:10px}
+.checks{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:10px}
 .check{border:1px solid var(--t);background:var(--tb);border-radius:6px;padding:8px 10px}
 .check .title{font-weight:600;font-size:13px}.check .out{color:var(--t);font-weight:700}
 .rows dt{font-weight:600;margin-top:8px}.rows dd{margin:2px 0 0 14px}
 .chip{display:inline-block;font-size:11px;padding:0 6px;border-radius:4px;margin-left:6px;
 color:var(--t);background:var(--tb);border:1px solid var(--t)}
 .count{color:var(--muted);font-size:12px;margin-left:6px}
-.ev{font-size:11px;margin-left:6px}
+.ev{font-size:11px;margin-left:6px;white-space:nowrap}
 table.passes{border-collapse:collapse;font-size:12px;width:100%}
 .passes td,.passes th{border-bottom:1px solid #eaecf0;padding:3px 6px;text-align:left;
 vertical-align:top}
-.passes tr.parked td{background:#f9fafb}.passes tr.ride td{background:var(--bad-bg)}
+.passes tr.parked td{background:#f9fafb}.passes tr.failed td{background:var(--bad-bg)}
+.passes tr.failed td:first-child{box-shadow:inset 4px 0 0 var(--bad)}.passes tr.ride td{background:var(--bad-bg)}
 details summary{cursor:pointer;color:#175cd3;margin:8px 0}
 .story{color:var(--muted);font-size:12px;margin-top:2px}
 .finding{border-left:3px solid var(--warn);padding-left:8px;margin:6px 0}
@@ -222,9 +232,12 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
     return "".join(rows)
 
 
-def _cell_class(verdict: PassVerdict, map_id: str | None, riding_ids: set[str]) -> str:
-    """One pass as a cell: engaged / parked / riding while parked (+ the park card)."""
-    classes = []
+def _cell_class(
+    verdict: PassVerdict, map_id: str | None, riding_ids: set[str], failed: bool = False
+) -> str:
+    """One pass as a cell: engaged / parked / riding while parked (+ the park card); a call a
+    failed check points at is drawn failed, whatever its standing."""
+    classes = ["st-fail"] if failed else []
     standing = {r.map_id: r.standing for r in verdict.records}
     states = [standing.get(map_id)] if map_id is not None else list(standing.values())
     rode_parked = (
@@ -247,11 +260,18 @@ def _cell_class(verdict: PassVerdict, map_id: str | None, riding_ids: set[str]) 
     return " ".join(classes)
 
 
+def _call_title(p: PassVerdict, failed: dict[int, str], what: str = "") -> str:
+    said = [s for s in (what, failed.get(p.iteration, "")) if s]
+    return f"call {p.iteration}" + (f": {_e('; '.join(said))}" if said else "")
+
+
 def _strip(verdict: RunVerdict) -> str:
     if not verdict.passes:
         return ""
+    failed = failing_calls(verdict)
     cells = "".join(
-        f"<i class='{_cell_class(p, None, set())}' title='call {p.iteration}'></i>"
+        f"<i class='{_cell_class(p, None, set(), p.iteration in failed)}' "
+        f"title='{_call_title(p, failed)}'></i>"
         for p in verdict.passes
     )
     return f"<div class='strip' aria-label='passes of {_e(verdict.run_id)}'>{cells}</div>"
@@ -261,6 +281,7 @@ def _key() -> str:
     return (
         "<div class='key'><span><i class='st-engaged'></i>map engaged (its skills ride)</span>"
         "<span><i class='st-parked'></i>map parked (its skills left out)</span>"
+        "<span><i class='st-fail'></i>a check failed on this call</span>"
         "<span><i class='st-ride'></i>parked, but its skills still rode (shadow mode: the cost)"
         "</span><span><i class='st-card' style='background:#eee'></i>the park card rode</span>"
         "<span><i class='mark' style='background:#eee'></i>the kernel changed the map's standing"
@@ -271,18 +292,30 @@ def _key() -> str:
     )
 
 
-def _pointer_link(pointer: Pointer, links: Links) -> str:
+def _pointer_link(pointer: Pointer, links: Links, verdict: RunVerdict) -> str:
+    """An evidence chip: which span (``call 2``, ``the run``) and what on it, in words; the raw
+    pointer in its tooltip."""
     target = links.span(pointer.trace_id, pointer.span_id)
-    label = pointer.span_id[:8]
-    what = pointer.attribute or pointer.event_name or "span"
-    return (
-        f"<a class='ev mono' href='{_e(target)}' title='{_e(pointer.render())}'>"
-        f"{_e(label)}·{_e(what.rsplit('.', 1)[-1])}</a>"
-    )
+    words = _chip_words(pointer, verdict)
+    return f"<a class='ev' href='{_e(target)}' title='{_e(pointer.render())}'>{_e(words)}</a>"
 
 
-def _pointers(pointers: Sequence[Pointer], links: Links, limit: int = 3) -> str:
-    shown = "".join(_pointer_link(p, links) for p in pointers[:limit])
+def _chip_words(pointer: Pointer, verdict: RunVerdict) -> str:
+    place = evidence_place(pointer, verdict)
+    if pointer.event_name is None and pointer.attribute is None:
+        return place  # the span itself
+    return f"{place} · {evidence_words(pointer)}"
+
+
+def _pointers(
+    pointers: Sequence[Pointer], links: Links, verdict: RunVerdict, limit: int = 3
+) -> str:
+    # Two scores of one routing read the same in words: one chip for both.
+    distinct: dict[str, Pointer] = {}
+    for pointer in pointers:
+        distinct.setdefault(_chip_words(pointer, verdict), pointer)
+    pointers = list(distinct.values())
+    shown = "".join(_pointer_link(p, links, verdict) for p in pointers[:limit])
     more = len(pointers) - limit
     return shown + (f"<span class='count'>+{more}</span>" if more > 0 else "")
 
@@ -332,7 +365,7 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
         parts.append(_timeline(verdict, links))
     if verdict.account is not None:
         parts.append(_checks(verdict, links))
-        parts.append(_rows(verdict.account.lines, links))
+        parts.append(_rows(verdict, links))
     if verdict.integrity is not None and verdict.integrity.armed:
         parts.append(_integrity(verdict.integrity))
     if verdict.passes:
@@ -366,10 +399,11 @@ def _timeline(verdict: RunVerdict, links: Links) -> str:
         for i, p in enumerate(passes)
     )
     parts.append(f"<div class='meta'>call</div><div class='ticks'>{ticks}</div>")
+    failed = failing_calls(verdict)
     for map_id in _maps(verdict):
         cells = "".join(
-            f"<i class='{_cell_class(p, map_id, riding.get(map_id, set()))}' "
-            f"title='call {p.iteration}: {_e(standing_text(p.records))}'></i>"
+            f"<i class='{_cell_class(p, map_id, riding.get(map_id, set()), p.iteration in failed)}'"
+            f" title='{_call_title(p, failed, standing_text(p.records))}'></i>"
             for p in passes
         )
         parts.append(
@@ -392,8 +426,16 @@ def _timeline(verdict: RunVerdict, links: Links) -> str:
         parts.append(f"<p class='finding riding'><b>Rode while parked:</b> {_e(line)}</p>")
     changes = [(p, c) for p in passes for c in p.changes]
     mismatches = [p for p in passes if p.mismatch]
-    if changes or mismatches:
+    if changes or mismatches or failed:
         parts.append("<ul class='changes'>")
+        by_what: dict[str, list[int]] = {}
+        for call, what in failed.items():
+            by_what.setdefault(what, []).append(call)
+        for what, calls in by_what.items():
+            parts.append(
+                f"<li class='tone-bad failed-call'><b>{_e(calls_text(calls))} · {_e(what)}</b>: "
+                f"{_e(verdict_sentence(verdict))}</li>"
+            )
         for p, change in changes:
             verb = "parked" if isinstance(change, ParkedChange) else "engaged"
             detail = (
@@ -453,7 +495,7 @@ def _checks(verdict: RunVerdict, links: Links) -> str:
             f"data-outcome='{_e(check.label)}'>"
             f"<div class='title'>{_e(CHECK_TITLES.get(check.check_id, check.check_id))}</div>"
             f"<div class='out'>{_e(word)}</div><div>{_e(round_numbers(sentence))}</div>"
-            f"<div>{_pointers(check.pointers, links)}</div></div>"
+            f"<div>{_pointers(check.pointers, links, verdict)}</div></div>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -465,42 +507,62 @@ _ROW_TONE = {"pass": "ok", "fail": "bad", "unreachable": "unknown", "not-applica
 
 def _integrity(result: IntegrityResult) -> str:
     """The integrity checks (what each call was offered and what it acted on): one card per armed
-    row, then the findings."""
+    row, named in words (its ``check@seam`` id in the tooltip), then the findings."""
     parts = [
         "<h3>Integrity: what the model was offered and what it acted on</h3>",
-        f"<p>{_e(summary_body(result))}</p><div class='checks'>",
+        f"<p>{_e(round_numbers(summary_words(result)))}</p><div class='checks'>",
     ]
     for row in result.rows:
         if not row.armed:
             continue
-        tone = _ROW_TONE.get(row.state, "unknown")
-        if row.state == "fail" and row.check in ADVISORY_KINDS:
-            tone = "warn"
+        outcome = row_outcome(row)
+        tone = "warn" if outcome == "advisory" else _ROW_TONE.get(row.state, "unknown")
+        name = CHECK_WORDS.get((row.check, row.seam), row.check)
         parts.append(
             f"<div class='check tone-{tone}' data-integrity='{_e(row.check)}@{_e(row.seam)}' "
-            f"data-outcome='{_e(row.state)}'><div class='title'>{_e(row.check)} "
-            f"<span class='mono'>@{_e(row.seam)}</span></div><div class='out'>{_e(row.state)}</div>"
-            f"<div>{_e(round_numbers(row_explanation(row, result)))}</div></div>"
+            f"data-outcome='{_e(row.state)}'><div class='title' title='{_e(row.check)}@"
+            f"{_e(row.seam)}'>{_e(name[:1].upper() + name[1:])}</div>"
+            f"<div class='out'>{_e(OUTCOME_WORDS[outcome])}</div>"
+            f"<div>{_e(round_numbers(_row_body(row, result)))}</div></div>"
         )
     parts.append("</div>")
     if result.findings:
         parts.append("<ul>")
         for finding in result.findings:
-            mark = "advisory" if finding.advisory else finding.kind
+            name = CHECK_WORDS.get((finding.kind, finding.seam), finding.kind)
+            mark = f"worth a look: {name}" if finding.advisory else name
             at = f" (call {finding.iteration})" if finding.iteration is not None else ""
             parts.append(f"<li><b>{_e(mark)}</b>{_e(at)}: {_e(finding.message)}</li>")
         parts.append("</ul>")
     return "".join(parts)
 
 
+def _row_body(row: Row, result: IntegrityResult) -> str:
+    """What a card says under its outcome: the finding, the calls judged, or why not judged."""
+    if row.state == "fail":
+        return row_explanation(row, result)
+    reasons = row_reasons(row, result)
+    if reasons:
+        text = "; ".join(reasons)
+        return text[:1].upper() + text[1:] + "."
+    judged = [
+        e.iteration
+        for e in result.encounters.get((row.check, row.seam), ())
+        if e.disposition == "pass" and e.iteration is not None
+    ]
+    where = f" on {calls_text(judged)}" if judged else ""
+    return f"Judged{where}; nothing contradicted."
+
+
 def _line_key(line: Line) -> tuple[str, str, tuple[str, ...], bool]:
     return (line.row, line.text, tuple(c.text for c in line.chips), line.item)
 
 
-def _rows(lines: Sequence[Line], links: Links) -> str:
+def _rows(verdict: RunVerdict, links: Links) -> str:
+    assert verdict.account is not None
     parts = ["<h3>The account</h3><dl class='rows'>"]
     current = None
-    for line, count in collapse(lines, _line_key):
+    for line, count in collapse(verdict.account.lines, _line_key):
         if line.row != current:
             current = line.row
             parts.append(f"<dt>{_e(ROW_TITLES.get(line.row, line.row))}</dt>")
@@ -509,7 +571,7 @@ def _rows(lines: Sequence[Line], links: Links) -> str:
         indent = " style='margin-left:30px'" if line.item else ""
         parts.append(
             f"<dd{indent}>{_e(round_numbers(line.text))}{times}{chips}"
-            f"{_pointers(line.pointers, links, 2)}</dd>"
+            f"{_pointers(line.pointers, links, verdict, 2)}</dd>"
         )
     parts.append("</dl>")
     return "".join(parts)
@@ -523,8 +585,7 @@ def _evidence(verdict: RunVerdict, links: Links) -> str:
     def add(pointers: Sequence[Pointer], claim: str) -> None:
         for pointer in pointers:
             claims.setdefault(pointer.span_id, {}).setdefault(claim, None)
-            what = pointer.attribute or pointer.event_name or "span"
-            fields.setdefault(pointer.span_id, {}).setdefault(what, None)
+            fields.setdefault(pointer.span_id, {}).setdefault(evidence_words(pointer), None)
 
     account = verdict.account
     if account is not None:
@@ -547,7 +608,7 @@ def _evidence(verdict: RunVerdict, links: Links) -> str:
             f"<tr><td id='span-{_e(span_id)}'><a class='mono' "
             f"href='{_e(links.span(verdict.trace_id, span_id))}'>{_e(span_id)}</a> "
             f"<span class='meta'>{role}</span></td>"
-            f"<td class='mono'>{_e(', '.join(fields[span_id]))}</td>"
+            f"<td>{_e(', '.join(fields[span_id]))}</td>"
             f"<td>{_e(round_numbers(said))}{f' (+{more})' if more > 0 else ''}</td></tr>"
         )
     return (
@@ -574,7 +635,9 @@ def _pass_table(verdict: RunVerdict, links: Links) -> str:
         "<table class='passes'><tr><th>call</th><th>span</th><th>rode</th><th>standing</th>"
         "<th>changes</th></tr>"
     ]
-    for first, count in collapse(verdict.passes, _pass_key):
+    failed = failing_calls(verdict)
+    rows = collapse(verdict.passes, lambda p: (*_pass_key(p), failed.get(p.iteration)))
+    for first, count in rows:
         index = verdict.passes.index(first)
         run = verdict.passes[index : index + count]
         label = (
@@ -591,7 +654,21 @@ def _pass_table(verdict: RunVerdict, links: Links) -> str:
                 else f"; still rode while parked: {', '.join(first.served_while_parked)} "
                 f"({first.served_chars_while_parked:,} chars)"
             )
-        css = "ride" if first.served_while_parked else "parked" if first.parked_maps else ""
+        css = (
+            "failed"
+            if first.iteration in failed
+            else "ride"
+            if first.served_while_parked
+            else "parked"
+            if first.parked_maps
+            else ""
+        )
+        if first.iteration in failed:
+            changes = (
+                f"{failed[first.iteration]}; {changes}"
+                if changes != "-"
+                else failed[first.iteration]
+            )
         ids = "".join(f"<span id='span-{_e(p.span_id)}'></span>" for p in run if p.span_id)
         span = (
             f"<a class='mono' href='{_e(links.span(first.trace_id, first.span_id))}'>"
