@@ -277,19 +277,29 @@ def _strip(verdict: RunVerdict) -> str:
     return f"<div class='strip' aria-label='passes of {_e(verdict.run_id)}'>{cells}</div>"
 
 
+KEY: tuple[tuple[str | None, str], ...] = (
+    ("st-engaged", "map engaged (its skills ride)"),
+    ("st-parked", "map parked (its skills left out)"),
+    ("st-fail", "a check failed on this call"),
+    ("st-ride", "parked, but its skills still rode (shadow mode: the cost)"),
+    ("st-card", "the park card rode"),
+    ("mark", "the kernel changed the map's standing"),
+    ("mm", "verify mode: the agent's own kernel decided otherwise"),
+    (None, "letters under a lane: the first letter of each skill given to the model on that call "
+     "(▪ = the park card)"),
+    (None, "“a guess” = lexical, semantic or assumed evidence, which parks when nothing uses it"),
+)  # fmt: skip
+"""The page's key: the cell marks (a class each) and how to read the lanes, in words."""
+
+
 def _key() -> str:
-    return (
-        "<div class='key'><span><i class='st-engaged'></i>map engaged (its skills ride)</span>"
-        "<span><i class='st-parked'></i>map parked (its skills left out)</span>"
-        "<span><i class='st-fail'></i>a check failed on this call</span>"
-        "<span><i class='st-ride'></i>parked, but its skills still rode (shadow mode: the cost)"
-        "</span><span><i class='st-card' style='background:#eee'></i>the park card rode</span>"
-        "<span><i class='mark' style='background:#eee'></i>the kernel changed the map's standing"
-        "</span><span><i class='mm' style='background:#eee'></i>verify mode: the agent's own kernel "
-        "decided otherwise</span><span>letters under a lane: the first letter of each skill given to the model "
-        "on that call (▪ = the park card)</span><span>“a guess” = lexical, semantic or assumed evidence, which parks when "
-        "nothing uses it</span></div>"
-    )
+    spans = []
+    for css, words in KEY:
+        # Outline and underline marks are drawn on a light cell, the fills as they are.
+        light = " style='background:#eee'" if css in ("st-card", "mark", "mm") else ""
+        mark = f"<i class='{css}'{light}></i>" if css else ""
+        spans.append(f"<span>{mark}{_e(words)}</span>")
+    return f"<div class='key'>{''.join(spans)}</div>"
 
 
 def _pointer_link(pointer: Pointer, links: Links, verdict: RunVerdict) -> str:
@@ -613,7 +623,7 @@ def _evidence(verdict: RunVerdict, links: Links) -> str:
         )
     return (
         f"<details><summary>Evidence spans ({len(listed)})</summary><table class='passes'>"
-        "<tr><th>span</th><th>where on it</th><th>what it backs</th></tr>"
+        "<tr><th>span</th><th>what on it</th><th>what it backs</th></tr>"
         + "".join(rows)
         + "</table></details>"
     )
