@@ -51,7 +51,7 @@ def test_a_contradiction_is_written_on_the_run_and_the_pass_span() -> None:
     assert attrs["footprint.integrity.row.invariant_violation.wire"] == "not-applicable"
     assert "integrity.invariant-violation" in attrs[semconv.SIGNALS]
     assert attrs[semconv.SUMMARY_TONE] == "bad"
-    assert attrs[semconv.INTEGRITY_SUMMARY].startswith("Integrity: 1 contradiction(s)")
+    assert attrs[semconv.INTEGRITY_SUMMARY].startswith("Integrity: 1 contradiction found")
 
     found = evaluations(verdict, all_notes)
     assert set(found) == {"footprint.integrity.invariant-violation@compose"}  # the armed rows
