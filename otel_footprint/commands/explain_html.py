@@ -32,6 +32,7 @@ from otel_footprint.commands.explain_words import (
     evidence_place,
     evidence_words,
     failing_calls,
+    failures,
     grade,
     riding_totals,
     rode_ids,
@@ -438,13 +439,10 @@ def _timeline(verdict: RunVerdict, links: Links) -> str:
     mismatches = [p for p in passes if p.mismatch]
     if changes or mismatches or failed:
         parts.append("<ul class='changes'>")
-        by_what: dict[str, list[int]] = {}
-        for call, what in failed.items():
-            by_what.setdefault(what, []).append(call)
-        for what, calls in by_what.items():
+        for what, (calls, sentence) in failures(verdict).items():
             parts.append(
                 f"<li class='tone-bad failed-call'><b>{_e(calls_text(calls))} · {_e(what)}</b>: "
-                f"{_e(verdict_sentence(verdict))}</li>"
+                f"{_e(sentence)}</li>"
             )
         for p, change in changes:
             verb = "parked" if isinstance(change, ParkedChange) else "engaged"
@@ -655,15 +653,16 @@ def _pass_table(verdict: RunVerdict, links: Links) -> str:
             if count == 1
             else f"{first.iteration}–{run[-1].iteration} (×{count})"
         )
-        changes = "; ".join(describe_change(c) for c in first.changes) or "-"
+        said = [describe_change(c) for c in first.changes]
         if first.served_while_parked:
-            changes += (
-                f"; still rode while parked: {', '.join(first.served_while_parked)} "
-                f"({first.served_chars_while_parked:,} chars each)"
-                if count > 1
-                else f"; still rode while parked: {', '.join(first.served_while_parked)} "
-                f"({first.served_chars_while_parked:,} chars)"
+            each = " each" if count > 1 else ""
+            said.append(
+                f"still rode while parked: {', '.join(first.served_while_parked)} "
+                f"({first.served_chars_while_parked:,} chars{each})"
             )
+        if first.iteration in failed:
+            said.insert(0, failed[first.iteration])
+        changes = "; ".join(said) or "-"
         css = (
             "failed"
             if first.iteration in failed
@@ -673,12 +672,6 @@ def _pass_table(verdict: RunVerdict, links: Links) -> str:
             if first.parked_maps
             else ""
         )
-        if first.iteration in failed:
-            changes = (
-                f"{failed[first.iteration]}; {changes}"
-                if changes != "-"
-                else failed[first.iteration]
-            )
         ids = "".join(f"<span id='span-{_e(p.span_id)}'></span>" for p in run if p.span_id)
         span = (
             f"<a class='mono' href='{_e(links.span(first.trace_id, first.span_id))}'>"

@@ -13,7 +13,7 @@ from typing import TypeVar, cast
 from otel_footprint import semconv
 from otel_footprint.account.integrity import combined_tone
 from otel_footprint.account.model import Pointer
-from otel_footprint.commands.integrity_words import summary_words
+from otel_footprint.commands.integrity_words import CHECK_WORDS, summary_words
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -297,31 +297,39 @@ def evidence_place(pointer: Pointer, verdict: RunVerdict) -> str:
 # ── which calls a failed check points at ───────────────────────────────────────────────────────
 
 
-def failing_calls(verdict: RunVerdict) -> dict[int, str]:
-    """Call number -> what failed on it: the calls a failed check (or a bad signal) points at,
-    and the calls an integrity contradiction was found on. A failure that points at no call (a
-    claim about the answer) is shown on the last call, the one that answered."""
-    failed: dict[int, list[str]] = {}
+def failures(verdict: RunVerdict) -> dict[str, tuple[tuple[int, ...], str]]:
+    """What failed in a run -> (the calls it points at, its sentence): each failed check (by the
+    calls its pointers and its signal's name) and each integrity check that found a
+    contradiction (by the calls it was found on). A failure that points at no call (a claim about
+    the answer) is shown on the last call, the one that answered."""
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
     by_span = {p.span_id: p.iteration for p in verdict.passes if p.span_id}
+    last = (verdict.passes[-1].iteration,) if verdict.passes else ()
     account = verdict.account
     if account is not None:
         for number, check in enumerate(account.checks, start=1):
             if check.state != "reachable" or check.label != "fail":
                 continue
-            what = f"check {number} failed"
-            calls = {by_span[p.span_id] for p in check.pointers if p.span_id in by_span}
+            pointers = list(check.pointers)
             for signal in account.signals:
                 if signal.check_id == check.check_id:
-                    calls |= {by_span[p.span_id] for p in signal.pointers if p.span_id in by_span}
-            if not calls and verdict.passes:
-                calls = {verdict.passes[-1].iteration}
-            for call in calls:
-                failed.setdefault(call, []).append(what)
+                    pointers += signal.pointers
+            calls = sorted({by_span[p.span_id] for p in pointers if p.span_id in by_span})
+            sentence = round_numbers(check.sentence or verdict_sentence(verdict))
+            out[f"check {number} failed"] = (tuple(calls) or last, sentence)
     if verdict.integrity is not None:
         for finding in verdict.integrity.contradictions:
-            at = finding.iteration
-            if at is None and verdict.passes:
-                at = verdict.passes[-1].iteration
-            if at is not None:
-                failed.setdefault(at, []).append("an integrity contradiction")
-    return {call: ", ".join(dict.fromkeys(whats)) for call, whats in sorted(failed.items())}
+            name = CHECK_WORDS.get((finding.kind, finding.seam), finding.kind)
+            known, sentence = out.get(f"found: {name}", ((), finding.message))
+            at = (finding.iteration,) if finding.iteration is not None else last
+            out[f"found: {name}"] = (tuple(sorted({*known, *at})), sentence)
+    return out
+
+
+def failing_calls(verdict: RunVerdict) -> dict[int, str]:
+    """Call number -> what failed on it (``check 1 failed``), from :func:`failures`."""
+    failed: dict[int, list[str]] = {}
+    for what, (calls, _) in failures(verdict).items():
+        for call in calls:
+            failed.setdefault(call, []).append(what)
+    return {call: "; ".join(whats) for call, whats in sorted(failed.items())}
