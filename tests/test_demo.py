@@ -151,3 +151,15 @@ def test_the_account_is_behind_a_flag() -> None:
     for title in ("You asked:", "It understood:", "Anything wrong:", "final: skill-map"):
         assert f"  {title}" in text, title
     assert "otel-footprint demo --account" not in text
+
+
+def test_the_failed_calls_say_so_in_the_timeline() -> None:
+    out = io.StringIO()
+    assert main(["demo"], out) == 0
+    runs = out.getvalue().split("\n== ")
+    (failed,) = [run for run in runs if run.startswith("routed-not-delivered")]
+    rows = [line for line in failed.splitlines() if re.match(r"  \d+ ", line)]
+    assert len(rows) == 2 and all("  check 1 failed" in row for row in rows), rows
+    for run in runs:
+        if not run.startswith("routed-not-delivered"):
+            assert "failed" not in run.replace("FAILED", ""), run

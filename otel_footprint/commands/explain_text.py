@@ -8,13 +8,14 @@ map's final standing, what rode while parked, every integrity check) only with `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from otel_footprint.commands.explain_words import (
     ROW_TITLES,
     check_outcome,
     collapse,
     describe_change,
+    failing_calls,
     riding_totals,
     rode_text,
     round_numbers,
@@ -29,8 +30,8 @@ from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 COLUMNS = ("call", "span", "rode", "standing", "changes")
 
 
-def _pass_row(p: PassVerdict) -> list[str]:
-    changes = "; ".join(describe_change(c) for c in p.changes)
+def _pass_row(p: PassVerdict, failed: str | None = None) -> list[str]:
+    changes = "; ".join(([failed] if failed else []) + [describe_change(c) for c in p.changes])
     if p.served_while_parked:
         changes += "; " if changes else ""
         changes += (
@@ -59,16 +60,27 @@ def _state(p: PassVerdict) -> tuple[object, ...]:
     )
 
 
-def timeline_rows(passes: Sequence[PassVerdict]) -> list[list[str] | str]:
+def timeline_rows(
+    passes: Sequence[PassVerdict], failed: Mapping[int, str] | None = None
+) -> list[list[str] | str]:
     """One row per call, except that calls which change nothing and leave everything as the call
-    shown before them are folded into one line: ``calls 5–30: same as call 4``."""
+    shown before them are folded into one line: ``calls 5–30: same as call 4``. ``failed``: what
+    failed on which call (``check 1 failed``), said first in its changes; a failed call is never
+    folded."""
+    failed = failed or {}
     rows: list[list[str] | str] = []
     shown: PassVerdict | None = None
     i = 0
     while i < len(passes):
         p = passes[i]
-        if shown is None or p.changes or p.mismatch or _state(p) != _state(shown):
-            rows.append(_pass_row(p))
+        if (
+            shown is None
+            or p.changes
+            or p.mismatch
+            or p.iteration in failed
+            or _state(p) != _state(shown)
+        ):
+            rows.append(_pass_row(p, failed.get(p.iteration)))
             shown = p
             i += 1
             continue
@@ -77,6 +89,7 @@ def timeline_rows(passes: Sequence[PassVerdict]) -> list[list[str] | str]:
             j < len(passes)
             and not passes[j].changes
             and not passes[j].mismatch
+            and passes[j].iteration not in failed
             and _state(passes[j]) == _state(shown)
         ):
             j += 1
@@ -174,7 +187,7 @@ def render_run_text(verdict: RunVerdict, account: bool = False) -> str:
     out = _header(verdict)
     if verdict.passes:
         rows: list[list[str] | str] = [list(COLUMNS)]
-        rows.extend(timeline_rows(verdict.passes))
+        rows.extend(timeline_rows(verdict.passes, failing_calls(verdict)))
         out.extend(_table(rows))
     if account:
         out.extend(_account(verdict))
