@@ -1,9 +1,11 @@
 """The integrity checks in words a person reads: what each check looks for, its outcome, and why it
 could not be judged, said per model call ("calls 4–30") as the rest of ``explain`` says it.
 
-The span attributes and ``explain --format json`` keep the checks' own sentences
-(``account/integrity/texts.py``, a contract other tools read); this module words the same results
-for the text and HTML views, from the rows and their encounters, never from those sentences.
+The span attributes and ``explain --format json`` keep the checks' own sentences and reasons
+(``account/integrity/texts.py`` and each encounter's ``why``, which name the pass). The text and
+HTML views word the same results from the rows and their encounters: a reason given on many calls
+is folded into one, and the reasons the checks write are reworded by the table below (a reason it
+does not know keeps its words, with "pass N" said as "call N").
 """
 
 from __future__ import annotations
