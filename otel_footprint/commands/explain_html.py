@@ -4,14 +4,18 @@ No scripts from anywhere, no fonts, no images: inline CSS only, so the page work
 e-mail attachment or an air-gapped machine. From the top down:
 
 - **At a glance**: one row per run, coloured by the summary's tone, with the sentence that says what
-  went wrong (or that nothing did) and a strip of its passes.
+  went wrong (or that nothing did) and a strip of its calls.
 - **Per run** (the legs of a resumed run together under one heading): the summary; a timeline with a
   lane per mounted map (engaged / parked bands, what rode while parked, the change points with their
   witness and evidence grade); the three checks coloured by outcome with their evidence; the
-  account's rows (repeated lines folded with a count); the passes (repeated rows folded).
+  account's rows (repeated lines folded with a count); the integrity checks in words; the calls
+  (repeated rows folded).
 
-Evidence pointers link to the span: into Jaeger (``/trace/<trace>?uiFind=<span>``) or Phoenix
-(``/redirects/spans/<span>``) when a base URL is given, else to the pass row on this page.
+A call a failed check points at (``explain_words.failures``) is drawn failed — red, with a cross — in
+the strip, the lanes and the call table, whatever its standing, so a failed run never looks green.
+Evidence chips say in words which span and what on it (``call 2 · the skill put in the prompt``);
+they link to the span: into Jaeger (``/trace/<trace>?uiFind=<span>``) or Phoenix
+(``/redirects/spans/<span>``) when a base URL is given, else to the call's row on this page.
 """
 
 from __future__ import annotations
