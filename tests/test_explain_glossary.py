@@ -22,14 +22,16 @@ from otel_footprint import semconv
 from otel_footprint.account.model import SignalId, Tone
 from otel_footprint.account.templates import CHIPS
 from otel_footprint.commands.cli import main
-from otel_footprint.commands.explain_html import KEY
-from otel_footprint.commands.explain_text import COLUMNS
-from otel_footprint.commands.explain_words import (
-    CHECK_TITLES,
+from otel_footprint.commands.evidence_words import (
     EVIDENCE_ATTRIBUTES,
     EVIDENCE_EVENTS,
     EVIDENCE_FIELDS,
     EVIDENCE_SPAN,
+)
+from otel_footprint.commands.explain_html import KEY
+from otel_footprint.commands.explain_text import COLUMNS
+from otel_footprint.commands.explain_words import (
+    CHECK_TITLES,
     ROW_TITLES,
     TONE_WORDS,
     check_outcome,

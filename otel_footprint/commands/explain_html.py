@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from otel_footprint.account.integrity import IntegrityResult, Row, row_explanation
 from otel_footprint.account.model import Chip, Line, Pointer
+from otel_footprint.commands.evidence_words import evidence_place, evidence_words
 from otel_footprint.commands.explain_words import (
     CHECK_TITLES,
     ROW_TITLES,
@@ -33,8 +34,6 @@ from otel_footprint.commands.explain_words import (
     collapse,
     describe_change,
     engagement_story,
-    evidence_place,
-    evidence_words,
     failing_calls,
     failures,
     grade,
