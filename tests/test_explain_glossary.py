@@ -27,6 +27,7 @@ from otel_footprint.commands.evidence_words import (
     EVIDENCE_EVENTS,
     EVIDENCE_FIELDS,
     EVIDENCE_SPAN,
+    PLACES,
 )
 from otel_footprint.commands.explain_html import KEY
 from otel_footprint.commands.explain_text import COLUMNS
@@ -67,7 +68,7 @@ def table_terms() -> list[str]:
         terms += [_code(f"{check}@{seam}"), CHECK_WORDS[(check, seam)]]
     terms += [_code(word) for word in OUTCOME_WORDS.values()]
     terms += [*EVIDENCE_FIELDS.values(), *EVIDENCE_EVENTS.values(), *EVIDENCE_ATTRIBUTES.values()]
-    terms += [EVIDENCE_SPAN, _code("call N · …"), _code("the run · …"), _code("a tool call")]
+    terms += [EVIDENCE_SPAN, *(_code(place) for place in PLACES)]
     for css, words in KEY:  # a mark's words whole; a reading hint by its lead
         terms.append(words if css else re.split(r":| = ", words, maxsplit=1)[0])
     terms += ["agentfootprint", "upstream", "park card", "idle N", "witness", "all spans present"]

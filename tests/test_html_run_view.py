@@ -133,6 +133,10 @@ def test_the_legs_of_a_resumed_run_sit_under_one_heading() -> None:
     assert "Leg 1 of 2 · paused here; continues in the next leg" in page
     assert "Leg 2 of 2 · resumed" in page
     assert "complete" not in re.sub(r"<[^>]+>", " ", page).split("Leg 1 of 2")[1].split("Leg 2")[0]
+    # The resumed leg's routing was read before the pause: its chips say so, not "a tool call".
+    second = html.unescape(page.split("Leg 2 of 2", 1)[1])
+    assert "the run's earlier leg · the skill routing chose" in second
+    assert "a tool call · the skill routing chose" not in second
     # The first leg only paused: the run's badge follows the leg that finished it.
     (tone,) = re.findall(r"<tr class='tone-(\w+) glance-run'", page)
     assert tone == "ok"

@@ -77,9 +77,24 @@ def evidence_words(pointer: Pointer) -> str:
     return EVIDENCE_SPAN
 
 
+_TOOL_EVENTS = frozenset({semconv.T_TOOLS_ABSENT, semconv.T_TOOLS_COVERAGE})
+
+PLACES = ("call N", "the run", "the run's earlier leg", "a tool call", "a span")
+"""Every way a chip names its span (``call N`` with the call's number)."""
+
+
 def evidence_place(pointer: Pointer, verdict: RunVerdict) -> str:
-    """Which span of the run a pointer names: ``call 2``, ``the run`` or ``a tool call``."""
+    """Which span of the run a pointer names: ``call 2``, ``the run``, ``the run's earlier leg``
+    (a resumed leg's evidence from before the pause), ``a tool call`` or ``a span``."""
+    if pointer.trace_id != verdict.trace_id:
+        return "the run's earlier leg"
     for p in verdict.passes:
         if p.span_id == pointer.span_id:
             return f"call {p.iteration}"
-    return "the run" if pointer.span_id == verdict.run_span_id else "a tool call"
+    if pointer.span_id == verdict.run_span_id:
+        return "the run"
+    event = (pointer.event_name or "").removeprefix(semconv.PREFIX)
+    bare = pointer.event_name is None and pointer.attribute is None
+    if bare or pointer.attribute == semconv.GEN_AI_TOOL_CALL_RESULT or event in _TOOL_EVENTS:
+        return "a tool call"
+    return "a span"
