@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_demo_writes_the_done_criteria_as_otlp_json(tmp_path: Path) -> None:
     text = out.getvalue()
     for name in ("stuck-verify", "stuck-shadow", "recovery", "routed-delivered"):
         assert f"== {name}:" in text
-    assert "Summary (bad): The billing skill was chosen" in text
+    assert "Run routed-not-delivered — something went wrong: The billing skill was chosen" in text
 
     lines = target.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 5  # one export request per scripted run
@@ -118,3 +119,47 @@ def test_demo_sends_over_otlp(receiver: tuple[_Receiver, int]) -> None:
 def test_demo_refuses_an_unknown_scenario() -> None:
     with pytest.raises(SystemExit):
         main(["demo", "--scenario", "nope"], io.StringIO())
+
+
+def test_the_readme_shows_what_the_demo_prints() -> None:
+    """README's "What you will see" is the demo's output (its random ids aside), line for line."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("**What you will see.**", 1)[1].split("**Run the demo**", 1)[0]
+    [block] = re.findall(r"^```text\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
+    out = io.StringIO()
+    assert main(["demo"], out) == 0
+
+    def runs(text: str) -> list[str]:
+        ids = re.sub(r"\b[0-9a-f]{32}\b|\b[0-9a-f]{16}\b", "<id>", text)
+        return [run.strip("\n") for run in re.split(r"\n\s*\n|^== .*$", ids, flags=re.M) if run]
+
+    printed = runs(out.getvalue())
+    shown = runs(block)
+    assert len(shown) == 2
+    for run in shown:
+        assert run in printed, run
+
+
+def test_the_account_is_behind_a_flag() -> None:
+    out = io.StringIO()
+    assert main(["demo", "--scenario", "routed-not-delivered"], out) == 0
+    assert "You asked" not in out.getvalue()
+    assert "otel-footprint demo --account" in out.getvalue()
+    out = io.StringIO()
+    assert main(["demo", "--scenario", "routed-not-delivered", "--account"], out) == 0
+    text = out.getvalue()
+    for title in ("You asked:", "It understood:", "Anything wrong:", "final: skill-map"):
+        assert f"  {title}" in text, title
+    assert "otel-footprint demo --account" not in text
+
+
+def test_the_failed_calls_say_so_in_the_timeline() -> None:
+    out = io.StringIO()
+    assert main(["demo"], out) == 0
+    runs = out.getvalue().split("\n== ")
+    (failed,) = [run for run in runs if run.startswith("routed-not-delivered")]
+    rows = [line for line in failed.splitlines() if re.match(r"  \d+ ", line)]
+    assert len(rows) == 2 and all("  check 1 failed" in row for row in rows), rows
+    for run in runs:
+        if not run.startswith("routed-not-delivered"):
+            assert "failed" not in run.replace("FAILED", ""), run

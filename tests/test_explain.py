@@ -23,9 +23,9 @@ PAUSE_RESUME = RECORDINGS / "pause-resume.ndjson"
 pytestmark = pytest.mark.skipif(not PARK_TRAP.exists(), reason="recordings not on this machine")
 
 
-def explain(*paths: Path, form: str = "json") -> tuple[int, str]:
+def explain(*paths: Path, form: str = "json", extra: tuple[str, ...] = ()) -> tuple[int, str]:
     out = io.StringIO()
-    code = main(["explain", *map(str, paths), "--format", form], out)
+    code = main(["explain", *map(str, paths), "--format", form, *extra], out)
     return code, out.getvalue()
 
 
@@ -150,7 +150,12 @@ def test_text_form_reads_as_a_timeline() -> None:
     assert 'skill-map engaged by lexical witness "zone"' in text
     assert "skill-map PARKED (rested on lexical, 3 idle calls)" in text
     assert "park card" in text
+    assert "calls 5–6: same as call 4" in text
+    assert "final: skill-map" not in text  # the account is behind --account
+    code, text = explain(PARK_TRAP, form="text", extra=("--account",))
+    assert code == 0
     assert "final: skill-map parked by lexical since 4" in text
+    assert "  You asked:" in text
 
 
 def test_text_form_of_a_shadow_run_names_what_rode_while_parked() -> None:

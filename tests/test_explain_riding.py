@@ -46,9 +46,9 @@ def _explain_json(tmp_path: Path, *scenarios: str) -> list[dict[str, Any]]:
 def test_the_stuck_shadow_summary_names_the_riding_skill_and_its_characters() -> None:
     out = io.StringIO()
     assert main(["demo", "--scenario", "stuck-shadow"], out) == 0
-    summary = next(line for line in out.getvalue().splitlines() if "Summary (" in line)
+    summary = next(line for line in out.getvalue().splitlines() if line.startswith("Run "))
     total = f"{RIDING_PASSES * ZONE_CHARS:,}"
-    assert summary.startswith("  Summary (warn): zone-audit kept riding on 27 calls")
+    assert summary.startswith("Run stuck-30-shadow — costly: zone-audit kept riding on 27 calls")
     assert "skill-map" in summary and f"{total} characters" in summary
 
 

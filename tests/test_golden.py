@@ -9,8 +9,9 @@ after checking that the diff is that change and nothing else (the commit says wh
   (``otel-footprint explain --format json`` and the text form), and its imported spans annotated the
   way the hop does it (``OtlpSpanView`` -> ``group_runs`` -> ``decide_run`` -> ``annotations_for`` ->
   ``apply_note`` on the protobuf spans, legs in order through one store), as OTLP JSON;
-- every demo scenario (``otel-footprint demo -o``): the annotated spans and the printed timeline,
-  with the random trace / span / run ids and the wall-clock times replaced by stable placeholders;
+- every demo scenario (``otel-footprint demo -o``): the annotated spans and the printed verdicts and
+  timelines (and, as ``demo.account.txt``, the same with ``--account``), with the random trace /
+  span / run ids and the wall-clock times replaced by stable placeholders;
 - the conformance replay: the kernel's output for every step of the public reference vectors (its
   SHA-256: 1.3 MB of JSON; ``otel-footprint conformance engagement`` names any difference).
 
@@ -119,6 +120,7 @@ def demo_outputs() -> dict[str, str]:
         printed = printed.replace(str(spans), "DEMO.jsonl")
         return {
             "demo.txt": stable(printed),
+            "demo.account.txt": stable(_cli("demo", "--account")),
             "demo.jsonl": stable(spans.read_text(encoding="utf-8")),
         }
 

@@ -6,6 +6,7 @@ Needs Debian's ``chromium`` (``.ci/run`` installs it); skipped with the reason w
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import shutil
@@ -132,6 +133,10 @@ def test_the_legs_of_a_resumed_run_sit_under_one_heading() -> None:
     assert "Leg 1 of 2 · paused here; continues in the next leg" in page
     assert "Leg 2 of 2 · resumed" in page
     assert "complete" not in re.sub(r"<[^>]+>", " ", page).split("Leg 1 of 2")[1].split("Leg 2")[0]
+    # The resumed leg's routing was read before the pause: its chips say so, not "a tool call".
+    second = html.unescape(page.split("Leg 2 of 2", 1)[1])
+    assert "the run's earlier leg · the skill routing chose" in second
+    assert "a tool call · the skill routing chose" not in second
     # The first leg only paused: the run's badge follows the leg that finished it.
     (tone,) = re.findall(r"<tr class='tone-(\w+) glance-run'", page)
     assert tone == "ok"
@@ -145,3 +150,51 @@ def test_numbers_are_rounded_for_reading() -> None:
     )
     # Ids, versions and short numbers are left alone.
     assert round_numbers("v1.2.3 run-0.12345x 0.126 7,776") == "v1.2.3 run-0.12345x 0.13 7,776"
+
+
+def _section(page: str, run_id: str) -> str:
+    return page.split(f"data-run='{run_id}'", 1)[1].split("</section>", 1)[0]
+
+
+def _glance_row(page: str, run_id: str) -> str:
+    return page.split(f"<a href='#run-{run_id}'>", 1)[1].split("</tr>", 1)[0]
+
+
+def test_a_run_whose_check_failed_looks_failed(demo: Path) -> None:
+    """routed-not-delivered: the chosen skill never reached the model on either call, so both
+    calls are drawn failed in its strip at a glance, its lane and its call table; runs whose
+    checks did not fail show no failed call."""
+    page = _page(demo)
+    failed = "routed-not-delivered"
+    strip = _glance_row(page, failed)
+    assert strip.count("st-fail") == 2, strip
+    assert "title='call 1: check 1 failed'" in strip
+    section = _section(page, failed)
+    lane = section.split("class='lane'", 1)[1].split("</div>", 1)[0]
+    assert lane.count("st-fail") == 2
+    assert "<b>calls 1–2 · check 1 failed</b>" in section
+    assert section.count("<tr class='failed'>") == 2  # both calls in the call table
+    for run in ("stuck-30-verify", "stuck-30-shadow", "recovery-explicit-pick", "routed-delivered"):
+        assert "st-fail" not in _glance_row(page, run), run
+        assert "st-fail" not in _section(page, run), run
+
+
+def test_evidence_chips_say_what_they_point_at(demo: Path) -> None:
+    page = _page(demo)
+    chips = [html.unescape(c) for c in re.findall(r"<a class='ev'[^>]*>([^<]+)</a>", page)]
+    assert chips
+    for chip in chips:
+        # "call 2 · the skill put in the prompt", "the run · the question", "a tool call"
+        assert re.fullmatch(r"(call \d+|the run|a tool call)( · [a-z' -]+)?", chip), chip
+    for words in ("the run · the skill routing chose", "call 1 · the skill put in the prompt"):
+        assert words in chips, words
+    assert not re.search(r"[0-9a-f]{8}·", page), "a chip still shows a span id and a field name"
+
+
+def test_the_integrity_box_reads_as_english(demo: Path) -> None:
+    page = _page(demo)
+    box = page.split("<h3>Integrity:", 1)[1].split("Every call", 1)[0]
+    text = html.unescape(re.sub(r"<[^>]+>", " ", box))
+    assert "the tools offered on calls 4–30 are not in the record" in text
+    assert "A parked map's tools still offered to the model" in text
+    assert not re.search(r"\bpass \d|\bis not in the record|@compose|unreachable", text), text

@@ -51,7 +51,7 @@ def test_a_contradiction_is_written_on_the_run_and_the_pass_span() -> None:
     assert attrs["footprint.integrity.row.invariant_violation.wire"] == "not-applicable"
     assert "integrity.invariant-violation" in attrs[semconv.SIGNALS]
     assert attrs[semconv.SUMMARY_TONE] == "bad"
-    assert attrs[semconv.INTEGRITY_SUMMARY].startswith("Integrity: 1 contradiction(s)")
+    assert attrs[semconv.INTEGRITY_SUMMARY].startswith("Integrity: 1 contradiction found")
 
     found = evaluations(verdict, all_notes)
     assert set(found) == {"footprint.integrity.invariant-violation@compose"}  # the armed rows
@@ -165,9 +165,10 @@ def test_explain_has_an_integrity_section_in_every_format() -> None:
     assert finding["evidence"]
     assert "integrity.invariant-violation" in body["signals"]
     assert body["summary"]["tone"] == "bad"
-    text = render_run_text(verdict)
-    assert "Integrity (fail)" in text
-    assert "invariant-violation@compose: fail" in text
+    text = render_run_text(verdict, account=True)
+    assert "— something went wrong: " in text.splitlines()[0]
+    assert "  Integrity: 1 contradiction found: a parked map's tools still offered" in text
+    assert "    - a parked map's tools still offered to the model: FOUND (call " in text
     page = render_html([verdict])
     assert "<h3>Integrity: what the model was offered and what it acted on</h3>" in page
     assert "data-integrity='invariant-violation@compose' data-outcome='fail'" in page

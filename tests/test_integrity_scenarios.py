@@ -64,7 +64,7 @@ def test_compose_parked_map_with_all_four_tools_offered_is_one_finding() -> None
         "tool:t3",
         "tool:t4",
     ]
-    assert "4 tool(s)" in finding.message
+    assert "4 tools" in finding.message
     assert [w.value for w in finding.witnesses] == ["suspended"] + ["available"] * 4
     assert not finding.advisory
 
@@ -766,8 +766,8 @@ def test_recency_field_case_is_one_advisory() -> None:
     (finding,) = kinds(result, "prior-turn-evidence")
     assert finding.advisory and finding.predicate == "grounding"
     assert [s.render() for s in finding.subjects] == ["answer:final"]
-    assert "3 value(s)" in finding.message and "turn 1" in finding.message
-    assert "2 turn(s) or more" in finding.message
+    assert "3 values" in finding.message and "turn 1" in finding.message
+    assert "2 turns or more" in finding.message
     assert "called no tool and read no result" in finding.message
     assert len(finding.witnesses) == 3
     assert result.row("prior-turn-evidence").state == "fail"  # the row fired; the run did not fail
@@ -776,7 +776,7 @@ def test_recency_field_case_is_one_advisory() -> None:
 
 def test_recency_a_turn_that_fetched_but_used_nothing_says_so() -> None:
     (finding,) = recency({**FIELD_CASE, "tool_results_this_turn": 2}).findings
-    assert "read 2 tool result(s)" in finding.message
+    assert "read 2 tool results" in finding.message
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """``otel-footprint demo``: scripted agents through the recorder and the in-process processor.
 
 No model, no network, no key: each scenario records a known run, the FootprintSpanProcessor decides
-and annotates it, the timeline and the account are printed, and the annotated spans are written as
-OTLP JSON (``-o``, one export request per run) or sent over OTLP (``--endpoint``).
+and annotates it, each run's verdict and compact timeline are printed (the account behind it with
+``--account``), and the annotated spans are written as OTLP JSON (``-o``, one export request per run)
+or sent over OTLP (``--endpoint``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
 from otel_footprint.commands.errors import EXIT_FAILED, CommandError
-from otel_footprint.commands.explain import render_run_text
+from otel_footprint.commands.explain_text import render_run_text
 from otel_footprint.commands.scenarios import SCENARIOS, run_scenarios
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.sdk.decide import make_decider
@@ -47,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(SCENARIOS),
         metavar="NAME",
         help=f"run only this scenario (repeatable; default: all of {', '.join(SCENARIOS)})",
+    )
+    parser.add_argument(
+        "--account",
+        action="store_true",
+        help="also print the account behind each verdict (its rows, the final standing, every "
+        "integrity check)",
     )
     parser.add_argument(
         "-o",
@@ -125,7 +132,7 @@ def write_otlp_json(spans: Sequence[ReadableSpan], path: Path | TextIO) -> int:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run the scenarios, print each run's timeline and account, write or send the spans."""
+    """Run the scenarios, print each run's verdict and timeline, write or send the spans."""
     # Everything that can be refused is checked before the scenarios run, not after.
     try:
         endpoint = resolve(args.endpoint, args.protocol) if args.endpoint else None
@@ -203,13 +210,19 @@ def _run(
     for scenario in chosen:
         out.write(f"== {scenario.name}: {scenario.description}\n")
         verdict = by_run.get(scenario.script.run_id)
-        out.write(render_run_text(verdict) if verdict else "  (no verdict: see the counters)\n")
+        out.write(
+            render_run_text(verdict, account=args.account)
+            if verdict
+            else "  (no verdict: see the counters)\n"
+        )
         out.write("\n")
     stats = processor.stats()
     out.write(
         f"{len(collector.spans)} spans exported, {stats.spans_annotated} annotated, "
         f"{stats.runs_decided} run{'' if stats.runs_decided == 1 else 's'} decided\n"
     )
+    if not args.account:
+        out.write("the account behind each verdict: otel-footprint demo --account\n")
     status = 0
     if output is not None:
         lines = write_otlp_json(collector.spans, output)

@@ -21,21 +21,11 @@ from otel_footprint.account.integrity import (
     combined_tone,
     row_explanation,
     signal_ids,
-    summary_body,
     summary_sentence,
 )
 from otel_footprint.bridges.traceinput import KINDS, InputError, Loaded, read_inputs
-from otel_footprint.commands.explain_words import (
-    ROW_TITLES,
-    check_outcome,
-    collapse,
-    describe_change,
-    riding_totals,
-    rode_ids,
-    rode_text,
-    round_numbers,
-    standing_text,
-)
+from otel_footprint.commands.explain_text import render_run_text, render_text
+from otel_footprint.commands.explain_words import describe_change, rode_ids
 from otel_footprint.engine.decide import EngineOptions, decide_run
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.jsoncodec import change_to_json, record_to_json
@@ -56,8 +46,9 @@ __all__ = [
 
 FORMATS = ("text", "json", "html")
 
-COLUMNS_HELP = """the text format, column by column (docs/glossary.md has every column and chip):
-  pass      the model call's number in the run (one pass = one model call)
+COLUMNS_HELP = """the text format (docs/glossary.md has every word it prints): each run starts with its
+verdict (the tone in words, then the one-sentence summary), then its timeline, column by column:
+  call      the model call's number in the run (spans call it the pass)
   span      the model-call span's id (find it in your tracing UI)
   rode      what was given to the model on that call on behalf of the mounted maps
             (skill ids; "park card" = the short note that stands in for a parked map)
@@ -66,9 +57,10 @@ COLUMNS_HELP = """the text format, column by column (docs/glossary.md has every 
             guesses) and "idle N" = calls in a row where nothing used the map
   changes   what the kernel changed on that call (engaged / PARKED, witness = the
             user's words that matched); "still rode while parked" = shadow mode's cost
-after the table: the final standing, what rode while parked, the account's rows, the
-checks (passed, FAILED, could not run, does not apply) and the one-line summary (its
-tone: ok, warn, bad or unknown)."""
+"calls 5-30: same as call 4": those calls changed nothing and left everything as call 4
+did. After the table: the checks (passed, FAILED, could not run, does not apply) and the
+integrity checks in one sentence; --account adds the account's rows, each map's final
+standing, what rode while parked and every integrity check."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    parser.add_argument(
+        "--account",
+        action="store_true",
+        help="text: also print the account behind each verdict (its rows, the final standing, "
+        "every integrity check)",
     )
     parser.add_argument(
         "--jaeger-url",
@@ -117,7 +115,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(render_html(verdicts, Links(jaeger=args.jaeger_url, phoenix=args.phoenix_url)))
     else:
-        out.write(render_text(verdicts))
+        out.write(render_text(verdicts, account=args.account))
     return 0
 
 
@@ -263,93 +261,6 @@ def verdict_to_json(verdict: RunVerdict) -> dict[str, Any]:
     return body
 
 
-# ── text ─────────────────────────────────────────────────────────────────────────────────────
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
-        for row in rows
-    ]
-
-
-def _pass_row(p: PassVerdict) -> list[str]:
-    changes = "; ".join(describe_change(c) for c in p.changes)
-    if p.served_while_parked:
-        changes += "; " if changes else ""
-        changes += (
-            f"still rode while parked: {', '.join(p.served_while_parked)} "
-            f"({p.served_chars_while_parked:,} chars)"
-        )
-    if p.mismatch:
-        reported = "; ".join(describe_change(c) for c in p.reported) or "nothing"
-        changes += f"; MISMATCH: the agent reported {reported}"
-    return [
-        str(p.iteration),
-        p.span_id or "(no span)",
-        rode_text(p),
-        standing_text(p.records),
-        changes or "-",
-    ]
-
-
-def render_run_text(verdict: RunVerdict) -> str:
-    """One run as readable text: pass table, final records, account lines, reasons, findings."""
-    mode = verdict.mode or "no engagement"
-    state = "all spans present" if verdict.complete else "spans missing"
-    resumed = ", resumed leg" if verdict.resumed else ""
-    out = [f"Run {verdict.run_id}  (trace {verdict.trace_id}, {mode} mode, {state}{resumed})"]
-    if verdict.passes:
-        rows: list[list[str]] = [["pass", "span", "rode", "standing", "changes"]]
-        rows.extend(_pass_row(p) for p in verdict.passes)
-        out.extend(_table(rows))
-    for record in verdict.engagement:
-        out.append(
-            f"  final: {record.map_id} {record.standing} by {record.by} since {record.since}"
-            f" (founded {record.founded_by} at {record.founded_at}"
-            + (f" on {record.founded_on}" if record.founded_on else "")
-            + f"; idle {record.idle})"
-        )
-    for total in riding_totals(verdict):
-        out.append(f"  rode while parked: {total}")
-    if verdict.account is not None:
-        current = None
-        lines = collapse(
-            verdict.account.lines,
-            lambda line: (line.row, line.text, tuple(c.text for c in line.chips), line.item),
-        )
-        for line, count in lines:
-            if line.row != current:
-                current = line.row
-                out.append(f"  {ROW_TITLES.get(line.row, line.row)}:")
-            chips = "".join(f" [{chip.text}]" for chip in line.chips)
-            times = f" (×{count})" if count > 1 else ""
-            bullet = "      - " if line.item else "    "
-            out.append(f"{bullet}{round_numbers(line.text)}{chips}{times}")
-        checks = " · ".join(
-            f"{n} {c.check_id}: {check_outcome(c.state, c.label)}"
-            for n, c in enumerate(verdict.account.checks, start=1)
-        )
-        out.append(f"  Checks: {checks}")
-        summary = verdict.account.summary
-        out.append(f"  Summary ({summary.tone}): {round_numbers(summary.sentence)}")
-    if verdict.integrity is not None:
-        out.extend(integrity_text_lines(verdict.integrity))
-    for finding in verdict.findings:
-        out.append(f"  Finding: {round_numbers(finding)}")
-    for reason in verdict.reasons:
-        out.append(f"  Reason {reason.code}: {reason.message}")
-    return "\n".join(out) + "\n"
-
-
-def render_text(verdicts: Sequence[RunVerdict]) -> str:
-    """Every run, separated by blank lines."""
-    if not verdicts:
-        return "No agent runs found in the input.\n"
-    return "\n".join(render_run_text(v) for v in verdicts)
-
-
 def render_html(verdicts: Sequence[RunVerdict]) -> str:
     """The HTML run view (``explain_html.py``), with in-page evidence links."""
     from otel_footprint.commands.explain_html import render_html as page
@@ -416,20 +327,3 @@ def integrity_json(result: IntegrityResult) -> dict[str, Any]:
             else {}
         ),
     }
-
-
-def integrity_text_lines(result: IntegrityResult) -> list[str]:
-    """The integrity section of the text form (nothing when no check is armed)."""
-    if not result.armed:
-        return []
-    out = [f"  Integrity ({result.state}): {summary_body(result)}"]
-    for row in result.rows:
-        if row.armed:
-            out.append(f"    {row.check}@{row.seam}: {row.state} — {row_explanation(row, result)}")
-    for finding in result.findings:
-        mark = "advisory" if finding.advisory else "finding"
-        at = f" (pass {finding.iteration})" if finding.iteration is not None else ""
-        out.append(f"    - {mark}{at}: {finding.message}")
-    for d in result.disagreements:
-        out.append(f"    - verify: {d.side}: {d.identity}")
-    return out

@@ -4,14 +4,18 @@ No scripts from anywhere, no fonts, no images: inline CSS only, so the page work
 e-mail attachment or an air-gapped machine. From the top down:
 
 - **At a glance**: one row per run, coloured by the summary's tone, with the sentence that says what
-  went wrong (or that nothing did) and a strip of its passes.
+  went wrong (or that nothing did) and a strip of its calls.
 - **Per run** (the legs of a resumed run together under one heading): the summary; a timeline with a
   lane per mounted map (engaged / parked bands, what rode while parked, the change points with their
   witness and evidence grade); the three checks coloured by outcome with their evidence; the
-  account's rows (repeated lines folded with a count); the passes (repeated rows folded).
+  account's rows (repeated lines folded with a count); the integrity checks in words; the calls
+  (repeated rows folded).
 
-Evidence pointers link to the span: into Jaeger (``/trace/<trace>?uiFind=<span>``) or Phoenix
-(``/redirects/spans/<span>``) when a base URL is given, else to the pass row on this page.
+A call a failed check points at (``explain_words.failures``) is drawn failed — red, with a cross — in
+the strip, the lanes and the call table, whatever its standing, so a failed run never looks green.
+Evidence chips say in words which span and what on it (``call 2 · the skill put in the prompt``);
+they link to the span: into Jaeger (``/trace/<trace>?uiFind=<span>``) or Phoenix
+(``/redirects/spans/<span>``) when a base URL is given, else to the call's row on this page.
 """
 
 from __future__ import annotations
@@ -20,14 +24,9 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from otel_footprint.account.integrity import (
-    IntegrityResult,
-    combined_tone,
-    row_explanation,
-    summary_body,
-)
-from otel_footprint.account.integrity.model import ADVISORY_KINDS
+from otel_footprint.account.integrity import IntegrityResult, Row, row_explanation
 from otel_footprint.account.model import Chip, Line, Pointer
+from otel_footprint.commands.evidence_words import evidence_place, evidence_words
 from otel_footprint.commands.explain_words import (
     CHECK_TITLES,
     ROW_TITLES,
@@ -35,13 +34,25 @@ from otel_footprint.commands.explain_words import (
     collapse,
     describe_change,
     engagement_story,
+    failing_calls,
+    failures,
     grade,
     riding_totals,
     rode_ids,
     rode_text,
     round_numbers,
     standing_text,
+    verdict_sentence,
+    verdict_tone,
     verdict_word,
+)
+from otel_footprint.commands.integrity_words import (
+    CHECK_WORDS,
+    OUTCOME_WORDS,
+    calls_text,
+    row_outcome,
+    row_reasons,
+    summary_words,
 )
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -110,6 +121,9 @@ border-radius:6px;margin:10px 0}
 .st-engaged{background:var(--engaged)!important}.st-parked{background:var(--parked)!important}
 .st-ride{background:repeating-linear-gradient(135deg,var(--ride) 0 4px,#fda29b 4px 8px)!important}
 .st-card{box-shadow:inset 0 -5px 0 var(--card)}
+.st-fail{background:var(--bad)!important;color:#fff;display:flex;align-items:center;
+justify-content:center;overflow:hidden;font-size:11px;font-weight:700;line-height:1}
+.st-fail::after{content:'✕'}
 .mark{outline:2px solid var(--ink);outline-offset:-2px}
 .mm{outline:3px solid var(--bad);outline-offset:-3px}
 .tl{display:grid;grid-template-columns:150px 1fr;gap:4px 10px;align-items:center;margin:6px 0}
@@ -121,18 +135,19 @@ border-radius:6px;margin:10px 0}
 ul.changes{margin:4px 0 0 0;padding-left:18px}ul.changes li{margin:2px 0}
 .key{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;color:var(--muted);margin:6px 0}
 .key i{display:inline-block;width:14px;height:12px;vertical-align:-2px;margin-right:4px}
-.checks{display:grid;grid-template-columns:repeat(3,1fr);gap:10px}
+.checks{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:10px}
 .check{border:1px solid var(--t);background:var(--tb);border-radius:6px;padding:8px 10px}
 .check .title{font-weight:600;font-size:13px}.check .out{color:var(--t);font-weight:700}
 .rows dt{font-weight:600;margin-top:8px}.rows dd{margin:2px 0 0 14px}
 .chip{display:inline-block;font-size:11px;padding:0 6px;border-radius:4px;margin-left:6px;
 color:var(--t);background:var(--tb);border:1px solid var(--t)}
 .count{color:var(--muted);font-size:12px;margin-left:6px}
-.ev{font-size:11px;margin-left:6px}
+.ev{font-size:11px;margin-left:6px;white-space:nowrap}
 table.passes{border-collapse:collapse;font-size:12px;width:100%}
 .passes td,.passes th{border-bottom:1px solid #eaecf0;padding:3px 6px;text-align:left;
 vertical-align:top}
-.passes tr.parked td{background:#f9fafb}.passes tr.ride td{background:var(--bad-bg)}
+.passes tr.parked td{background:#f9fafb}.passes tr.failed td{background:var(--bad-bg)}
+.passes tr.failed td:first-child{box-shadow:inset 4px 0 0 var(--bad)}.passes tr.ride td{background:var(--bad-bg)}
 details summary{cursor:pointer;color:#175cd3;margin:8px 0}
 .story{color:var(--muted);font-size:12px;margin-top:2px}
 .finding{border-left:3px solid var(--warn);padding-left:8px;margin:6px 0}
@@ -173,20 +188,6 @@ def _by_run(verdicts: Sequence[RunVerdict]) -> list[list[RunVerdict]]:
     return list(grouped.values())
 
 
-def _tone(verdict: RunVerdict) -> str:
-    if verdict.account is None:
-        return "unknown"
-    return combined_tone(verdict.account.summary.tone, verdict.integrity)
-
-
-def _summary(verdict: RunVerdict) -> str:
-    if verdict.account is not None:
-        return round_numbers(verdict.account.summary.sentence)
-    if verdict.reasons:
-        return f"Not decided: {verdict.reasons[0].message}"
-    return "The account was not computed for this run."
-
-
 def _run_tone(legs: Sequence[RunVerdict]) -> str:
     """The worst tone of the run's legs; an earlier leg that only paused (its summary: the record
     does not show the run finishing) is continued by the next one, so it does not count."""
@@ -199,7 +200,7 @@ def _run_tone(legs: Sequence[RunVerdict]) -> str:
         or v.account.summary.template_id != "summary.unfinished"
         or v.account.signals
     ]
-    tones = [_tone(v) for v in counted]
+    tones = [verdict_tone(v) for v in counted]
     return min(tones, key=lambda t: order.index(t) if t in order else len(order))
 
 
@@ -215,7 +216,7 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
     for legs in runs:
         tone = _run_tone(legs)
         last = legs[-1]
-        sentence = _summary(last)
+        sentence = verdict_sentence(last)
         calls = sum(len(v.passes) for v in legs)
         strip = "".join(_strip(v) for v in legs)
         stories = [engagement_story(v) for v in legs]
@@ -235,9 +236,12 @@ def _glance(runs: Sequence[Sequence[RunVerdict]]) -> str:
     return "".join(rows)
 
 
-def _cell_class(verdict: PassVerdict, map_id: str | None, riding_ids: set[str]) -> str:
-    """One pass as a cell: engaged / parked / riding while parked (+ the park card)."""
-    classes = []
+def _cell_class(
+    verdict: PassVerdict, map_id: str | None, riding_ids: set[str], failed: bool = False
+) -> str:
+    """One pass as a cell: engaged / parked / riding while parked (+ the park card); a call a
+    failed check points at is drawn failed, whatever its standing."""
+    classes = ["st-fail"] if failed else []
     standing = {r.map_id: r.standing for r in verdict.records}
     states = [standing.get(map_id)] if map_id is not None else list(standing.values())
     rode_parked = (
@@ -260,42 +264,72 @@ def _cell_class(verdict: PassVerdict, map_id: str | None, riding_ids: set[str]) 
     return " ".join(classes)
 
 
+def _call_title(p: PassVerdict, failed: dict[int, str], what: str = "") -> str:
+    said = [s for s in (what, failed.get(p.iteration, "")) if s]
+    return f"call {p.iteration}" + (f": {_e('; '.join(said))}" if said else "")
+
+
 def _strip(verdict: RunVerdict) -> str:
     if not verdict.passes:
         return ""
+    failed = failing_calls(verdict)
     cells = "".join(
-        f"<i class='{_cell_class(p, None, set())}' title='call {p.iteration}'></i>"
+        f"<i class='{_cell_class(p, None, set(), p.iteration in failed)}' "
+        f"title='{_call_title(p, failed)}'></i>"
         for p in verdict.passes
     )
     return f"<div class='strip' aria-label='passes of {_e(verdict.run_id)}'>{cells}</div>"
 
 
+KEY: tuple[tuple[str | None, str], ...] = (
+    ("st-engaged", "map engaged (its skills ride)"),
+    ("st-parked", "map parked (its skills left out)"),
+    ("st-fail", "a check failed on this call"),
+    ("st-ride", "parked, but its skills still rode (shadow mode: the cost)"),
+    ("st-card", "the park card rode"),
+    ("mark", "the kernel changed the map's standing"),
+    ("mm", "verify mode: the agent's own kernel decided otherwise"),
+    (None, "letters under a lane: the first letter of each skill given to the model on that call "
+     "(▪ = the park card)"),
+    (None, "“a guess” = lexical, semantic or assumed evidence, which parks when nothing uses it"),
+)  # fmt: skip
+"""The page's key: the cell marks (a class each) and how to read the lanes, in words."""
+
+
 def _key() -> str:
-    return (
-        "<div class='key'><span><i class='st-engaged'></i>map engaged (its skills ride)</span>"
-        "<span><i class='st-parked'></i>map parked (its skills left out)</span>"
-        "<span><i class='st-ride'></i>parked, but its skills still rode (shadow mode: the cost)"
-        "</span><span><i class='st-card' style='background:#eee'></i>the park card rode</span>"
-        "<span><i class='mark' style='background:#eee'></i>the kernel changed the map's standing"
-        "</span><span><i class='mm' style='background:#eee'></i>verify mode: the agent's own kernel "
-        "decided otherwise</span><span>letters under a lane: the first letter of each skill given to the model "
-        "on that call (▪ = the park card)</span><span>“a guess” = lexical, semantic or assumed evidence, which parks when "
-        "nothing uses it</span></div>"
-    )
+    spans = []
+    for css, words in KEY:
+        # Outline and underline marks are drawn on a light cell, the fills as they are.
+        light = " style='background:#eee'" if css in ("st-card", "mark", "mm") else ""
+        mark = f"<i class='{css}'{light}></i>" if css else ""
+        spans.append(f"<span>{mark}{_e(words)}</span>")
+    return f"<div class='key'>{''.join(spans)}</div>"
 
 
-def _pointer_link(pointer: Pointer, links: Links) -> str:
+def _pointer_link(pointer: Pointer, links: Links, verdict: RunVerdict) -> str:
+    """An evidence chip: which span (``call 2``, ``the run``) and what on it, in words; the raw
+    pointer in its tooltip."""
     target = links.span(pointer.trace_id, pointer.span_id)
-    label = pointer.span_id[:8]
-    what = pointer.attribute or pointer.event_name or "span"
-    return (
-        f"<a class='ev mono' href='{_e(target)}' title='{_e(pointer.render())}'>"
-        f"{_e(label)}·{_e(what.rsplit('.', 1)[-1])}</a>"
-    )
+    words = _chip_words(pointer, verdict)
+    return f"<a class='ev' href='{_e(target)}' title='{_e(pointer.render())}'>{_e(words)}</a>"
 
 
-def _pointers(pointers: Sequence[Pointer], links: Links, limit: int = 3) -> str:
-    shown = "".join(_pointer_link(p, links) for p in pointers[:limit])
+def _chip_words(pointer: Pointer, verdict: RunVerdict) -> str:
+    place = evidence_place(pointer, verdict)
+    if pointer.event_name is None and pointer.attribute is None:
+        return place  # the span itself
+    return f"{place} · {evidence_words(pointer)}"
+
+
+def _pointers(
+    pointers: Sequence[Pointer], links: Links, verdict: RunVerdict, limit: int = 3
+) -> str:
+    # Two scores of one routing read the same in words: one chip for both.
+    distinct: dict[str, Pointer] = {}
+    for pointer in pointers:
+        distinct.setdefault(_chip_words(pointer, verdict), pointer)
+    pointers = list(distinct.values())
+    shown = "".join(_pointer_link(p, links, verdict) for p in pointers[:limit])
     more = len(pointers) - limit
     return shown + (f"<span class='count'>+{more}</span>" if more > 0 else "")
 
@@ -332,12 +366,12 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
         else f"<span class='mono'>{_e(verdict.trace_id)}</span>"
     )
     spans = "all spans present" if verdict.complete else "spans missing or run not decided whole"
-    tone = _tone(verdict)
+    tone = verdict_tone(verdict)
     parts = [
         f"<div class='meta'><span>trace {trace}</span>"
         f"<span>{_e(verdict.mode or 'no engagement')} mode</span>"
         f"<span>{len(verdict.passes)} calls</span><span>{_e(spans)}</span></div>",
-        f"<div class='headline tone-{_e(tone)}'>{_e(_summary(verdict))}</div>",
+        f"<div class='headline tone-{_e(tone)}'>{_e(verdict_sentence(verdict))}</div>",
     ]
     for finding in verdict.findings:
         parts.append(f"<p class='finding'>{_e(round_numbers(finding))}</p>")
@@ -345,7 +379,7 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
         parts.append(_timeline(verdict, links))
     if verdict.account is not None:
         parts.append(_checks(verdict, links))
-        parts.append(_rows(verdict.account.lines, links))
+        parts.append(_rows(verdict, links))
     if verdict.integrity is not None and verdict.integrity.armed:
         parts.append(_integrity(verdict.integrity))
     if verdict.passes:
@@ -379,10 +413,11 @@ def _timeline(verdict: RunVerdict, links: Links) -> str:
         for i, p in enumerate(passes)
     )
     parts.append(f"<div class='meta'>call</div><div class='ticks'>{ticks}</div>")
+    failed = failing_calls(verdict)
     for map_id in _maps(verdict):
         cells = "".join(
-            f"<i class='{_cell_class(p, map_id, riding.get(map_id, set()))}' "
-            f"title='call {p.iteration}: {_e(standing_text(p.records))}'></i>"
+            f"<i class='{_cell_class(p, map_id, riding.get(map_id, set()), p.iteration in failed)}'"
+            f" title='{_call_title(p, failed, standing_text(p.records))}'></i>"
             for p in passes
         )
         parts.append(
@@ -405,8 +440,13 @@ def _timeline(verdict: RunVerdict, links: Links) -> str:
         parts.append(f"<p class='finding riding'><b>Rode while parked:</b> {_e(line)}</p>")
     changes = [(p, c) for p in passes for c in p.changes]
     mismatches = [p for p in passes if p.mismatch]
-    if changes or mismatches:
+    if changes or mismatches or failed:
         parts.append("<ul class='changes'>")
+        for what, (calls, sentence) in failures(verdict).items():
+            parts.append(
+                f"<li class='tone-bad failed-call'><b>{_e(calls_text(calls))} · {_e(what)}</b>: "
+                f"{_e(sentence)}</li>"
+            )
         for p, change in changes:
             verb = "parked" if isinstance(change, ParkedChange) else "engaged"
             detail = (
@@ -466,7 +506,7 @@ def _checks(verdict: RunVerdict, links: Links) -> str:
             f"data-outcome='{_e(check.label)}'>"
             f"<div class='title'>{_e(CHECK_TITLES.get(check.check_id, check.check_id))}</div>"
             f"<div class='out'>{_e(word)}</div><div>{_e(round_numbers(sentence))}</div>"
-            f"<div>{_pointers(check.pointers, links)}</div></div>"
+            f"<div>{_pointers(check.pointers, links, verdict)}</div></div>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -478,42 +518,62 @@ _ROW_TONE = {"pass": "ok", "fail": "bad", "unreachable": "unknown", "not-applica
 
 def _integrity(result: IntegrityResult) -> str:
     """The integrity checks (what each call was offered and what it acted on): one card per armed
-    row, then the findings."""
+    row, named in words (its ``check@seam`` id in the tooltip), then the findings."""
     parts = [
         "<h3>Integrity: what the model was offered and what it acted on</h3>",
-        f"<p>{_e(summary_body(result))}</p><div class='checks'>",
+        f"<p>{_e(round_numbers(summary_words(result)))}</p><div class='checks'>",
     ]
     for row in result.rows:
         if not row.armed:
             continue
-        tone = _ROW_TONE.get(row.state, "unknown")
-        if row.state == "fail" and row.check in ADVISORY_KINDS:
-            tone = "warn"
+        outcome = row_outcome(row)
+        tone = "warn" if outcome == "advisory" else _ROW_TONE.get(row.state, "unknown")
+        name = CHECK_WORDS.get((row.check, row.seam), row.check)
         parts.append(
             f"<div class='check tone-{tone}' data-integrity='{_e(row.check)}@{_e(row.seam)}' "
-            f"data-outcome='{_e(row.state)}'><div class='title'>{_e(row.check)} "
-            f"<span class='mono'>@{_e(row.seam)}</span></div><div class='out'>{_e(row.state)}</div>"
-            f"<div>{_e(round_numbers(row_explanation(row, result)))}</div></div>"
+            f"data-outcome='{_e(row.state)}'><div class='title' title='{_e(row.check)}@"
+            f"{_e(row.seam)}'>{_e(name[:1].upper() + name[1:])}</div>"
+            f"<div class='out'>{_e(OUTCOME_WORDS[outcome])}</div>"
+            f"<div>{_e(round_numbers(_row_body(row, result)))}</div></div>"
         )
     parts.append("</div>")
     if result.findings:
         parts.append("<ul>")
         for finding in result.findings:
-            mark = "advisory" if finding.advisory else finding.kind
+            name = CHECK_WORDS.get((finding.kind, finding.seam), finding.kind)
+            mark = f"worth a look: {name}" if finding.advisory else name
             at = f" (call {finding.iteration})" if finding.iteration is not None else ""
             parts.append(f"<li><b>{_e(mark)}</b>{_e(at)}: {_e(finding.message)}</li>")
         parts.append("</ul>")
     return "".join(parts)
 
 
+def _row_body(row: Row, result: IntegrityResult) -> str:
+    """What a card says under its outcome: the finding, the calls judged, or why not judged."""
+    if row.state == "fail":
+        return row_explanation(row, result)
+    reasons = row_reasons(row, result)
+    if reasons:
+        text = "; ".join(reasons)
+        return text[:1].upper() + text[1:] + "."
+    judged = [
+        e.iteration
+        for e in result.encounters.get((row.check, row.seam), ())
+        if e.disposition == "pass" and e.iteration is not None
+    ]
+    where = f" on {calls_text(judged)}" if judged else ""
+    return f"Judged{where}; nothing contradicted."
+
+
 def _line_key(line: Line) -> tuple[str, str, tuple[str, ...], bool]:
     return (line.row, line.text, tuple(c.text for c in line.chips), line.item)
 
 
-def _rows(lines: Sequence[Line], links: Links) -> str:
+def _rows(verdict: RunVerdict, links: Links) -> str:
+    assert verdict.account is not None
     parts = ["<h3>The account</h3><dl class='rows'>"]
     current = None
-    for line, count in collapse(lines, _line_key):
+    for line, count in collapse(verdict.account.lines, _line_key):
         if line.row != current:
             current = line.row
             parts.append(f"<dt>{_e(ROW_TITLES.get(line.row, line.row))}</dt>")
@@ -522,7 +582,7 @@ def _rows(lines: Sequence[Line], links: Links) -> str:
         indent = " style='margin-left:30px'" if line.item else ""
         parts.append(
             f"<dd{indent}>{_e(round_numbers(line.text))}{times}{chips}"
-            f"{_pointers(line.pointers, links, 2)}</dd>"
+            f"{_pointers(line.pointers, links, verdict, 2)}</dd>"
         )
     parts.append("</dl>")
     return "".join(parts)
@@ -536,8 +596,7 @@ def _evidence(verdict: RunVerdict, links: Links) -> str:
     def add(pointers: Sequence[Pointer], claim: str) -> None:
         for pointer in pointers:
             claims.setdefault(pointer.span_id, {}).setdefault(claim, None)
-            what = pointer.attribute or pointer.event_name or "span"
-            fields.setdefault(pointer.span_id, {}).setdefault(what, None)
+            fields.setdefault(pointer.span_id, {}).setdefault(evidence_words(pointer), None)
 
     account = verdict.account
     if account is not None:
@@ -560,12 +619,12 @@ def _evidence(verdict: RunVerdict, links: Links) -> str:
             f"<tr><td id='span-{_e(span_id)}'><a class='mono' "
             f"href='{_e(links.span(verdict.trace_id, span_id))}'>{_e(span_id)}</a> "
             f"<span class='meta'>{role}</span></td>"
-            f"<td class='mono'>{_e(', '.join(fields[span_id]))}</td>"
+            f"<td>{_e(', '.join(fields[span_id]))}</td>"
             f"<td>{_e(round_numbers(said))}{f' (+{more})' if more > 0 else ''}</td></tr>"
         )
     return (
         f"<details><summary>Evidence spans ({len(listed)})</summary><table class='passes'>"
-        "<tr><th>span</th><th>where on it</th><th>what it backs</th></tr>"
+        "<tr><th>span</th><th>what on it</th><th>what it backs</th></tr>"
         + "".join(rows)
         + "</table></details>"
     )
@@ -587,7 +646,9 @@ def _pass_table(verdict: RunVerdict, links: Links) -> str:
         "<table class='passes'><tr><th>call</th><th>span</th><th>rode</th><th>standing</th>"
         "<th>changes</th></tr>"
     ]
-    for first, count in collapse(verdict.passes, _pass_key):
+    failed = failing_calls(verdict)
+    rows = collapse(verdict.passes, lambda p: (*_pass_key(p), failed.get(p.iteration)))
+    for first, count in rows:
         index = verdict.passes.index(first)
         run = verdict.passes[index : index + count]
         label = (
@@ -595,16 +656,25 @@ def _pass_table(verdict: RunVerdict, links: Links) -> str:
             if count == 1
             else f"{first.iteration}–{run[-1].iteration} (×{count})"
         )
-        changes = "; ".join(describe_change(c) for c in first.changes) or "-"
+        said = [describe_change(c) for c in first.changes]
         if first.served_while_parked:
-            changes += (
-                f"; still rode while parked: {', '.join(first.served_while_parked)} "
-                f"({first.served_chars_while_parked:,} chars each)"
-                if count > 1
-                else f"; still rode while parked: {', '.join(first.served_while_parked)} "
-                f"({first.served_chars_while_parked:,} chars)"
+            each = " each" if count > 1 else ""
+            said.append(
+                f"still rode while parked: {', '.join(first.served_while_parked)} "
+                f"({first.served_chars_while_parked:,} chars{each})"
             )
-        css = "ride" if first.served_while_parked else "parked" if first.parked_maps else ""
+        if first.iteration in failed:
+            said.insert(0, failed[first.iteration])
+        changes = "; ".join(said) or "-"
+        css = (
+            "failed"
+            if first.iteration in failed
+            else "ride"
+            if first.served_while_parked
+            else "parked"
+            if first.parked_maps
+            else ""
+        )
         ids = "".join(f"<span id='span-{_e(p.span_id)}'></span>" for p in run if p.span_id)
         span = (
             f"<a class='mono' href='{_e(links.span(first.trace_id, first.span_id))}'>"

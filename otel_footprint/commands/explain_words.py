@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar, cast
 
+from otel_footprint.account.integrity import combined_tone
+from otel_footprint.commands.integrity_words import CHECK_WORDS, summary_words
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
 from otel_footprint.kernel.park_card import PARK_CARD_ID
@@ -174,6 +176,25 @@ def engagement_story(verdict: RunVerdict) -> str:
     return " · ".join(parts)
 
 
+def verdict_tone(verdict: RunVerdict) -> str:
+    """A run's tone: the account summary's, with the integrity result folded in."""
+    if verdict.account is None:
+        return "unknown"
+    return combined_tone(verdict.account.summary.tone, verdict.integrity)
+
+
+def verdict_sentence(verdict: RunVerdict) -> str:
+    """What a run's record shows, in one sentence (two when the integrity checks contradict it)."""
+    if verdict.account is None:
+        if verdict.reasons:
+            return f"Not decided: {verdict.reasons[0].message}"
+        return "The account was not computed for this run."
+    text = round_numbers(verdict.account.summary.sentence)
+    if verdict.integrity is not None and verdict.integrity.contradictions:
+        text += f" Integrity: {round_numbers(summary_words(verdict.integrity))}"
+    return text
+
+
 def verdict_word(verdicts: Sequence[RunVerdict], tone: str) -> str:
     """The badge: the tone in words; ``costly`` when the warning is what rode while parked."""
     if tone == "warn" and any(
@@ -191,3 +212,44 @@ def check_outcome(state: str, label: str) -> str:
     if state == "reachable":
         return {"pass": "passed", "fail": "FAILED"}.get(label, label)
     return "could not run" if state == "unreachable" else "does not apply"
+
+
+# ── which calls a failed check points at ───────────────────────────────────────────────────────
+
+
+def failures(verdict: RunVerdict) -> dict[str, tuple[tuple[int, ...], str]]:
+    """What failed in a run -> (the calls it points at, its sentence): each failed check (by the
+    calls its pointers and its signal's name) and each integrity check that found a
+    contradiction (by the calls it was found on). A failure that points at no call (a claim about
+    the answer) is shown on the last call, the one that answered."""
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    by_span = {p.span_id: p.iteration for p in verdict.passes if p.span_id}
+    last = (verdict.passes[-1].iteration,) if verdict.passes else ()
+    account = verdict.account
+    if account is not None:
+        for number, check in enumerate(account.checks, start=1):
+            if check.state != "reachable" or check.label != "fail":
+                continue
+            pointers = list(check.pointers)
+            for signal in account.signals:
+                if signal.check_id == check.check_id:
+                    pointers += signal.pointers
+            calls = sorted({by_span[p.span_id] for p in pointers if p.span_id in by_span})
+            sentence = round_numbers(check.sentence or verdict_sentence(verdict))
+            out[f"check {number} failed"] = (tuple(calls) or last, sentence)
+    if verdict.integrity is not None:
+        for finding in verdict.integrity.contradictions:
+            name = CHECK_WORDS.get((finding.kind, finding.seam), finding.kind)
+            known, sentence = out.get(f"found: {name}", ((), finding.message))
+            at = (finding.iteration,) if finding.iteration is not None else last
+            out[f"found: {name}"] = (tuple(sorted({*known, *at})), sentence)
+    return out
+
+
+def failing_calls(verdict: RunVerdict) -> dict[int, str]:
+    """Call number -> what failed on it (``check 1 failed``), from :func:`failures`."""
+    failed: dict[int, list[str]] = {}
+    for what, (calls, _) in failures(verdict).items():
+        for call in calls:
+            failed.setdefault(call, []).append(what)
+    return {call: "; ".join(whats) for call, whats in sorted(failed.items())}

@@ -1,11 +1,14 @@
 """Every sentence the integrity checks write, in this project's own words.
 
 The upstream's finding messages (spec integrity-reference §2) were read for their meaning only;
-none of them is reproduced here. ``{name}`` placeholders are filled once (never recursively).
+none of them is reproduced here. ``{name}`` placeholders are filled once (never recursively); a
+counted noun is written ``{n} tool(s)`` (or ``{n} advisory note(s)``) and reads ``1 tool`` /
+``4 tools`` once filled.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -18,8 +21,8 @@ TEXTS: Final[Mapping[str, str]] = {
     ),
     "compose.shadow": (
         "The engagement kernel would have parked '{map}' at this call and withheld {n} tool(s) it "
-        "owns, but they were still offered to the model ({tools}). The agent runs no kernel of its "
-        "own, so this is what parking would have removed, not a broken promise."
+        "owns ({tools}), which the model was still offered. The agent runs no kernel of its own, "
+        "so this is what parking would have removed, not a broken promise."
     ),
     "wire.added": (
         "{n} tool(s) reached the provider that the framework's list for this call did not hold "
@@ -116,9 +119,30 @@ TEXTS: Final[Mapping[str, str]] = {
 }
 
 
+# A number, at most one word, then a noun with "(s)": the noun's number follows the count.
+_COUNTED = re.compile(r"\b(\d[\d,]*) ((?:[a-z-]+ )?)([a-z]+)\(s\)")
+
+
+def _counted(template: str, values: Mapping[str, object]) -> str:
+    """``{n} tool(s)`` with ``n`` filled: ``1 tool``, ``4 tools`` (the template's own words only)."""
+
+    def number(match: re.Match[str]) -> str:
+        n = match.group(1)
+        noun = match.group(3) if n == "1" else match.group(3) + "s"
+        return f"{n} {match.group(2)}{noun}"
+
+    def fill(match: re.Match[str]) -> str:
+        value = values.get(match.group(1))
+        return str(value) if isinstance(value, int) else match.group(0)
+
+    # Only counts that come from an int placeholder are decided here, before the other values
+    # (which may hold any text) go in.
+    return _COUNTED.sub(number, re.sub(r"\{(\w+)\}(?= (?:[a-z-]+ )?[a-z]+\(s\))", fill, template))
+
+
 def say(text_id: str, **values: object) -> str:
     """The sentence ``text_id`` with its placeholders filled (one pass: values stay literal)."""
-    template = TEXTS[text_id]
+    template = _counted(TEXTS[text_id], values)
     out: list[str] = []
     rest = template
     while "{" in rest:
