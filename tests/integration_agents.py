@@ -308,6 +308,56 @@ def langgraph_agent(url: str, tracer: Any) -> str:
         return answer
 
 
+def langgraph_prebuilt_agent(url: str, tracer: Any, *, runs: int = 3) -> None:
+    """The agent as LangGraph's prebuilt ``create_react_agent`` (its own model node and tool
+    node), ``runs`` times in one process, each run with a guard and a summary call around it."""
+    import warnings
+
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    from otel_footprint.integrations.langchain import footprint_callbacks
+
+    @tool("lookup")
+    def lookup_tool(id: int) -> str:
+        """look a charge up"""
+        return lookup(id)
+
+    def model(name: str) -> Any:
+        return ChatOpenAI(model=name, base_url=url, api_key="test", max_retries=0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated for langchain.agents.create_agent, not gone
+        app = create_react_agent(model("agent-m"), [lookup_tool])
+    for _ in range(runs):
+        with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
+            model("guard-m").invoke([("user", PROMPT)])
+            out = app.invoke(
+                {"messages": [("user", PROMPT)]},
+                config={"callbacks": [footprint_callbacks(_state_pass)]},
+            )
+            model("summary-m").invoke([("user", PROMPT)])
+            run.answer(str(out["messages"][-1].content))
+
+
+def force_handler_order(tracer_first: bool) -> None:
+    """Make LangChain call the OpenInference tracer first (or last) among a model call's
+    handlers, at its start and at its end: the order LangChain leaves to a set's iteration."""
+    from langchain_core.callbacks import manager
+    from openinference.instrumentation.langchain._tracer import OpenInferenceTracer
+
+    original = manager.handle_event
+
+    def ordered(handlers: list[Any], *args: Any, **kwargs: Any) -> Any:
+        def key(handler: Any) -> bool:  # False sorts first
+            return isinstance(handler, OpenInferenceTracer) != tracer_first
+
+        return original(sorted(handlers, key=key), *args, **kwargs)
+
+    manager.handle_event = ordered
+
+
 def _child(name: str, url: str, stream: bool, out: str) -> None:
     import importlib
     from pathlib import Path
@@ -324,10 +374,12 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
         # The client instrumentation too: each model call then has a framework span and a
         # client span, and the guard / summary calls have theirs.
         OpenAIInstrumentor().instrument(tracer_provider=provider)
-    elif name == "langgraph":
+    elif name in ("langgraph", "langgraph-prebuilt"):
         from openinference.instrumentation.langchain import LangChainInstrumentor
 
         LangChainInstrumentor().instrument(tracer_provider=provider)
+        if style:
+            force_handler_order(style == "tracer-first")
     else:
         importlib.import_module(INSTRUMENTORS[name]).OpenAIInstrumentor().instrument(
             tracer_provider=provider
@@ -338,6 +390,8 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
             agents_sdk_agent(url, tracer)
         elif name == "langgraph":
             langgraph_agent(url, tracer)
+        elif name == "langgraph-prebuilt":
+            langgraph_prebuilt_agent(url, tracer)
         else:
             client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
             instrumented_agent(client, tracer, stream=stream, wrapped=style == "wrapped")
@@ -351,7 +405,8 @@ def run_stack(
 ) -> tuple[Any, Any]:
     """Run the agent on one instrumentation in a fresh interpreter; (raw, annotated) OTLP
     ``ExportTraceServiceRequest`` messages. ``name:wrapped`` states each pass in
-    ``run.model_call(...)`` around the client call instead of on the run."""
+    ``run.model_call(...)`` around the client call instead of on the run;
+    ``langgraph*:tracer-first`` / ``:handler-first`` force the LangChain handlers' order."""
     import os
     import subprocess
     import sys

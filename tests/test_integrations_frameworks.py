@@ -95,3 +95,22 @@ def test_framework_runs_decide_the_same_whatever_order_their_spans_arrive_in(
     request.resource_spans.add().scope_spans.add().spans.extend(order)
     (verdict,) = _explain(request)
     assert verdict_facts(verdict) == reference_facts()
+
+
+@pytest.mark.parametrize("order", ["", ":tracer-first", ":handler-first"])
+def test_prebuilt_react_agent_lands_every_pass_whichever_handler_runs_first(order: str) -> None:
+    """LangGraph's prebuilt ``create_react_agent`` merges callback managers, which orders the
+    OpenInference tracer and the adapter's handler as a set does (it varied run to run): each
+    order, forced, and the unforced one over three runs, decides every pass."""
+    pytest.importorskip("langgraph.prebuilt", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.langchain")
+    script = {"agent-m": [*SCRIPT["agent-m"]] * 3}
+    with FakeOpenAI(script) as fake:
+        raw, annotated = run_stack("langgraph-prebuilt" + order, fake.url)
+    verdicts = _explain(raw)
+    assert len(verdicts) == 3
+    for verdict in verdicts:
+        assert verdict_facts(verdict) == reference_facts()
+    passes = [v for v in _views(annotated) if v.attribute(semconv.ENG_ENGAGED_MAPS) is not None]
+    assert [v.attribute(semconv.PASS_ITERATION) for v in passes] == [1, 2] * 3
+    assert {v.name for v in passes} == {"ChatOpenAI"}
