@@ -74,19 +74,28 @@ def instrumented_agent(
     client: Any, tracer: Any, *, stream: bool = False, wrapped: bool = False
 ) -> str:
     """The agent with an instrumentation making the model-call spans: passes stated on the run,
-    or (``wrapped``) in ``run.model_call(...)`` around the call (the README habit)."""
+    or (``wrapped``) in ``run.model_call(...)`` around the call (the README habit). A model call
+    the server fails (a scripted 500) is retried once, as a pass of its own."""
+    import openai
+
     with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
         client.chat.completions.create(model="guard-m", messages=messages([]))
         history: list[dict[str, Any]] = []
         answer = ""
         for iteration in (1, 2):
-            if wrapped:
-                with run.model_call("agent-m") as call:
-                    stage_pass(call, iteration)
-                    reply = _create(client, "agent-m", messages(history), stream)
-            else:
-                stage_pass(run, iteration)
-                reply = _create(client, "agent-m", messages(history), stream)
+            for attempt in (1, 2):
+                try:
+                    if wrapped:
+                        with run.model_call("agent-m") as call:
+                            stage_pass(call, iteration)
+                            reply = _create(client, "agent-m", messages(history), stream)
+                    else:
+                        stage_pass(run, iteration)
+                        reply = _create(client, "agent-m", messages(history), stream)
+                    break
+                except openai.InternalServerError:
+                    if attempt == 2:
+                        raise
             if reply["tool_calls"]:
                 history.append(
                     {"role": "assistant", "content": None, "tool_calls": reply["tool_calls"]}

@@ -932,7 +932,9 @@ def _output_tool_calls(
     """Tool calls of passes that have no tool span, read from what the pass span recorded of the
     model's output (client instrumentations make no tool spans); results from the later passes'
     input messages. A pass whose output asked for tools, or says nothing, while the call was made
-    by an instrumentation, gets a ``tool-calls-unrecorded`` reason: never "no tool was called"."""
+    by an instrumentation, gets a ``tool-calls-unrecorded`` reason: never "no tool was called". A
+    call that failed (ERROR status or an exception event) and recorded no output got no answer, so
+    it asked for no tool."""
     with_spans = {call.iteration for call in spanned}
     found: list[ToolCall] = []
     unrecorded: list[int] = []
@@ -943,7 +945,7 @@ def _output_tool_calls(
         calls = output_tool_calls(view)
         if calls is None:
             asked = asked_for_tools(view)
-            if asked or (asked is None and instrumented(view)):
+            if asked or (asked is None and instrumented(view) and not _call_failed(view)):
                 unrecorded.append(iteration)
             continue
         found.extend(
@@ -961,6 +963,11 @@ def _output_tool_calls(
     if found:
         found = _with_results_and_picks(found, run.passes)
     return found, reason, tuple(unrecorded)
+
+
+def _call_failed(view: SpanView) -> bool:
+    """Whether a model call failed: its span's status is ERROR, or it recorded an exception."""
+    return _status_failed(view) or any(e.name == semconv.EXCEPTION_EVENT for e in view.events())
 
 
 def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputToolCall) -> ToolCall:
