@@ -244,9 +244,10 @@ def _state_pass(next_pass: Any, call: Any) -> None:
     stage_pass(next_pass, next_pass.iteration)
 
 
-def agents_sdk_agent(url: str, tracer: Any) -> str:
+def agents_sdk_agent(url: str, tracer: Any, *, streamed: bool = False) -> str:
     """The agent on the OpenAI Agents SDK (chat completions model), a guard and a summary call on
-    the same client around ``Runner.run``."""
+    the same client around ``Runner.run`` (``streamed``: ``Runner.run_streamed``, its events
+    read to the end)."""
     import asyncio
 
     import openai
@@ -271,7 +272,13 @@ def agents_sdk_agent(url: str, tracer: Any) -> str:
     async def main() -> str:
         with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
             await client.chat.completions.create(model="guard-m", messages=messages([]))
-            result = await Runner.run(agent, PROMPT, hooks=footprint_hooks(_state_pass))
+            hooks = footprint_hooks(_state_pass)
+            if streamed:
+                result = Runner.run_streamed(agent, PROMPT, hooks=hooks)
+                async for _ in result.stream_events():
+                    pass
+            else:
+                result = await Runner.run(agent, PROMPT, hooks=hooks)
             await client.chat.completions.create(model="summary-m", messages=messages([]))
             run.answer(str(result.final_output))
             return str(result.final_output)
@@ -396,7 +403,7 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
     with capture(provider) as captured:
         tracer = provider.get_tracer("agent")
         if name == "openai-agents":
-            agents_sdk_agent(url, tracer)
+            agents_sdk_agent(url, tracer, streamed=style == "streamed")
         elif name == "langgraph":
             langgraph_agent(url, tracer)
         elif name == "langgraph-prebuilt":
@@ -415,7 +422,8 @@ def run_stack(
     """Run the agent on one instrumentation in a fresh interpreter; (raw, annotated) OTLP
     ``ExportTraceServiceRequest`` messages. ``name:wrapped`` states each pass in
     ``run.model_call(...)`` around the client call instead of on the run;
-    ``langgraph*:tracer-first`` / ``:handler-first`` force the LangChain handlers' order."""
+    ``langgraph*:tracer-first`` / ``:handler-first`` force the LangChain handlers' order;
+    ``openai-agents:streamed`` runs the agent with ``Runner.run_streamed``."""
     import os
     import subprocess
     import sys

@@ -114,3 +114,20 @@ def test_prebuilt_react_agent_lands_every_pass_whichever_handler_runs_first(orde
     passes = [v for v in _views(annotated) if v.attribute(semconv.ENG_ENGAGED_MAPS) is not None]
     assert [v.attribute(semconv.PASS_ITERATION) for v in passes] == [1, 2] * 3
     assert {v.name for v in passes} == {"ChatOpenAI"}
+
+
+def test_agents_sdk_run_streamed_gives_the_plain_recorders_verdicts(server: FakeOpenAI) -> None:
+    """Streamed, the OpenInference ``generation`` span records no output messages: the
+    responses in its ``output.value`` say which tools the model asked for (none, on the answering
+    pass), so the run keeps its checks and is not marked ``tool-calls-unrecorded``."""
+    pytest.importorskip("agents", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.openai_agents")
+    raw, annotated = run_stack("openai-agents:streamed", server.url)
+    assert server.models_called() == ["guard-m", "agent-m", "agent-m", "summary-m"]
+    (verdict,) = _explain(raw)
+    facts = verdict_facts(verdict)
+    assert facts == reference_facts()
+    assert facts["checks"] and "tool-calls-unrecorded" not in facts["reasons"]
+    passes = [v for v in _views(annotated) if v.attribute(semconv.ENG_ENGAGED_MAPS) is not None]
+    assert sorted(v.attribute(semconv.PASS_ITERATION) for v in passes) == [1, 2]
+    assert {v.name for v in passes} == {"generation"}
