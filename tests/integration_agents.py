@@ -357,19 +357,24 @@ def langgraph_prebuilt_agent(url: str, tracer: Any, *, runs: int = 3) -> None:
             run.answer(str(out["messages"][-1].content))
 
 
-def force_handler_order(tracer_first: bool) -> None:
-    """Make LangChain call the OpenInference tracer first (or last) among a model call's
-    handlers, at its start and at its end: the order LangChain leaves to a set's iteration."""
+def force_handler_order(order: str) -> None:
+    """Make LangChain call the OpenInference tracer first (``tracer-first``) or last
+    (``handler-first``) among a model call's handlers, at its start and at its end: the order
+    LangChain leaves to a set's iteration. ``inverted``: last at the start, first at the end (an
+    order LangChain does not give, forced to see what the handler says then)."""
     from langchain_core.callbacks import manager
     from openinference.instrumentation.langchain._tracer import OpenInferenceTracer
 
     original = manager.handle_event
 
-    def ordered(handlers: list[Any], *args: Any, **kwargs: Any) -> Any:
+    def ordered(handlers: list[Any], event: str, *args: Any, **kwargs: Any) -> Any:
+        starting = event in ("on_chat_model_start", "on_llm_start")
+        tracer_first = order == "tracer-first" or (order == "inverted" and not starting)
+
         def key(handler: Any) -> bool:  # False sorts first
             return isinstance(handler, OpenInferenceTracer) != tracer_first
 
-        return original(sorted(handlers, key=key), *args, **kwargs)
+        return original(sorted(handlers, key=key), event, *args, **kwargs)
 
     manager.handle_event = ordered
 
@@ -395,7 +400,7 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
 
         LangChainInstrumentor().instrument(tracer_provider=provider)
         if style:
-            force_handler_order(style == "tracer-first")
+            force_handler_order(style)
     else:
         importlib.import_module(INSTRUMENTORS[name]).OpenAIInstrumentor().instrument(
             tracer_provider=provider
@@ -422,7 +427,8 @@ def run_stack(
     """Run the agent on one instrumentation in a fresh interpreter; (raw, annotated) OTLP
     ``ExportTraceServiceRequest`` messages. ``name:wrapped`` states each pass in
     ``run.model_call(...)`` around the client call instead of on the run;
-    ``langgraph*:tracer-first`` / ``:handler-first`` force the LangChain handlers' order;
+    ``langgraph*:tracer-first`` / ``:handler-first`` / ``:inverted`` force the LangChain
+    handlers' order;
     ``openai-agents:streamed`` runs the agent with ``Runner.run_streamed``."""
     import os
     import subprocess

@@ -116,6 +116,25 @@ def test_prebuilt_react_agent_lands_every_pass_whichever_handler_runs_first(orde
     assert {v.name for v in passes} == {"ChatOpenAI"}
 
 
+def test_a_pass_no_open_span_took_is_a_reason_at_its_call_not_merged_into_the_next() -> None:
+    """Forced, an order LangChain does not give (the tracer starts its span after the handler's
+    start and ends it before the handler's end): each pass is given up when its call ends, with
+    a reason, never landed on a later call with that call's events added."""
+    pytest.importorskip("langgraph.prebuilt", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.langchain")
+    script = {"agent-m": [*SCRIPT["agent-m"]] * 3}
+    with FakeOpenAI(script) as fake:
+        raw, annotated = run_stack("langgraph-prebuilt:inverted", fake.url)
+    for verdict in _explain(raw):
+        facts = verdict_facts(verdict)
+        assert facts["passes"] == [] and not facts["complete"]
+        assert "unattached-pass" in facts["reasons"]
+        (first, *_) = [r for r in verdict.reasons if r.code == "unattached-pass"]
+        assert first.message.startswith("pass 1's staged events")
+        assert "LangChain model call ended" in first.message
+    assert not [v for v in _views(annotated) if v.attribute(semconv.PASS_ITERATION) is not None]
+
+
 def test_agents_sdk_run_streamed_gives_the_plain_recorders_verdicts(server: FakeOpenAI) -> None:
     """Streamed, the OpenInference ``generation`` span records no output messages: the
     responses in its ``output.value`` say which tools the model asked for (none, on the answering

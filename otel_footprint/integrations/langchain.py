@@ -16,8 +16,10 @@ its own callbacks finds the span open. LangChain calls a model call's handlers i
 that order varies (a merged callback manager orders its handlers as a set does): when the tracer
 comes first its span is open at this handler's start (the pass lands there); when this handler
 comes first, the tracer has not started the span yet, and it is still open at this handler's end
-(the pass lands there). A client instrumentation under it (``openai``) that starts a recognisable
-span before either takes the pass instead (one call, one pass). Model calls the hook should not
+(the pass lands there). A call whose span neither callback found open (no tracer installed) gives
+its pass up when it ends, with an ``unattached-pass`` reason, rather than leaving it staged for the
+next call. A client instrumentation under it (``openai``) that starts a recognisable span before
+either takes the pass instead (one call, one pass). Model calls the hook should not
 count (a guard, a router) are told by ``should_count(call)`` (default: every call).
 """
 
@@ -131,8 +133,14 @@ class _Passes:
 
     def land(self, run_id: Any) -> None:
         entry = self._staged.pop(run_id, None)
-        if entry is not None:
-            self._landed(*entry, run_id)
+        if entry is not None and not self._landed(*entry, run_id):
+            # The call is over and its span was never open to this handler (no tracer, or one
+            # that started its span after this handler's start and ended it before its end).
+            entry[0].unattached(
+                entry[1],
+                "the LangChain model call ended without an open OpenInference LangChain span "
+                "for it at the handler's start or end (is LangChainInstrumentor on?)",
+            )
 
     @staticmethod
     def _landed(target: Run, staged: ModelCall, run_id: Any) -> bool:
