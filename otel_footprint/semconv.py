@@ -240,8 +240,6 @@ GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
 GEN_AI_SKILL_PREFIX: Final = "gen_ai.skill."
 TOOL_CALL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "function_call"})
 """Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``)."""
-EXCEPTION_EVENT: Final = "exception"
-"""The span event an OpenTelemetry instrumentation records an exception with (``record_exception``)."""
 OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 """OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name`` ..."""
 OI_TOOLS_PREFIX: Final = "llm.tools."

@@ -932,20 +932,18 @@ def _output_tool_calls(
     """Tool calls of passes that have no tool span, read from what the pass span recorded of the
     model's output (client instrumentations make no tool spans); results from the later passes'
     input messages. A pass whose output asked for tools, or says nothing, while the call was made
-    by an instrumentation, gets a ``tool-calls-unrecorded`` reason: never "no tool was called". A
-    call that failed (ERROR status or an exception event) and recorded no output got no answer, so
-    it asked for no tool."""
+    by an instrumentation, gets a ``tool-calls-unrecorded`` reason: never "no tool was called"."""
     with_spans = {call.iteration for call in spanned}
     found: list[ToolCall] = []
     unrecorded: list[int] = []
     for view in run.passes:
         iteration = span_iteration[view.span_id]
-        if iteration in with_spans:
-            continue
+        if iteration in with_spans or _status_failed(view):
+            continue  # a model call that failed answered nothing: it asked for no tool
         calls = output_tool_calls(view)
         if calls is None:
             asked = asked_for_tools(view)
-            if asked or (asked is None and instrumented(view) and not _call_failed(view)):
+            if asked or (asked is None and instrumented(view)):
                 unrecorded.append(iteration)
             continue
         found.extend(
@@ -963,11 +961,6 @@ def _output_tool_calls(
     if found:
         found = _with_results_and_picks(found, run.passes)
     return found, reason, tuple(unrecorded)
-
-
-def _call_failed(view: SpanView) -> bool:
-    """Whether a model call failed: its span's status is ERROR, or it recorded an exception."""
-    return _status_failed(view) or any(e.name == semconv.EXCEPTION_EVENT for e in view.events())
 
 
 def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputToolCall) -> ToolCall:
