@@ -3,8 +3,9 @@ scripted replies, tool calls included.
 
 Real HTTP (``ThreadingHTTPServer`` on 127.0.0.1, port 0), so the real ``openai`` client, its
 instrumentations and agent frameworks run against it unchanged. Replies are scripted per model
-(``"*"``: any model); each reply is ``{"content": "..."}`` or ``{"tool_calls": [{"name": ...,
-"arguments": {...}}]}`` (optionally ``"id"``); a model whose script is used up answers ``"done"``.
+(``"*"``: any model); each reply is ``{"content": "..."}``, ``{"tool_calls": [{"name": ...,
+"arguments": {...}}]}`` (optionally ``"id"``) or ``{"status": 500}`` (that HTTP status with an
+OpenAI-style error body); a model whose script is used up answers ``"done"``.
 
 In Python::
 
@@ -267,7 +268,13 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._json(200, {"ok": True})
             elif self.path.rstrip("/") == "/v1/chat/completions":
                 reply = server.next_reply(body)
-                if body.get("stream"):
+                if "status" in reply:
+                    error = {
+                        "message": f"scripted failure {reply['status']}",
+                        "type": "server_error",
+                    }
+                    self._json(int(reply["status"]), {"error": error})
+                elif body.get("stream"):
                     self._stream(_stream_chunks(server, body, reply))
                 else:
                     self._json(200, _completion(server, body, reply))

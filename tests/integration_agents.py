@@ -74,19 +74,28 @@ def instrumented_agent(
     client: Any, tracer: Any, *, stream: bool = False, wrapped: bool = False
 ) -> str:
     """The agent with an instrumentation making the model-call spans: passes stated on the run,
-    or (``wrapped``) in ``run.model_call(...)`` around the call (the README habit)."""
+    or (``wrapped``) in ``run.model_call(...)`` around the call (the README habit). A model call
+    the server fails (a scripted 500) is retried once, as a pass of its own."""
+    import openai
+
     with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
         client.chat.completions.create(model="guard-m", messages=messages([]))
         history: list[dict[str, Any]] = []
         answer = ""
         for iteration in (1, 2):
-            if wrapped:
-                with run.model_call("agent-m") as call:
-                    stage_pass(call, iteration)
-                    reply = _create(client, "agent-m", messages(history), stream)
-            else:
-                stage_pass(run, iteration)
-                reply = _create(client, "agent-m", messages(history), stream)
+            for attempt in (1, 2):
+                try:
+                    if wrapped:
+                        with run.model_call("agent-m") as call:
+                            stage_pass(call, iteration)
+                            reply = _create(client, "agent-m", messages(history), stream)
+                    else:
+                        stage_pass(run, iteration)
+                        reply = _create(client, "agent-m", messages(history), stream)
+                    break
+                except openai.InternalServerError:
+                    if attempt == 2:
+                        raise
             if reply["tool_calls"]:
                 history.append(
                     {"role": "assistant", "content": None, "tool_calls": reply["tool_calls"]}
@@ -235,9 +244,10 @@ def _state_pass(next_pass: Any, call: Any) -> None:
     stage_pass(next_pass, next_pass.iteration)
 
 
-def agents_sdk_agent(url: str, tracer: Any) -> str:
+def agents_sdk_agent(url: str, tracer: Any, *, streamed: bool = False) -> str:
     """The agent on the OpenAI Agents SDK (chat completions model), a guard and a summary call on
-    the same client around ``Runner.run``."""
+    the same client around ``Runner.run`` (``streamed``: ``Runner.run_streamed``, its events
+    read to the end)."""
     import asyncio
 
     import openai
@@ -262,7 +272,13 @@ def agents_sdk_agent(url: str, tracer: Any) -> str:
     async def main() -> str:
         with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
             await client.chat.completions.create(model="guard-m", messages=messages([]))
-            result = await Runner.run(agent, PROMPT, hooks=footprint_hooks(_state_pass))
+            hooks = footprint_hooks(_state_pass)
+            if streamed:
+                result = Runner.run_streamed(agent, PROMPT, hooks=hooks)
+                async for _ in result.stream_events():
+                    pass
+            else:
+                result = await Runner.run(agent, PROMPT, hooks=hooks)
             await client.chat.completions.create(model="summary-m", messages=messages([]))
             run.answer(str(result.final_output))
             return str(result.final_output)
@@ -308,6 +324,61 @@ def langgraph_agent(url: str, tracer: Any) -> str:
         return answer
 
 
+def langgraph_prebuilt_agent(url: str, tracer: Any, *, runs: int = 3) -> None:
+    """The agent as LangGraph's prebuilt ``create_react_agent`` (its own model node and tool
+    node), ``runs`` times in one process, each run with a guard and a summary call around it."""
+    import warnings
+
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    from otel_footprint.integrations.langchain import footprint_callbacks
+
+    @tool("lookup")
+    def lookup_tool(id: int) -> str:
+        """look a charge up"""
+        return lookup(id)
+
+    def model(name: str) -> Any:
+        return ChatOpenAI(model=name, base_url=url, api_key="test", max_retries=0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated for langchain.agents.create_agent, not gone
+        app = create_react_agent(model("agent-m"), [lookup_tool])
+    for _ in range(runs):
+        with footprint.run(tracer, agent="support", maps=MAPS, user_prompt=PROMPT) as run:
+            model("guard-m").invoke([("user", PROMPT)])
+            out = app.invoke(
+                {"messages": [("user", PROMPT)]},
+                config={"callbacks": [footprint_callbacks(_state_pass)]},
+            )
+            model("summary-m").invoke([("user", PROMPT)])
+            run.answer(str(out["messages"][-1].content))
+
+
+def force_handler_order(order: str) -> None:
+    """Make LangChain call the OpenInference tracer first (``tracer-first``) or last
+    (``handler-first``) among a model call's handlers, at its start and at its end: the order
+    LangChain leaves to a set's iteration. ``inverted``: last at the start, first at the end (an
+    order LangChain does not give, forced to see what the handler says then)."""
+    from langchain_core.callbacks import manager
+    from openinference.instrumentation.langchain._tracer import OpenInferenceTracer
+
+    original = manager.handle_event
+
+    def ordered(handlers: list[Any], event: str, *args: Any, **kwargs: Any) -> Any:
+        starting = event in ("on_chat_model_start", "on_llm_start")
+        tracer_first = order == "tracer-first" or (order == "inverted" and not starting)
+
+        def key(handler: Any) -> bool:  # False sorts first
+            return isinstance(handler, OpenInferenceTracer) != tracer_first
+
+        return original(sorted(handlers, key=key), event, *args, **kwargs)
+
+    manager.handle_event = ordered
+
+
 def _child(name: str, url: str, stream: bool, out: str) -> None:
     import importlib
     from pathlib import Path
@@ -324,10 +395,12 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
         # The client instrumentation too: each model call then has a framework span and a
         # client span, and the guard / summary calls have theirs.
         OpenAIInstrumentor().instrument(tracer_provider=provider)
-    elif name == "langgraph":
+    elif name in ("langgraph", "langgraph-prebuilt"):
         from openinference.instrumentation.langchain import LangChainInstrumentor
 
         LangChainInstrumentor().instrument(tracer_provider=provider)
+        if style:
+            force_handler_order(style)
     else:
         importlib.import_module(INSTRUMENTORS[name]).OpenAIInstrumentor().instrument(
             tracer_provider=provider
@@ -335,9 +408,11 @@ def _child(name: str, url: str, stream: bool, out: str) -> None:
     with capture(provider) as captured:
         tracer = provider.get_tracer("agent")
         if name == "openai-agents":
-            agents_sdk_agent(url, tracer)
+            agents_sdk_agent(url, tracer, streamed=style == "streamed")
         elif name == "langgraph":
             langgraph_agent(url, tracer)
+        elif name == "langgraph-prebuilt":
+            langgraph_prebuilt_agent(url, tracer)
         else:
             client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
             instrumented_agent(client, tracer, stream=stream, wrapped=style == "wrapped")
@@ -351,7 +426,10 @@ def run_stack(
 ) -> tuple[Any, Any]:
     """Run the agent on one instrumentation in a fresh interpreter; (raw, annotated) OTLP
     ``ExportTraceServiceRequest`` messages. ``name:wrapped`` states each pass in
-    ``run.model_call(...)`` around the client call instead of on the run."""
+    ``run.model_call(...)`` around the client call instead of on the run;
+    ``langgraph*:tracer-first`` / ``:handler-first`` / ``:inverted`` force the LangChain
+    handlers' order;
+    ``openai-agents:streamed`` runs the agent with ``Runner.run_streamed``."""
     import os
     import subprocess
     import sys

@@ -130,6 +130,24 @@ def test_without_content_capture_openai_v2_tool_calls_are_a_reason_not_no_calls(
     assert [p[0] for p in facts["passes"]] == [1]  # pass 2 needs pass 1's batch
 
 
+@pytest.mark.parametrize("name", sorted(STACKS))
+def test_a_model_call_the_server_fails_asked_for_no_tool(
+    name: str, reference: dict[str, Any]
+) -> None:
+    """The first loop call gets a 500 and is retried: the failed call (ERROR status, an exception
+    event, no output) is a pass that asked for no tool, not one whose tool calls went unrecorded."""
+    pytest.importorskip(STACKS[name][0], reason="pip install -e '.[integrations]'")
+    script = {**SCRIPT, "agent-m": [{"status": 500}, *SCRIPT["agent-m"]]}
+    with FakeOpenAI(script) as fake:
+        raw, _ = run_stack(name, fake.url, env=STACKS[name][2])
+        assert fake.models_called() == ["guard-m", *["agent-m"] * 3, "summary-m"]
+    (verdict,) = _explain(raw)
+    facts = verdict_facts(verdict)
+    assert facts["reasons"] == [] and facts["complete"]
+    assert [p[0] for p in facts["passes"]] == [1, 2, 3]
+    assert facts["checks"] == reference["checks"]
+
+
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_processor_and_otlp_path_agree_whatever_order_spans_end_in(data: st.DataObject) -> None:

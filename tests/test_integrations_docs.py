@@ -1,6 +1,6 @@
 """docs/integrations.md as written: each recipe (a ```` ```python recipe ```` block) runs after the
-common ```` ```python run ```` blocks, in a fresh interpreter of its own (an instrumentation patches
-the ``openai`` client for the whole process, so recipes cannot share one)."""
+common ```` ```python run ```` blocks, in a fresh interpreter of its own (a recipe instruments the
+``openai`` client and undoes it, and undoing an instrumentation can leave its wrappers behind)."""
 
 from __future__ import annotations
 

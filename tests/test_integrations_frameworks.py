@@ -95,3 +95,58 @@ def test_framework_runs_decide_the_same_whatever_order_their_spans_arrive_in(
     request.resource_spans.add().scope_spans.add().spans.extend(order)
     (verdict,) = _explain(request)
     assert verdict_facts(verdict) == reference_facts()
+
+
+@pytest.mark.parametrize("order", ["", ":tracer-first", ":handler-first"])
+def test_prebuilt_react_agent_lands_every_pass_whichever_handler_runs_first(order: str) -> None:
+    """LangGraph's prebuilt ``create_react_agent`` merges callback managers, which orders the
+    OpenInference tracer and the adapter's handler as a set does (it varied run to run): each
+    order, forced, and the unforced one over three runs, decides every pass."""
+    pytest.importorskip("langgraph.prebuilt", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.langchain")
+    script = {"agent-m": [*SCRIPT["agent-m"]] * 3}
+    with FakeOpenAI(script) as fake:
+        raw, annotated = run_stack("langgraph-prebuilt" + order, fake.url)
+    verdicts = _explain(raw)
+    assert len(verdicts) == 3
+    for verdict in verdicts:
+        assert verdict_facts(verdict) == reference_facts()
+    passes = [v for v in _views(annotated) if v.attribute(semconv.ENG_ENGAGED_MAPS) is not None]
+    assert [v.attribute(semconv.PASS_ITERATION) for v in passes] == [1, 2] * 3
+    assert {v.name for v in passes} == {"ChatOpenAI"}
+
+
+def test_a_pass_no_open_span_took_is_a_reason_at_its_call_not_merged_into_the_next() -> None:
+    """Forced, an order LangChain does not give (the tracer starts its span after the handler's
+    start and ends it before the handler's end): each pass is given up when its call ends, with
+    a reason, never landed on a later call with that call's events added."""
+    pytest.importorskip("langgraph.prebuilt", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.langchain")
+    script = {"agent-m": [*SCRIPT["agent-m"]] * 3}
+    with FakeOpenAI(script) as fake:
+        raw, annotated = run_stack("langgraph-prebuilt:inverted", fake.url)
+    for verdict in _explain(raw):
+        facts = verdict_facts(verdict)
+        assert facts["passes"] == [] and not facts["complete"]
+        assert "unattached-pass" in facts["reasons"]
+        (first, *_) = [r for r in verdict.reasons if r.code == "unattached-pass"]
+        assert first.message.startswith("pass 1's staged events")
+        assert "LangChain model call ended" in first.message
+    assert not [v for v in _views(annotated) if v.attribute(semconv.PASS_ITERATION) is not None]
+
+
+def test_agents_sdk_run_streamed_gives_the_plain_recorders_verdicts(server: FakeOpenAI) -> None:
+    """Streamed, the OpenInference ``generation`` span records no output messages: the
+    responses in its ``output.value`` say which tools the model asked for (none, on the answering
+    pass), so the run keeps its checks and is not marked ``tool-calls-unrecorded``."""
+    pytest.importorskip("agents", reason="pip install -e '.[integrations]'")
+    pytest.importorskip("openinference.instrumentation.openai_agents")
+    raw, annotated = run_stack("openai-agents:streamed", server.url)
+    assert server.models_called() == ["guard-m", "agent-m", "agent-m", "summary-m"]
+    (verdict,) = _explain(raw)
+    facts = verdict_facts(verdict)
+    assert facts == reference_facts()
+    assert facts["checks"] and "tool-calls-unrecorded" not in facts["reasons"]
+    passes = [v for v in _views(annotated) if v.attribute(semconv.ENG_ENGAGED_MAPS) is not None]
+    assert sorted(v.attribute(semconv.PASS_ITERATION) for v in passes) == [1, 2]
+    assert {v.name for v in passes} == {"generation"}

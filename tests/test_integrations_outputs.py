@@ -155,6 +155,29 @@ def test_no_output_recorded_is_not_no_tool_calls() -> None:
     assert asked_for_tools(stopped) is False
 
 
+def _responses(*items: dict[str, Any]) -> str:
+    """``output.value`` as the Agents SDK's streamed ``generation`` span writes it."""
+    return json.dumps([{"id": "__fake_id__", "object": "response", "output": list(items)}])
+
+
+def test_openinference_responses_in_output_value_give_the_tool_calls() -> None:
+    asked = {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": '{"id":7}'}
+    said = {"type": "message", "content": [{"type": "output_text", "text": "refunded"}]}
+    llm = {semconv.OPENINFERENCE_SPAN_KIND: "LLM"}
+    calls = output_tool_calls(_view({**llm, semconv.OI_OUTPUT_VALUE: _responses(asked)}))
+    assert calls is not None and [(c.name, c.call_id, c.arguments_text) for c in calls] == [
+        ("lookup", "c1", '{"id":7}')
+    ]
+    assert output_tool_calls(_view({**llm, semconv.OI_OUTPUT_VALUE: _responses(said)})) == ()
+    # A hosted tool's call cannot be read as a tool call: the output counts as not recorded.
+    hosted = {"type": "web_search_call", "id": "ws1", "status": "completed"}
+    assert output_tool_calls(_view({**llm, semconv.OI_OUTPUT_VALUE: _responses(hosted)})) is None
+    # Only an LLM span's output.value, and only responses: a chat completion body is not read.
+    assert output_tool_calls(_view({semconv.OI_OUTPUT_VALUE: _responses(said)})) is None
+    body = json.dumps({"object": "chat.completion", "choices": []})
+    assert output_tool_calls(_view({**llm, semconv.OI_OUTPUT_VALUE: body})) is None
+
+
 def test_tool_results_offered_tools_and_skills() -> None:
     inputs = [
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -26,6 +27,7 @@ from otel_footprint import semconv as sc
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.runs.spans import key_values_to_pairs
 from otel_footprint.sdk import FootprintOTLPSpanExporter, FootprintSpanProcessor
+from otel_footprint.sdk.exporter import AutoconfiguredFootprintExporter
 
 
 class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
@@ -184,7 +186,7 @@ def test_otel_traces_exporter_footprint_otlp_selects_the_annotating_exporter(
     from importlib.metadata import entry_points
 
     (entry,) = entry_points(group="opentelemetry_traces_exporter", name="footprint_otlp")
-    assert entry.load() is FootprintOTLPSpanExporter
+    assert entry.load() is AutoconfiguredFootprintExporter
 
     servicer, port = receiver
     env = {
@@ -211,3 +213,63 @@ def test_otel_traces_exporter_footprint_otlp_selects_the_annotating_exporter(
     assert run_attrs[sc.CHECK_DECIDED_DELIVERED] == "reachable"
     assert run_attrs[sc.CHECK_DECIDED_DELIVERED_OUTCOME] == "delivered"
     assert [attrs(p)[sc.ENG_ENGAGED_MAPS] for p in passes] == [("skill-map",), ("skill-map",)]
+
+
+_AUTOCONFIGURED_INSTRUMENTED_AGENT = textwrap.dedent(
+    """
+    import sys
+
+    sys.path.insert(0, sys.argv[1])  # tests/: the fake server and the agent
+    import openai
+    from fake_openai import FakeOpenAI
+    from integration_agents import SCRIPT, instrumented_agent
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry import trace
+    from opentelemetry.sdk._configuration import _initialize_components
+
+    _initialize_components()
+    provider = trace.get_tracer_provider()
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    with FakeOpenAI(SCRIPT) as server:
+        client = openai.OpenAI(base_url=server.url, api_key="test", max_retries=0)
+        instrumented_agent(client, trace.get_tracer("autoconfigured"))
+    provider.shutdown()
+    """
+)
+
+
+def test_footprint_otlp_installs_the_span_start_hook_for_staged_passes(
+    receiver: tuple[Receiver, int],
+) -> None:
+    """``OTEL_TRACES_EXPORTER=footprint_otlp`` and nothing else: the passes the agent states on its
+    run land on OpenInference's model-call spans (without the hook: ``unattached-pass``)."""
+    pytest.importorskip(
+        "openinference.instrumentation.openai", reason="pip install -e '.[integrations]'"
+    )
+    servicer, port = receiver
+    env = {
+        **os.environ,
+        "OTEL_TRACES_EXPORTER": "footprint_otlp",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OTEL_EXPORTER_OTLP_INSECURE": "true",
+        "FOOTPRINT_GRACE_SECONDS": "30",
+    }
+    tests = str(Path(__file__).resolve().parent)
+    done = subprocess.run(
+        [sys.executable, "-c", _AUTOCONFIGURED_INSTRUMENTED_AGENT, tests],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = servicer.named("invoke_agent")
+    run_attrs = attrs(run)
+    assert run_attrs.get(sc.RUN_REASONS, ()) == ()
+    assert run_attrs[sc.RUN_PASSES] == 2 and run_attrs[sc.RUN_COMPLETE] is True
+    passes = [s for s in servicer.named("ChatCompletion") if sc.PASS_ITERATION in attrs(s)]
+    assert sorted(attrs(p)[sc.PASS_ITERATION] for p in passes) == [1, 2]
+    assert all(attrs(p)[sc.ENG_ENGAGED_MAPS] == ("billing-map",) for p in passes)

@@ -11,10 +11,16 @@ Install ``otel-footprint[langgraph]`` (``langgraph``, ``langchain-openai``,
 ``state_pass(next_pass, call)`` runs in ``on_chat_model_start`` (and ``on_llm_start``); ``call`` is a
 :class:`LangChainModelCall`. The OpenInference LangChain tracer marks its LLM span
 (``openinference.span.kind=LLM``) only when it ends, so the span-start hook cannot see it start:
-this handler lands the pass on that span itself, in ``on_llm_end`` (before the tracer ends it),
-looked up by the LangChain run id. A client instrumentation under it (``openai``) that starts a
-recognisable span first takes the pass instead (one call, one pass). Model calls the hook should
-not count (a guard, a router) are told by ``should_count(call)`` (default: every call).
+this handler lands the pass on that span itself, looked up by the LangChain run id, at whichever of
+its own callbacks finds the span open. LangChain calls a model call's handlers in one order, and
+that order varies (a merged callback manager orders its handlers as a set does): when the tracer
+comes first its span is open at this handler's start (the pass lands there); when this handler
+comes first, the tracer has not started the span yet, and it is still open at this handler's end
+(the pass lands there). A call whose span neither callback found open (no tracer installed) gives
+its pass up when it ends, with an ``unattached-pass`` reason, rather than leaving it staged for the
+next call. A client instrumentation under it (``openai``) that starts a recognisable span before
+either takes the pass instead (one call, one pass). Model calls the hook should not
+count (a guard, a router) are told by ``should_count(call)`` (default: every call).
 """
 
 from __future__ import annotations
@@ -92,7 +98,8 @@ def _model_call(
 
 class _Passes:
     """What the handler does, free of LangChain: states a pass when a counted model call starts
-    and lands it on the framework's span when the call ends (LangChain run id -> staged pass)."""
+    and lands it on the framework's span, then or when the call ends (LangChain run id -> staged
+    pass, while the span is not open yet)."""
 
     __slots__ = ("_run", "_should_count", "_staged", "_state_pass")
 
@@ -121,16 +128,28 @@ class _Passes:
             return
         staged = target.next_pass()
         self._state_pass(staged, call)
-        if len(self._staged) < _MAX_OPEN_CALLS:
-            self._staged[run_id] = (target, staged)
+        if not self._landed(target, staged, run_id) and len(self._staged) < _MAX_OPEN_CALLS:
+            self._staged[run_id] = (target, staged)  # the tracer's span is not open yet
 
     def land(self, run_id: Any) -> None:
         entry = self._staged.pop(run_id, None)
-        if entry is None or not entry[1].staged:
-            return  # not counted, or a span-start-recognised span already took it
+        if entry is not None and not self._landed(*entry, run_id):
+            # The call is over and its span was never open to this handler (no tracer, or one
+            # that started its span after this handler's start and ended it before its end).
+            entry[0].unattached(
+                entry[1],
+                "the LangChain model call ended without an open OpenInference LangChain span "
+                "for it at the handler's start or end (is LangChainInstrumentor on?)",
+            )
+
+    @staticmethod
+    def _landed(target: Run, staged: ModelCall, run_id: Any) -> bool:
+        """Land ``staged`` on the tracer's span for ``run_id`` if that span is open; True when
+        nothing is left to do (landed, or another span already took the pass)."""
+        if not staged.staged:
+            return True  # a span-start-recognised span (a client instrumentation's) took it
         span = _framework_span(run_id)
-        if span is not None:
-            entry[0].land(entry[1], span)
+        return span is not None and target.land(staged, span)
 
 
 _MAX_OPEN_CALLS = 10_000  # model calls started and not yet ended that the handler remembers

@@ -525,12 +525,21 @@ class Run:
             span_id = self._parents.get(span_id)
         return seen
 
+    def unattached(self, call: ModelCall, why: str) -> None:
+        """Give the staged pass ``call`` up: its model call ended and no span took it (an adapter
+        that saw the call end says ``why``). The run says so (``unattached-pass``), and the next
+        pass is a new one rather than this one with the next call's events added."""
+        with self._lock:
+            if self._pending is not call:
+                return
+            self._pending = None
+        self._say_unattached(call, why)
+
     def _finish(self) -> None:
         """At the end of the leg: a pass still staged never reached a model call; say so."""
         pending, self._pending = self._pending, None
         if pending is None:
             return
-        kinds = sorted({item.event_type for item in pending._staged})
         if not _ATTACH_INSTALLED[0]:
             why = (
                 "no span-start hook is installed (otel_footprint.sdk.setup() installs it; "
@@ -540,11 +549,15 @@ class Run:
             why = f"they were staged while run {self._staged_while} was the current run"
         else:
             why = "no model-call span started inside the run after them"
+        self._say_unattached(pending, why)
+
+    def _say_unattached(self, call: ModelCall, why: str) -> None:
+        kinds = sorted({item.event_type for item in call._staged})
         self.problem(
             "unattached-pass",
-            f"pass {pending.iteration}'s staged events ({', '.join(kinds) or 'none'}) were "
+            f"pass {call.iteration}'s staged events ({', '.join(kinds) or 'none'}) were "
             f"attached to no model call: {why}; passes from here on are not decided",
-            pending.iteration,
+            call.iteration,
         )
 
     @contextmanager

@@ -11,7 +11,10 @@ Client instrumentations make no tool spans; the tool calls are in the model-call
 - OpenInference: ``llm.tools.{i}.tool.json_schema`` (else the request in ``input.value``),
   ``llm.input_messages.{i}.message.*`` / ``llm.output_messages.{i}.message.*`` with
   ``tool_calls.{j}.tool_call.{id,function.name,function.arguments}``; results are ``tool``-role
-  messages with ``tool_call_id`` and ``content``.
+  messages with ``tool_call_id`` and ``content``. Where it writes no output messages (the OpenAI
+  Agents SDK's ``generation`` span of a streamed run), ``output.value`` holds the responses whole
+  (``{"object": "response", "output": [...]}``, or a list of them): their ``function_call`` items
+  are the tool calls.
 - older OpenLLMetry: ``llm.request.functions.{i}``, ``gen_ai.prompt.{i}.*`` and
   ``gen_ai.completion.{i}.tool_calls.{j}.{id,name,arguments}`` (or ``llm.completions.*``).
 
@@ -238,7 +241,55 @@ def _messages(
         rows = span.rows(prefix)
         if rows:
             return prefix[:-1], "openllmetry", [(i, _rebuilt(row)) for i, row in rows]
+    if (
+        side is _OUTPUT
+        and span.view.attribute(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OI_KIND_LLM
+    ):
+        return _responses_output(span.view)
     return None
+
+
+_RESPONSE_ITEMS_WITHOUT_CALLS = frozenset({"message", "reasoning"})
+"""Responses output items that ask for no tool (``function_call`` asks for one; an item of any
+other type, a hosted tool's call, cannot be read as a tool call, so the output is not read)."""
+
+
+def _responses_output(view: SpanView) -> _Messages | None:
+    """OpenInference ``output.value`` holding OpenAI Responses whole, one assistant message per
+    response (text and ``function_call`` items); None when it holds anything else."""
+    decoded, readable = loads(view.attribute(semconv.OI_OUTPUT_VALUE))
+    responses = decoded if isinstance(decoded, list) else [decoded]
+    if not readable or not responses:
+        return None
+    messages: list[tuple[int, Mapping[str, Any]]] = []
+    for index, response in enumerate(responses):
+        if not isinstance(response, dict) or response.get("object") != "response":
+            return None
+        parts = _response_parts(response.get("output"))
+        if parts is None:
+            return None
+        messages.append((index, {"role": "assistant", "parts": parts}))
+    return semconv.OI_OUTPUT_VALUE, "openinference", messages
+
+
+def _response_parts(items: Any) -> list[dict[str, Any]] | None:
+    """A response's output items as GenAI message parts; None when one cannot be read."""
+    if not isinstance(items, list):
+        return None
+    parts: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "name": item.get("name")}
+            parts.append({**call, "type": "tool_call", "arguments": item.get("arguments")})
+        elif kind == "message":
+            contents = item.get("content")
+            for content in contents if isinstance(contents, list) else ():
+                if isinstance(content, dict) and isinstance(content.get("text"), str):
+                    parts.append({"type": "text", "content": content["text"]})
+        elif kind not in _RESPONSE_ITEMS_WITHOUT_CALLS:
+            return None
+    return parts
 
 
 def _rebuilt(row: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,7 +1,9 @@
 """FootprintOTLPSpanExporter: an OTLP span exporter that annotates agent runs before sending them.
 
-Registered as the ``footprint_otlp`` traces exporter, so ``OTEL_TRACES_EXPORTER=footprint_otlp``
-(with ``opentelemetry-instrument`` or the SDK's autoconfiguration) annotates runs without code.
+Registered as the ``footprint_otlp`` traces exporter (:class:`AutoconfiguredFootprintExporter`),
+so ``OTEL_TRACES_EXPORTER=footprint_otlp`` (with ``opentelemetry-instrument`` or the SDK's
+autoconfiguration) annotates runs without code, and installs the span-start hook that lands the
+passes a run states on the instrumentation's model-call spans.
 
 Trade-off against :class:`~otel_footprint.sdk.processor.FootprintSpanProcessor`: autoconfiguration
 wraps an exporter in a BatchSpanProcessor, so this exporter only sees spans after they ended, in
@@ -26,12 +28,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.engine.decide import EngineOptions
+from otel_footprint.record.attach import install_attach
 from otel_footprint.runs.model import RunStore
 from otel_footprint.sdk.buffer import BufferStats, RunBuffer, carries_footprint_events, span_role
 from otel_footprint.sdk.decide import Decider, make_decider
@@ -139,3 +143,22 @@ class FootprintOTLPSpanExporter(SpanExporter):
     def stats(self) -> BufferStats:
         """The buffer's counters (see :class:`~otel_footprint.sdk.buffer.BufferStats`)."""
         return self._buffer.stats()
+
+
+class AutoconfiguredFootprintExporter(FootprintOTLPSpanExporter):
+    """The ``footprint_otlp`` entry point: a :class:`FootprintOTLPSpanExporter` that also adds the
+    span-start hook (:class:`~otel_footprint.record.PassAttacher`) to the global tracer provider.
+
+    The SDK's autoconfiguration makes its tracer provider global before it builds the exporters,
+    and adds the exporter's span processor after: the hook comes first, as it must (a pass lands
+    when its model-call span starts). Without it, what a run states for its next model call
+    (``run.evaluated(...)``) would reach no span: ``unattached-pass``. Built by hand, with a
+    provider of your own, use :class:`FootprintOTLPSpanExporter` and
+    ``otel_footprint.record.install_attach(provider)``.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, TracerProvider):
+            install_attach(provider)
