@@ -393,6 +393,43 @@ def test_argument_without_the_frame_is_unreachable_with_the_reason() -> None:
     assert "not in the record" in row.why[0]
 
 
+@pytest.mark.parametrize("value", ["strict", "made-up-mode"])
+def test_argument_without_the_tool_schema_is_unreachable_never_a_guess(value: str) -> None:
+    """The offered list records names only (no ``parameters``, as openai-v2 or a recording gives
+    it): an unserved value may be a member of an enum the schema declares, so it is neither passed
+    nor filed — the pass is unreachable, naming the schema."""
+    script = choice({"mode": value})
+    for step in script.steps:
+        step.tools = [{"type": "function", "name": t["name"]} for t in step.tools or ()]
+    result = integrity(script)
+    row = result.row("unsupported-argument")
+    assert (row.state, kinds(result, "unsupported-argument")) == ("unreachable", [])
+    assert row.why[0].startswith("the schema of 'get_host' offered at pass 1 is not in the record")
+
+
+def test_argument_without_any_offered_list_is_unreachable_for_an_enum_member() -> None:
+    script = choice({"mode": "strict"})
+    for step in script.steps:
+        step.tools = None
+    assert integrity(script).row("unsupported-argument").state == "unreachable"
+
+
+def test_argument_served_value_passes_without_the_schema() -> None:
+    """Only a value nothing served needs the enum fence: a served one passes schema or not."""
+    script = choice({"machine": "host-alpha-01"}, messages=[user("look at host-alpha-01")])
+    for step in script.steps:
+        step.tools = None
+    assert integrity(script).row("unsupported-argument").state == "pass"
+
+
+def test_argument_a_tool_no_recorded_list_offers_declares_no_enum() -> None:
+    """Recorded lists that do not hold the called tool: it declared nothing on this call."""
+    script = choice({"machine": "host-zeta-99"})
+    for step in script.steps:
+        step.tools = [tool_def("list_hosts")]
+    assert len(kinds(integrity(script), "unsupported-argument")) == 1
+
+
 # ── empty-lookup (T12) ──────────────────────────────────────────────────────────────────────
 
 LUNS = '[{"lun":7,"wwpn":"50:06:01:60:3b:20:19:a4"}]'
