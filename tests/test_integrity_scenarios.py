@@ -178,6 +178,22 @@ def test_wire_a_pass_without_a_second_view_is_unreachable() -> None:
     assert result.row("invariant-violation", "wire").state == "unreachable"
 
 
+def test_wire_manifest_without_the_framework_list_is_unreachable_not_unarmed() -> None:
+    """The agent states what it sent, but the list it composed is not recorded: the comparison
+    the manifest is there for cannot be made — unreachable, naming the missing side."""
+    script = wire_script(["t1", "t2"], ["t1", "t2"])
+    for step in script.steps:
+        step.tools = None
+    result = integrity(script)
+    row = result.row("invariant-violation", "wire")
+    assert (row.armed, row.state, row.unreachable) == (True, "unreachable", 2)
+    assert row.why == (
+        "the framework's tool list of pass 1 is not recorded",
+        "the framework's tool list of pass 2 is not recorded",
+    )
+    assert result.state == "unreachable"
+
+
 def test_wire_drift_across_three_calls_is_exactly_one_finding() -> None:
     drift = ["t1", "t2", "ghost_tool"]
     result = integrity(wire_script(drift, drift, drift))

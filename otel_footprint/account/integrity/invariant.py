@@ -147,9 +147,12 @@ def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | N
 
 def check_wire(inputs: IntegrityInputs) -> Tally:
     """The composed tool list against the request actually sent, for each call seen twice.
-    Order and duplicates do not matter; an empty list sent is a stated zero. Armed once some call
-    of the run has both lists; a call of such a run missing one side is unreachable."""
-    if not any(
+    Order and duplicates do not matter; an empty list sent is a stated zero. Armed when the agent
+    states what it sent (``footprint.wire.manifest``: the comparison is what it is for), or once
+    some call of the run has both lists; a call of such a run missing either side is unreachable,
+    naming the side."""
+    stated = any(p.wire_manifest is not None for p in inputs.passes)
+    if not stated and not any(
         p.framework.tools is not None and _wire_side(p)[0] is not None for p in inputs.passes
     ):
         return unarmed(ONE_VIEW)
