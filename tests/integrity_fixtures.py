@@ -117,6 +117,8 @@ class Script:
     claims: Sequence[tuple[str, str, str]] = ()
     """(answer field, entity, field) declared as claims."""
     answer: str = "done"
+    disposition: Sequence[Mapping[str, Any]] | None = None
+    """The agent's own ``integrity.disposition`` rows (upstream camelCase keys)."""
 
 
 def run_script(script: Script) -> tuple[ReadableSpan, ...]:
@@ -217,6 +219,11 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
         if script.grounding is not None:
             run.evidence_grounding(**script.grounding)
         run.answer(script.answer)
+        if script.disposition is not None:
+            run.event(
+                "integrity.disposition",
+                {"posture": "observe", "workExisted": True, "rows": list(script.disposition)},
+            )
     return exporter.get_finished_spans()
 
 

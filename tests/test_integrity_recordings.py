@@ -63,3 +63,15 @@ def test_no_kernel_compose_is_judged_from_the_recording() -> None:
     (finding,) = result.findings
     assert (finding.kind, finding.seam, finding.iteration) == ("invariant-violation", "compose", 4)
     assert [s.render() for s in finding.subjects] == ["map:skill-map", "tool:get_zone_info"]
+
+
+@pytest.mark.parametrize("stem", ["park-trap", "no-kernel", "own-tool", "routed-delivered"])
+def test_recordings_are_verified_against_the_agents_rows(stem: str) -> None:
+    """The agent's disposition rows are read: compared where both sides judged (no disagreement on
+    these recordings), and the wire check the agent ran — whose sent list the recording does not
+    carry — is unreachable here, never "does not apply"."""
+    (result,) = _integrity(stem)
+    assert result.verified
+    assert result.disagreements == ()
+    wire = result.row("invariant-violation", "wire")
+    assert (wire.armed, wire.state) == (True, "unreachable")

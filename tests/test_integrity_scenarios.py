@@ -653,6 +653,70 @@ def test_verify_only_judged_rows_are_compared() -> None:
     assert integrity(script).disagreements == ()
 
 
+def row(check: str, seam: str, checked: int, findings: int, na: int = 0) -> dict[str, Any]:
+    """One row of the agent's own ``integrity.disposition``."""
+    return {
+        "check": check,
+        "seam": seam,
+        "checked": checked,
+        "findings": findings,
+        "notApplicable": na,
+        "unreachable": 0,
+        "synthetic": 0,
+    }
+
+
+def test_verify_rows_that_agree_are_no_mismatch() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    script.disposition = [row("unsupported-argument", "choice", 1, 1, 1)]
+    result = integrity(script)
+    assert result.verified and result.disagreements == ()
+
+
+def test_verify_a_row_the_agent_judged_clean_but_fails_here_is_a_disagreement() -> None:
+    """The agent's rows say its check passed; re-derived, it fails — shown even though the agent
+    reported no finding (a row is compared by its verdict, not only findings by identity)."""
+    script = choice({"machine": "host-zeta-99"})
+    script.disposition = [row("unsupported-argument", "choice", 1, 0, 1)]
+    result = integrity(script)
+    (disagreement,) = result.disagreements
+    assert disagreement.side == "derived-only"
+    assert disagreement.identity.startswith("unsupported-argument @choice row:")
+
+
+def test_verify_a_row_the_agent_failed_but_passes_here_is_reported_only() -> None:
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("unsupported-argument", "choice", 1, 1)]
+    (disagreement,) = integrity(script).disagreements
+    assert disagreement.side == "reported-only"
+
+
+def test_verify_a_row_unreachable_here_takes_no_side() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    for step in script.steps:
+        step.messages = None
+    script.disposition = [row("unsupported-argument", "choice", 1, 0)]
+    assert integrity(script).disagreements == ()
+
+
+def test_a_check_the_agent_ran_is_unreachable_not_unarmed_when_its_inputs_are_missing() -> None:
+    """The agent's rows say its wire check met every call; nothing here gives a second view of
+    the tools sent: the row says the check applies and cannot be judged, naming what is missing."""
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("invariant-violation", "wire", 2, 0)]
+    wire = integrity(script).row("invariant-violation", "wire")
+    assert (wire.armed, wire.state) == (True, "unreachable")
+    assert wire.why[0].startswith("the agent's own disposition shows this check met 2 subject(s)")
+    assert "no model call has two tool lists" in wire.why[0]
+
+
+def test_a_check_the_agent_left_unarmed_stays_unarmed() -> None:
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("invariant-violation", "wire", 0, 0, 1)]
+    wire = integrity(script).row("invariant-violation", "wire")
+    assert (wire.armed, wire.state) == (False, "not-applicable")
+
+
 # ── rows and their lifecycle (T3, T4) ───────────────────────────────────────────────────────
 
 

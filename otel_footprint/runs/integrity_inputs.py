@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_footprint import semconv
-from otel_footprint.codec import FootprintEvent, integral, quick_init
+from otel_footprint.codec import FootprintEvent, field_attribute, integral, quick_init
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.outputs import (
     CallView,
@@ -139,6 +139,39 @@ class ReportedFinding:
     ref: Ref
 
 
+@quick_init
+@dataclass(frozen=True, slots=True)
+class ReportedRow:
+    """One row of the agent's own ``integrity.disposition``: how its check met its subjects."""
+
+    check: str
+    seam: str
+    checked: int
+    findings: int
+    not_applicable: int
+    unreachable: int
+    synthetic: int = 0
+
+    @property
+    def armed(self) -> bool:
+        """The agent's check met a subject it could be armed for (anything beyond the one
+        not-applicable note an unarmed check files)."""
+        return bool(self.checked or self.findings or self.unreachable)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedDisposition:
+    """``integrity.disposition``: the agent's accounting of its own checks at the run boundary."""
+
+    posture: str | None
+    work_existed: bool | None
+    rows: tuple[ReportedRow, ...]
+    ref: Ref
+
+    def row(self, check: str, seam: str) -> ReportedRow | None:
+        return next((r for r in self.rows if (r.check, r.seam) == (check, seam)), None)
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimDeclaration:
     """``footprint.claims.declared``: the answer's ``answer_field`` claims ``field(entity)``."""
@@ -202,6 +235,8 @@ class IntegrityInputs:
     answer: Answer | None = None
     grounding: Grounding | None = None
     """The last reading of the run (None: not recorded)."""
+    disposition: ReportedDisposition | None = None
+    """The agent's own disposition rows (None: not in the record)."""
     problems: tuple[str, ...] = field(default=())
     """Inputs present but unreadable (named), for the explanations."""
 
@@ -403,6 +438,43 @@ def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
     return tuple(out)
 
 
+# The compose seam's own filing is stamped ``write`` upstream; it is the compose row here.
+_SEAM_ALIASES = {("invariant-violation", "write"): "compose"}
+
+
+def _disposition(event: FootprintEvent, problems: list[str]) -> ReportedDisposition | None:
+    """The agent's disposition rows; None (named in ``problems``) when they cannot be read."""
+    payload = event.payload
+    rows_raw, readable = loads(payload.get("rows"))
+    if not readable or not isinstance(rows_raw, list):
+        problems.append(f"{semconv.EV_INTEGRITY_DISPOSITION}: rows is not a JSON list")
+        return None
+    rows: list[ReportedRow] = []
+    for item in rows_raw:
+        if not isinstance(item, dict):
+            continue
+        check, seam = string(item.get("check")), string(item.get("seam"))
+        counts = [
+            integral(item.get(k)) for k in ("checked", "findings", "notApplicable", "unreachable")
+        ]
+        if not check or not seam or any(c is None for c in counts):
+            problems.append(f"{semconv.EV_INTEGRITY_DISPOSITION}: a row without its counts")
+            continue
+        checked, findings, not_applicable, unreachable = (c or 0 for c in counts)
+        seam = _SEAM_ALIASES.get((check, seam), seam)
+        synthetic = integral(item.get("synthetic")) or 0
+        rows.append(
+            ReportedRow(check, seam, checked, findings, not_applicable, unreachable, synthetic)
+        )
+    work = payload.get("workExisted")
+    return ReportedDisposition(
+        string(payload.get("posture")),
+        work if isinstance(work, bool) else None,
+        tuple(rows),
+        _ref_of(event, field_attribute("rows")),
+    )
+
+
 # ── the run ──────────────────────────────────────────────────────────────────────────────────
 
 
@@ -569,6 +641,7 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     readings = by_type.get(semconv.T_EVIDENCE_GROUNDING, ())
     grounding = _grounding(readings[-1], problems) if readings else None
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
+    dispositions = by_type.get(semconv.T_INTEGRITY_DISPOSITION, ())
     return IntegrityInputs(
         trace_id=run.trace_id,
         run_span_id=run.run_span_id,
@@ -582,5 +655,6 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
         answer=answer,
         grounding=grounding,
+        disposition=_disposition(dispositions[-1], problems) if dispositions else None,
         problems=tuple(problems),
     )

@@ -39,8 +39,8 @@ from otel_footprint.account.integrity.report import (
     summary_body,
     summary_sentence,
 )
-from otel_footprint.account.integrity.tally import Tally
-from otel_footprint.account.integrity.verify import disagreements
+from otel_footprint.account.integrity.tally import Tally, armed_by_the_agent
+from otel_footprint.account.integrity.verify import disagreements, row_disagreements
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
 
@@ -89,6 +89,12 @@ def check_integrity(
         ("missing-column", "write"): missing,
         ("prior-turn-evidence", "claim"): check_recency(inputs),
     }
+    if inputs.disposition is not None:  # the agent's own rows say which checks apply
+        for key, tally in tallies.items():
+            theirs = inputs.disposition.row(*key)
+            if not tally.armed and theirs is not None and theirs.armed:
+                judged = theirs.checked + theirs.unreachable
+                tallies[key] = armed_by_the_agent(tally, judged)
     rows: list[Row] = []
     findings: list[Finding] = []
     seen: set[str] = set()
@@ -104,13 +110,16 @@ def check_integrity(
                 seen.add(finding.identity)
                 findings.append(finding)
     findings.sort(key=lambda f: f.iteration if f.iteration is not None else 0)
-    verified = inputs.reported is not None
+    verified = inputs.reported is not None or inputs.disposition is not None
+    differ = disagreements(inputs.reported, findings, rows) if inputs.reported is not None else ()
+    if inputs.disposition is not None:
+        differ += row_disagreements(inputs.disposition, rows)
     return IntegrityResult(
         rows=tuple(rows),
         findings=tuple(findings),
         excusals=tuple(excusals),
         verified=verified,
-        disagreements=disagreements(inputs.reported or (), findings, rows) if verified else (),
+        disagreements=differ,
         encounters=encounters,
         pass_spans={p.iteration: p.framework.span_id for p in inputs.passes},
     )

@@ -186,7 +186,7 @@ class IntegrityResult:
     findings: tuple[Finding, ...]
     excusals: tuple[Excusal, ...] = ()
     verified: bool = False
-    """The agent reported findings of its own and they were compared."""
+    """The agent reported findings or disposition rows of its own and they were compared."""
     disagreements: tuple[Disagreement, ...] = ()
     encounters: Mapping[tuple[str, str], tuple[Encounter, ...]] = field(default_factory=dict)
     pass_spans: Mapping[int, str] = field(default_factory=dict)
