@@ -73,6 +73,10 @@ class Call:
     """The raw result's shape as the agent states it (``footprint.tool.result_shape``)."""
     facts: Sequence[Mapping[str, Any]] = ()
     """Facts the call settled (``footprint.tools.semantics_declared``)."""
+    unrecorded: bool = False
+    """Leave the result out of the record (content capture off for this call)."""
+    paused_absence: Mapping[str, Any] | None = None
+    """The call pauses to ask a person, declaring this absence (no result in this leg)."""
 
 
 @dataclass
@@ -213,7 +217,15 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                     if chosen.shape is not None:
                         shape, rows = chosen.shape
                         tc.event("tool.result_shape", {"shape": shape, "rows": rows})
-                    tc.result(chosen.result, error=chosen.failed)
+                    if chosen.paused_absence is not None:
+                        run.pause(
+                            "which array?",
+                            tool_call_id=chosen.call_id,
+                            tool_name=chosen.name,
+                            absence=chosen.paused_absence,
+                        )
+                    elif not chosen.unrecorded:
+                        tc.result(chosen.result, error=chosen.failed)
         for finding in script.reported:
             run.context_error(**finding)
         if script.grounding is not None:

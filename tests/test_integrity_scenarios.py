@@ -535,6 +535,59 @@ def test_empty_lookup_invented_id_files_unsupported_argument_instead() -> None:
     assert len(kinds(result, "unsupported-argument")) == 1
 
 
+def test_empty_lookup_a_producer_result_missing_from_the_record_is_unreachable() -> None:
+    """One producer served a value-less result, another ran with its result not recorded: the
+    value may have come from the unseen one, so the call is not judged clean."""
+    script = lookup(producer='[{"lun":7,"wwpn":"other"}]')
+    hidden = Step(
+        tools=[tool_def("list_luns")],
+        messages=[user("paths?")],
+        calls=[Call("list_luns", {"page": 2}, unrecorded=True)],
+    )
+    script.steps = [script.steps[0], hidden, *script.steps[1:]]
+    row = integrity(script).row("empty-lookup")
+    assert row.state == "unreachable"
+    assert row.why[0].startswith("the result of list_luns (call ")
+
+
+def test_empty_lookup_pausing_with_a_declared_absence_is_the_same_advisory() -> None:
+    """A lookup that pauses to ask a person while declaring it found nothing (upstream 9.114)
+    answered with that absence."""
+    script = lookup()
+    (call,) = script.steps[1].calls
+    call.paused_absence = {"searched": "paths by wwpn", "matched": 0}
+    (finding,) = kinds(integrity(script), "empty-lookup")
+    assert "nothing matched" in finding.message
+
+
+def test_empty_lookup_arguments_missing_from_the_record_are_unreachable() -> None:
+    from otel_footprint.account.integrity.lookup import check_lookups
+    from otel_footprint.runs.integrity_inputs import (
+        Execution,
+        IntegrityInputs,
+        Settings,
+        ToolDeclaration,
+    )
+    from otel_footprint.runs.outputs import Ref
+
+    ref = Ref("t" * 32, "s" * 16)
+    producer = Execution("list_luns", "c1", 1, 0, {}, False, LUNS, None, None, ref)
+    consumer = Execution("find_paths", "c2", 2, 1, None, False, "[]", None, None, ref)
+    inputs = IntegrityInputs(
+        trace_id="t" * 32,
+        run_span_id=None,
+        passes=(),
+        declarations={"find_paths": ToolDeclaration("find_paths", ("list_luns",), None, ref)},
+        settings=Settings(notice_empty_lookups=True),
+        executions=(producer, consumer),
+    )
+    (encounter,) = check_lookups(inputs).encounters
+    assert (encounter.disposition, encounter.why) == (
+        "unreachable",
+        "the arguments of call c2 are not recorded",
+    )
+
+
 # ── column checks (T13) ─────────────────────────────────────────────────────────────────────
 
 

@@ -673,10 +673,18 @@ class Run:
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         reason: str = "stage requested pause",
+        absence: Mapping[str, Any] | None = None,
     ) -> None:
-        """The leg stops to ask a person (``pause.request``); resume in a new :func:`run` leg."""
+        """The leg stops to ask a person (``pause.request``); resume in a new :func:`run` leg.
+        ``absence``: the paused lookup declares it found nothing (what it searched, and how) —
+        its answer, as far as ``empty-lookup`` is concerned."""
         question_payload = _compact(
-            {"toolCallId": tool_call_id, "toolName": tool_name, "question": question}
+            {
+                "toolCallId": tool_call_id,
+                "toolName": tool_name,
+                "question": question,
+                "absence": dict(absence) if absence is not None else None,
+            }
         )
         self.emit(
             self.span,

@@ -438,6 +438,24 @@ def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
     return tuple(out)
 
 
+def _paused_with_absence(events: Sequence[FootprintEvent]) -> frozenset[str]:
+    """Call ids of lookups that paused to ask a person while declaring an absence (the upstream's
+    ``requestInput({..., absence})``, 9.114): that declaration is the lookup's answer."""
+    found: set[str] = set()
+    for event in events:
+        asked = event.payload.get("questionPayload")
+        asked, _ = loads(asked) if isinstance(asked, str) else (asked, True)
+        for holder in (asked, event.payload):
+            if not isinstance(holder, dict) or holder.get("absence") in (None, False):
+                continue
+            call_id = string(holder.get("toolCallId")) or (
+                string(asked.get("toolCallId")) if isinstance(asked, dict) else None
+            )
+            if call_id:
+                found.add(call_id)
+    return frozenset(found)
+
+
 # The compose seam's own filing is stamped ``write`` upstream; it is the compose row here.
 _SEAM_ALIASES = {("invariant-violation", "write"): "compose"}
 
@@ -600,10 +618,13 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
                 ExternalGround(value, source, on_pass(event), _ref_of(event, semconv.F_VALUE))
             )
 
+    paused_absent = _paused_with_absence(by_type.get(semconv.T_PAUSE_REQUEST, ()))
     executions: list[Execution] = []
     for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
         shape: str | None = None
         rows: int | None = None
+        if call.call_id is not None and call.call_id in paused_absent:
+            shape = "absence"  # the lookup paused to ask, declaring it found nothing
         for event in shape_events.get(call.span_id, ()):
             if event.type == semconv.T_TOOLS_ABSENT:
                 shape = "absence"
