@@ -608,6 +608,29 @@ def columns(rows: Any, declared: dict[str, Any], mode: str = "warn") -> Integrit
     return integrity(script)
 
 
+def test_columns_under_enforce_the_finding_says_the_rows_were_refused() -> None:
+    refused = "the model: it was shown a refusal in their place"
+    (enforced,) = columns([{"lun": ""}], {"lun": "number"}, mode="enforce").findings
+    assert enforced.message.endswith(refused + ".")
+    (warned,) = columns([{"lun": ""}], {"lun": "number"}, mode="warn").findings
+    assert refused not in warned.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "state"), [("enforce", "unreachable"), ("warn", "not-applicable")]
+)
+def test_columns_a_record_holding_only_the_refusal_is_unreachable_under_enforce(
+    mode: str, state: str
+) -> None:
+    """Under enforce the recorded result may be the refusal the model was served, not the tool's
+    rows: those rows are not in the record. Under warn the same text is just not a rowset."""
+    refusal = "Result rejected: list_luns returned rows that disagree with its columns."
+    result = columns(refusal, {"lun": "number"}, mode=mode)
+    assert result.findings == ()
+    assert result.row("column-type-mismatch").state == state
+    assert result.row("missing-column").state == state
+
+
 def test_columns_empty_strings_in_a_number_column() -> None:
     result = columns([{"lun": ""}, {"lun": ""}, {"lun": 3}], {"lun": "number"})
     (finding,) = kinds(result, "column-type-mismatch")

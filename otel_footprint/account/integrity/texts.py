@@ -113,6 +113,11 @@ TEXTS: Final[Mapping[str, str]] = {
     "summary.unreachable": "Integrity: nothing contradicted, but {rows} could not be judged.",
     "summary.pass": "Integrity: every armed check was judged and nothing contradicted.",
     "summary.notApplicable": "Integrity: no check applies to this run.",
+    # Added for issue 25
+    "columns.refused": (
+        "This run enforces the declared columns, so these rows never reached the model: it was "
+        "shown a refusal in their place."
+    ),
 }
 
 
