@@ -289,10 +289,14 @@ def instrumented_cases(folder: Path) -> Iterator[Case]:
     from otel_footprint import semconv
     from otel_footprint.runs.spans import key_values_to_pairs
 
-    def build(flavor: str, scenario: str, content: bool) -> Callable[[], States]:
+    def build(
+        flavor: str, scenario: str, content: bool, stated: bool = True
+    ) -> Callable[[], States]:
         def run() -> States:
             with FakeOpenAI({MODEL: SCENARIOS[scenario]}) as server:
-                request = run_agent(flavor, scenario, server.url, content=content, folder=folder)
+                request = run_agent(
+                    flavor, scenario, server.url, content=content, folder=folder, state_tools=stated
+                )
             # What the in-process processor wrote on the run span: one attribute per row.
             for resource in request.resource_spans:
                 for scope in resource.scope_spans:
@@ -333,6 +337,18 @@ def instrumented_cases(folder: Path) -> Iterator[Case]:
                 "clean" if content else "unreachable",
                 build(flavor, "grounded", content),
             )
+            yield Case(
+                f"{tag}: enum member",
+                ARGUMENT,
+                "clean" if content else "unreachable",
+                build(flavor, "enum", content),
+            )
+    # openai-v2 records no tool list; here the agent does not state its own either.
+    tag = "genai, content on, no tool list"
+    yield Case(f"{tag}: enum member", ARGUMENT, "unreachable", build("genai", "enum", True, False))
+    yield Case(f"{tag}: invented", ARGUMENT, "unreachable", build("genai", "invented", True, False))
+    yield Case(f"{tag}: grounded", ARGUMENT, "clean", build("genai", "grounded", True, False))
+    yield Case(f"{tag}: parked", COMPOSE, "unreachable", build("genai", "parked", True, False))
 
 
 def classify(expect: Label, state: str) -> str:
