@@ -364,7 +364,10 @@ INTEGRITY_UNREACHABLE: Final = "footprint.integrity.unreachable"
 """Rows that could not be judged for want of evidence (string array of ``check@seam``)."""
 INTEGRITY_SUMMARY: Final = "footprint.integrity.summary"
 INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
-"""Verify mode: the agent's own findings differ from the ones re-derived here."""
+"""Verify mode: the agent's own findings or rows differ from the ones re-derived here."""
+INTEGRITY_ALARMS: Final = "footprint.integrity.alarms"
+"""Dev posture only (string array): a check that missed its canary, or was armed and judged
+nothing in a run that did work — about the checker, not the run."""
 _INTEGRITY_ROW_PREFIX: Final = "footprint.integrity.row."
 """+ ``<check>.<seam>`` with underscores: the row's state (pass / fail / unreachable /
 not-applicable); every such name is a ``ROW_*`` constant below."""

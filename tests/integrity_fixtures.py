@@ -123,6 +123,7 @@ class Script:
     answer: str = "done"
     disposition: Sequence[Mapping[str, Any]] | None = None
     """The agent's own ``integrity.disposition`` rows (upstream camelCase keys)."""
+    posture: str = "observe"
 
 
 def run_script(script: Script) -> tuple[ReadableSpan, ...]:
@@ -144,11 +145,13 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
             script.notice_empty_lookups
             or script.check_column_types != "off"
             or script.notice_prior_turn_evidence
+            or script.posture != "observe"
         ):
             run.integrity_settings(
                 notice_empty_lookups=script.notice_empty_lookups,
                 check_column_types=script.check_column_types,  # type: ignore[arg-type]
                 notice_prior_turn_evidence=script.notice_prior_turn_evidence,
+                posture=script.posture,  # type: ignore[arg-type]
             )
         for index, step in enumerate(script.steps, start=1):
             with run.model_call("gpt-test") as call:

@@ -834,6 +834,99 @@ def test_external_grounds_that_are_blank_excuse_nothing() -> None:
     assert len(kinds(result, "unsupported-argument")) == 1
 
 
+# ── dev posture, and checks that met nothing ────────────────────────────────────────────────
+
+
+def test_dev_posture_catches_every_canary_and_counts_them_apart() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    script.posture = "dev"
+    result = integrity(script)
+    assert result.posture == "dev"
+    assert [r.synthetic for r in result.rows] == [1] * 9
+    assert len(result.findings) == 1  # canaries are never findings
+    assert result.alarms == ()
+
+
+def test_observe_posture_runs_no_canary() -> None:
+    result = integrity(choice({"machine": "host-zeta-99"}))
+    assert (result.posture, result.alarms) == ("observe", ())
+    assert [r.synthetic for r in result.rows] == [0] * 9
+
+
+def test_dev_posture_alarms_on_an_armed_check_that_met_no_subject() -> None:
+    """The argument check is armed and the run did work (a tool ran), but no model call is in the
+    record: the check met nothing. Its row is unreachable in any posture; dev posture also raises
+    the alarm."""
+    from otel_footprint.account.integrity import check_integrity
+    from otel_footprint.runs.integrity_inputs import Execution, Settings
+    from otel_footprint.runs.outputs import Ref
+
+    ran = Execution("list_luns", "c1", 1, 0, {}, False, LUNS, None, None, Ref("a" * 32, "c" * 16))
+    dev = check_integrity(_bare_inputs(executions=(ran,), settings=Settings(posture="dev")))
+    assert "unsupported-argument@choice: armed, but met no subject in a run that did work" in (
+        dev.alarms
+    )
+    observe = check_integrity(_bare_inputs(executions=(ran,)))
+    assert observe.alarms == ()
+
+
+def test_dev_posture_alarms_on_a_canary_not_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_footprint.account.integrity import canary
+    from otel_footprint.account.integrity.tally import Tally
+
+    monkeypatch.setitem(canary._CANARIES, ("invariant-violation", "wire"), Tally)
+    canary.caught.cache_clear()
+    try:
+        script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+        script.posture = "dev"
+        result = integrity(script)
+    finally:
+        monkeypatch.undo()
+        canary.caught.cache_clear()
+    assert "invariant-violation@wire: its canary was not caught (0 of 1)" in result.alarms
+    assert result.row("invariant-violation", "wire").synthetic == 0
+
+
+def _bare_inputs(**fields: Any) -> Any:
+    from otel_footprint.runs.integrity_inputs import IntegrityInputs, Settings, ToolDeclaration
+    from otel_footprint.runs.outputs import Ref
+
+    ref = Ref("a" * 32, "b" * 16)
+    base: dict[str, Any] = {
+        "trace_id": "a" * 32,
+        "run_span_id": None,
+        "passes": (),
+        "declarations": {"find_paths": ToolDeclaration("find_paths", ("list_luns",), None, ref)},
+        "settings": Settings(notice_empty_lookups=True),
+        "executions": (),
+    }
+    return IntegrityInputs(**{**base, **fields})
+
+
+def test_an_armed_check_that_met_no_subject_in_a_run_that_did_work_is_unreachable() -> None:
+    """Tool spans, but no model-call span in the record: the checks that judge model calls met
+    none — unreachable, never "does not apply"."""
+    from otel_footprint.account.integrity import check_integrity
+    from otel_footprint.runs.integrity_inputs import Execution
+    from otel_footprint.runs.outputs import Ref
+
+    ran = Execution("list_luns", "c1", 1, 0, {}, False, LUNS, None, None, Ref("a" * 32, "c" * 16))
+    result = check_integrity(_bare_inputs(executions=(ran,)))
+    for check in ("unsupported-argument", "dangling-reference"):
+        row = result.row(check)
+        assert row.state == "unreachable", check
+        assert row.why[0].startswith("it met no subject")
+
+
+def test_lookup_when_which_tools_were_called_is_unknown_is_unreachable() -> None:
+    from otel_footprint.account.integrity.lookup import check_lookups
+
+    (encounter,) = check_lookups(_bare_inputs(calls_unknown=True)).encounters
+    assert encounter.disposition == "unreachable"
+    (known,) = check_lookups(_bare_inputs()).encounters
+    assert known.disposition == "not-applicable"
+
+
 # ── unsupported-claim (T10, T11) ────────────────────────────────────────────────────────────
 
 

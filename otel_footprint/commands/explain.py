@@ -415,6 +415,15 @@ def integrity_json(result: IntegrityResult) -> dict[str, Any]:
             if result.verified
             else {}
         ),
+        **(
+            {
+                "posture": "dev",
+                "alarms": list(result.alarms),
+                "canariesCaught": {f"{r.check}@{r.seam}": r.synthetic for r in result.rows},
+            }
+            if result.posture == "dev"
+            else {}
+        ),
     }
 
 
@@ -432,4 +441,6 @@ def integrity_text_lines(result: IntegrityResult) -> list[str]:
         out.append(f"    - {mark}{at}: {finding.message}")
     for d in result.disagreements:
         out.append(f"    - verify: {d.side}: {d.identity}")
+    for alarm in result.alarms:
+        out.append(f"    - dev alarm: {alarm}")
     return out

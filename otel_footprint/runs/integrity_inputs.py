@@ -29,7 +29,7 @@ from otel_footprint.runs.outputs import (
     loads,
     string,
 )
-from otel_footprint.runs.passes import RunFacts
+from otel_footprint.runs.passes import UNRECORDED_TOOL_CALLS, RunFacts
 from otel_footprint.runs.spans import SpanView
 
 
@@ -237,6 +237,9 @@ class IntegrityInputs:
     """The last reading of the run (None: not recorded)."""
     disposition: ReportedDisposition | None = None
     """The agent's own disposition rows (None: not in the record)."""
+    calls_unknown: bool = False
+    """Some pass's tool calls are not in the record (no tool span, no recorded output): "no such
+    tool was called" cannot be said."""
     problems: tuple[str, ...] = field(default=())
     """Inputs present but unreadable (named), for the explanations."""
 
@@ -677,5 +680,6 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         answer=answer,
         grounding=grounding,
         disposition=_disposition(dispositions[-1], problems) if dispositions else None,
+        calls_unknown=any(r.code == UNRECORDED_TOOL_CALLS for r in facts.reasons),
         problems=tuple(problems),
     )

@@ -202,6 +202,7 @@ export const names = {
   IF_SUBJECTS: "footprint.integrity.subjects",
   IF_VALUE: "footprint.integrity.value",
   INTEGRITY_ADVISORIES: "footprint.integrity.advisories",
+  INTEGRITY_ALARMS: "footprint.integrity.alarms",
   INTEGRITY_FINDINGS: "footprint.integrity.findings",
   INTEGRITY_KINDS: "footprint.integrity.kinds",
   INTEGRITY_MISMATCH: "footprint.integrity.mismatch",

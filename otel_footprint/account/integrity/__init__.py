@@ -9,8 +9,10 @@ unarmed check is a ``not-applicable`` row with its reason, evidence that is miss
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from otel_footprint.account.integrity.argument import check_arguments
+from otel_footprint.account.integrity.canary import caught, dev_alarms
 from otel_footprint.account.integrity.claim import check_claims
 from otel_footprint.account.integrity.columns import check_columns
 from otel_footprint.account.integrity.dangling import check_dangling
@@ -89,6 +91,13 @@ def check_integrity(
         ("missing-column", "write"): missing,
         ("prior-turn-evidence", "claim"): check_recency(inputs),
     }
+    work_existed = bool(inputs.passes or inputs.executions)
+    silent = frozenset(
+        key for key, tally in tallies.items() if tally.armed and not tally.encounters
+    )
+    for key in silent if work_existed else ():
+        # Armed, with the subjects it judges (model calls, tool calls) missing from the record.
+        tallies[key].note("unreachable", None, NOTHING_MET)
     if inputs.disposition is not None:  # the agent's own rows say which checks apply
         for key, tally in tallies.items():
             theirs = inputs.disposition.row(*key)
@@ -110,6 +119,12 @@ def check_integrity(
                 seen.add(finding.identity)
                 findings.append(finding)
     findings.sort(key=lambda f: f.iteration if f.iteration is not None else 0)
+    posture = _posture(inputs)
+    alarms: tuple[str, ...] = ()
+    if posture == "dev":
+        canaries = caught()
+        rows = [replace(r, synthetic=int(canaries.get((r.check, r.seam), False))) for r in rows]
+        alarms = dev_alarms(tuple(rows), silent if work_existed else frozenset())
     verified = inputs.reported is not None or inputs.disposition is not None
     differ = disagreements(inputs.reported, findings, rows) if inputs.reported is not None else ()
     if inputs.disposition is not None:
@@ -122,7 +137,22 @@ def check_integrity(
         disagreements=differ,
         encounters=encounters,
         pass_spans={p.iteration: p.framework.span_id for p in inputs.passes},
+        posture=posture,
+        alarms=alarms,
     )
+
+
+NOTHING_MET = (
+    "it met no subject: the model calls or tool calls it judges are not in the record, though "
+    "the run did work"
+)
+
+
+def _posture(inputs: IntegrityInputs) -> str:
+    """The run's posture: its ``integrity.config``, else the agent's own disposition's."""
+    if inputs.settings.ref is None and inputs.disposition is not None:
+        return inputs.disposition.posture or "observe"
+    return inputs.settings.posture
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from otel_footprint.account.integrity.common import clip, compact_json
+from otel_footprint.account.integrity.lookup import CALLS_UNKNOWN
 from otel_footprint.account.integrity.model import Disposition, Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
@@ -132,7 +133,10 @@ def check_columns(inputs: IntegrityInputs) -> tuple[Tally, Tally]:
     armed = [e for e in inputs.executions if e.name in declared]
     if not armed:
         for tally in (mismatch, missing):
-            tally.note("not-applicable", None, "no tool that declares columns was called")
+            if inputs.calls_unknown:
+                tally.note("unreachable", None, CALLS_UNKNOWN)
+            else:
+                tally.note("not-applicable", None, "no tool that declares columns was called")
         return mismatch, missing
     enforce = inputs.settings.check_column_types == "enforce"
     for execution in armed:

@@ -22,6 +22,10 @@ from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import Execution, IntegrityInputs
 
 NOT_ON = "the run did not switch on empty-lookup notices (footprint.integrity.config)"
+CALLS_UNKNOWN = (
+    "which tools were called is not in the record (a model call has no tool span and no recorded "
+    "output)"
+)
 
 
 def read_shape(execution: Execution) -> tuple[str | None, int | None]:
@@ -63,7 +67,10 @@ def check_lookups(inputs: IntegrityInputs) -> Tally:
     served = served_texts(inputs)
     armed = [e for e in inputs.executions if e.name in grounding]
     if not armed:
-        tally.note("not-applicable", None, "no tool with declared grounds was called")
+        if inputs.calls_unknown:
+            tally.note("unreachable", None, CALLS_UNKNOWN)
+        else:
+            tally.note("not-applicable", None, "no tool with declared grounds was called")
         return tally
     for execution in armed:
         it = execution.iteration
