@@ -73,6 +73,8 @@ class Call:
     """The raw result's shape as the agent states it (``footprint.tool.result_shape``)."""
     facts: Sequence[Mapping[str, Any]] = ()
     """Facts the call settled (``footprint.tools.semantics_declared``)."""
+    described_at: str | None = None
+    """Declare ``facts`` as a ``describedResult()`` (camelCase keys) measured at this time."""
     unrecorded: bool = False
     """Leave the result out of the record (content capture off for this call)."""
     paused_absence: Mapping[str, Any] | None = None
@@ -215,7 +217,11 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 ) as tc:
                     if chosen.absent:
                         tc.event("tools.absent", {"toolName": chosen.name, "reason": "no match"})
-                    if chosen.facts:
+                    if chosen.described_at is not None:
+                        run.tool_described_result(
+                            tc, facts=chosen.facts, measured_at=chosen.described_at
+                        )
+                    elif chosen.facts:
                         run.tool_semantics(tc, facts=chosen.facts)
                     if chosen.shape is not None:
                         shape, rows = chosen.shape

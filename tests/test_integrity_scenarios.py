@@ -1020,6 +1020,35 @@ def test_two_fields_of_one_entity_are_two_identities() -> None:
     ]
 
 
+def test_described_result_declarations_are_read_alongside_semantic_ones() -> None:
+    """A ``describedResult()`` declaration (camelCase keys, ``provenance.measuredAt``) settles
+    facts like a ``semantic()`` envelope, and its measurement time is read."""
+    script = claim_run('{"paths": 4}')
+    script.steps[0].calls[0].described_at = "2026-09-26T10:00:00Z"
+    (finding,) = kinds(integrity(script), "unsupported-claim")
+    assert finding.witnesses[0].provenance.endswith("measured 2026-09-26T10:00:00Z")
+
+
+def test_described_result_under_its_own_payload_name_is_read() -> None:
+    from otel_footprint.codec import EventPointer, FootprintEvent
+    from otel_footprint.runs.integrity_inputs import _facts
+
+    pointer = EventPointer("t" * 32, "s" * 16, "footprint.tools.semantics_declared", 0)
+    envelope = '{"facts":[{"entity":"lun-7","paths":2}],"provenance":{"measuredAt":"2026-01-01"}}'
+    event = FootprintEvent(
+        "tools.semantics_declared",
+        {"toolName": "count_paths", "describedResult": envelope},
+        pointer,
+    )
+    (fact,) = _facts([event], {}, [])
+    assert (fact.entity, fact.field, fact.value, fact.measured_at) == (
+        "lun-7",
+        "paths",
+        2,
+        "2026-01-01",
+    )
+
+
 def test_no_contract_is_not_applicable() -> None:
     row = integrity(claim_run('{"paths": 4}', claims=())).row("unsupported-claim")
     assert (row.armed, row.state) == (False, "not-applicable")

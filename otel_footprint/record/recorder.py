@@ -862,6 +862,30 @@ class Run:
         }
         self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
 
+    def tool_described_result(
+        self,
+        call: ToolCall,
+        *,
+        facts: Sequence[Mapping[str, Any]] = (),
+        series: Sequence[Mapping[str, Any]] = (),
+        measured_at: str | None = None,
+    ) -> None:
+        """The facts a tool call settled, as a ``describedResult()`` declaration (the upstream's
+        10.0 replacement of ``semantic()``: camelCase keys, ``provenance.measuredAt``) on the same
+        ``tools.semantics_declared`` event; read alongside :meth:`tool_semantics`' envelopes."""
+        described: dict[str, Any] = {"facts": [dict(r) for r in facts]}
+        if series:
+            described["series"] = [dict(p) for p in series]
+        if measured_at is not None:
+            described["provenance"] = {"measuredAt": measured_at}
+        payload = {
+            "toolName": call.name,
+            "toolCallId": call.call_id,
+            "iteration": call.iteration,
+            "semantics": json.dumps(described, ensure_ascii=False),
+        }
+        self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
+
     def frame(
         self,
         call: ModelCall,

@@ -378,7 +378,13 @@ def _facts(
     out: list[SettledFact] = []
     for event in events:
         payload = event.payload
-        semantics, readable = loads(payload.get("semantics"))
+        # ``semantic()`` envelopes travel as ``semantics``; a ``describedResult()`` declaration
+        # (its 10.0 replacement, camelCase keys) may travel under its own name.
+        raw = next(
+            (payload[k] for k in _ENVELOPE_FIELDS if payload.get(k) is not None),
+            None,
+        )
+        semantics, readable = loads(raw)
         if not readable or not isinstance(semantics, dict):
             problems.append(f"{semconv.EV_SEMANTICS_DECLARED}: semantics is not a JSON object")
             continue
@@ -389,7 +395,7 @@ def _facts(
         if iteration is None and call is not None:
             iteration = call.iteration
         provenance = semantics.get("provenance")
-        measured = string(provenance.get("measured_at")) if isinstance(provenance, dict) else None
+        measured = _either(provenance, "measured_at", "measuredAt")
         ref = _ref_of(event, semconv.F_SEMANTICS)
         for row in semantics.get("facts") or ():
             if isinstance(row, dict) and isinstance(row.get("entity"), str):
@@ -404,7 +410,8 @@ def _facts(
             if isinstance(point, dict) and isinstance(point.get("entity"), str):
                 metric = string(point.get("metric"))
                 if metric:
-                    at = string(point.get("t")) or measured
+                    at = string(point.get("t")) or _either(point, "measured_at", "measuredAt")
+                    at = at or measured
                     out.append(
                         SettledFact(
                             point["entity"],
@@ -418,6 +425,17 @@ def _facts(
                         )
                     )
     return tuple(out)
+
+
+_ENVELOPE_FIELDS = ("semantics", "describedResult", "described")
+
+
+def _either(holder: Any, snake: str, camel: str) -> str | None:
+    """A string field read under its snake_case key (``semantic()``) or its camelCase one
+    (``describedResult()``)."""
+    if not isinstance(holder, dict):
+        return None
+    return string(holder.get(snake)) or string(holder.get(camel))
 
 
 def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:

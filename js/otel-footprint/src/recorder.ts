@@ -1178,6 +1178,26 @@ export class Run implements ModelSpanSink {
   }
 
   /**
+   * The facts a tool call settled, as a `describedResult()` declaration (the upstream's 10.0
+   * replacement of `semantic()`: camelCase keys, `provenance.measuredAt`), on the same
+   * `tools.semantics_declared` event: read alongside {@link toolSemantics}' envelopes.
+   */
+  toolDescribedResult(call: ToolCall, options: ToolSemanticsOptions = {}): void {
+    const described: Record<string, unknown> = { facts: (options.facts ?? []).map((row) => ({ ...row })) };
+    if (options.series !== undefined && options.series.length > 0) {
+      described['series'] = options.series.map((point) => ({ ...point }));
+    }
+    if (options.measuredAt !== undefined) described['provenance'] = { measuredAt: options.measuredAt };
+    this.emit(call.span, names.T_SEMANTICS_DECLARED, {
+      toolName: call.name,
+      toolCallId: call.callId,
+      iteration: call.iteration,
+      // Python's json.dumps default separators, as the Python recorder writes it.
+      semantics: pythonJson(described, ', ', ': '),
+    });
+  }
+
+  /**
    * What a model call was offered and shown, in the GenAI conventions' own attributes
    * (`gen_ai.tool.definitions`, `gen_ai.system_instructions`, `gen_ai.input.messages`,
    * `gen_ai.output.messages`), for agents with no instrumentation that records them. Call it before
