@@ -680,6 +680,11 @@ T_TOOL_START: Final = "stream.tool_start"
 T_TOOL_END: Final = "stream.tool_end"
 T_PERMISSION_HALT: Final = "permission.halt"
 T_EVIDENCE_CHECKED: Final = "agent.evidence_checked"
+"""The evidence gate's verdict on the answer; its ``lookedUp`` (when an object) is the gate's
+reading of where the answer's values came from, the prior-turn-evidence check's input."""
+T_EVIDENCE_LOOKED_UP: Final = "evidence.looked_up"
+"""The upstream's own event for that reading (``agentfootprint.evidence.looked_up``): the same
+fields as ``evidence.grounding``."""
 T_ROUTE_DECIDED: Final = "agent.route_decided"
 EV_ROUTE_DECIDED: Final = PREFIX + T_ROUTE_DECIDED
 """Carried on the pass span by the importer: the loop's tool-calls / final decision."""

@@ -126,6 +126,8 @@ class Script:
     disposition: Sequence[Mapping[str, Any]] | None = None
     """The agent's own ``integrity.disposition`` rows (upstream camelCase keys)."""
     posture: str = "observe"
+    gate_events: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    """Other events on the run span (type, camelCase payload), e.g. the gate's own verdict."""
 
 
 def run_script(script: Script) -> tuple[ReadableSpan, ...]:
@@ -239,6 +241,8 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
             run.context_error(**finding)
         if script.grounding is not None:
             run.evidence_grounding(**script.grounding)
+        for event_type, payload in script.gate_events:
+            run.event(event_type, payload)
         run.answer(script.answer)
         if script.disposition is not None:
             run.event(

@@ -1076,6 +1076,38 @@ FIELD_CASE = {
 }
 
 
+LOOKED_UP = {
+    "fromThisTurn": 0,
+    "fromPriorTurns": 3,
+    "latestPriorTurn": 1,
+    "currentTurn": 3,
+    "toolResultsThisTurn": 0,
+}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ("agent.evidence_checked", {"passed": True, "lookedUp": LOOKED_UP}),
+        ("evidence.looked_up", LOOKED_UP),
+    ],
+    ids=["evidence_checked.lookedUp", "evidence.looked_up"],
+)
+def test_recency_reads_the_gates_reading_wherever_the_record_carries_it(
+    event: tuple[str, dict[str, Any]],
+) -> None:
+    script = Script(
+        [Step(tools=[tool_def("lookup")], messages=[user("and now?")], text="the same")],
+        maps=(),
+        notice_prior_turn_evidence=True,
+        gate_events=[event],
+    )
+    result = integrity(script)
+    (finding,) = kinds(result, "prior-turn-evidence")
+    assert "turn 1" in finding.message
+    assert result.row("prior-turn-evidence").state == "fail"
+
+
 def test_recency_field_case_is_one_advisory() -> None:
     result = recency(FIELD_CASE)
     (finding,) = kinds(result, "prior-turn-evidence")

@@ -330,6 +330,21 @@ def _subjects(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _gate_readings(by_type: Mapping[str, Sequence[FootprintEvent]]) -> list[FootprintEvent]:
+    """The evidence gate's readings of the answer, wherever the record carries them: our
+    ``evidence.grounding``, else the upstream's ``evidence.looked_up``, else the ``lookedUp``
+    object of its ``agent.evidence_checked`` verdict."""
+    for kind in (semconv.T_EVIDENCE_GROUNDING, semconv.T_EVIDENCE_LOOKED_UP):
+        if by_type.get(kind):
+            return list(by_type[kind])
+    found: list[FootprintEvent] = []
+    for event in by_type.get(semconv.T_EVIDENCE_CHECKED, ()):
+        looked, readable = loads(event.payload.get("lookedUp"))
+        if readable and isinstance(looked, dict):
+            found.append(FootprintEvent(event.type, looked, event.pointer, event.time_unix_nano))
+    return found
+
+
 def _grounding(event: FootprintEvent, problems: list[str]) -> Grounding | None:
     payload = event.payload
     counts = [
@@ -680,7 +695,7 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         else None
     )
     calls_by_span = {call.span_id: call for call in facts.tool_calls}
-    readings = by_type.get(semconv.T_EVIDENCE_GROUNDING, ())
+    readings = _gate_readings(by_type)
     grounding = _grounding(readings[-1], problems) if readings else None
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
     dispositions = by_type.get(semconv.T_INTEGRITY_DISPOSITION, ())

@@ -293,6 +293,7 @@ export const names = {
   T_CONTEXT_INJECTED: "context.injected",
   T_EVIDENCE_CHECKED: "agent.evidence_checked",
   T_EVIDENCE_GROUNDING: "evidence.grounding",
+  T_EVIDENCE_LOOKED_UP: "evidence.looked_up",
   T_EXTERNAL_GROUND: "integrity.external_ground",
   T_EXTERNAL_GROUND_USED: "integrity.external_ground_used",
   T_GRAPH_DECLARED: "skill.graph_declared",
