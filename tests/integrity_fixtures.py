@@ -75,6 +75,8 @@ class Call:
     """Facts the call settled (``footprint.tools.semantics_declared``)."""
     described_at: str | None = None
     """Declare ``facts`` as a ``describedResult()`` (camelCase keys) measured at this time."""
+    cut_facts: bool = False
+    """A fact declaration cut by an attribute length limit (its JSON broken)."""
     unrecorded: bool = False
     """Leave the result out of the record (content capture off for this call)."""
     paused_absence: Mapping[str, Any] | None = None
@@ -219,6 +221,11 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 ) as tc:
                     if chosen.absent:
                         tc.event("tools.absent", {"toolName": chosen.name, "reason": "no match"})
+                    if chosen.cut_facts:
+                        tc.event(
+                            "tools.semantics_declared",
+                            {"toolName": chosen.name, "semantics": '{"facts":[{"entity":"lun-7",'},
+                        )
                     if chosen.described_at is not None:
                         run.tool_described_result(
                             tc, facts=chosen.facts, measured_at=chosen.described_at

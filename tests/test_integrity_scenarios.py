@@ -1049,6 +1049,22 @@ def test_described_result_under_its_own_payload_name_is_read() -> None:
     )
 
 
+def test_claim_with_an_unreadable_fact_declaration_is_unreachable() -> None:
+    """The ledger has a hole (a declaration cut by an attribute limit): the latest settle of the
+    claimed fact may be in it, so the claim is not judged against an older row."""
+    script = claim_run('{"paths": 2}')
+    extra = Call("count_paths", {}, "ok")
+    script.steps.insert(
+        1, Step(tools=[tool_def("count_paths")], messages=[user("again")], calls=[extra])
+    )
+    result_ok = integrity(script)
+    assert result_ok.row("unsupported-claim").state == "pass"
+    script.steps[1].calls[0].cut_facts = True
+    row = integrity(script).row("unsupported-claim")
+    assert row.state == "unreachable"
+    assert "recorded but not readable" in row.why[0]
+
+
 def test_no_contract_is_not_applicable() -> None:
     row = integrity(claim_run('{"paths": 4}', claims=())).row("unsupported-claim")
     assert (row.armed, row.state) == (False, "not-applicable")

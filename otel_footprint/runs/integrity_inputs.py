@@ -237,6 +237,8 @@ class IntegrityInputs:
     """The last reading of the run (None: not recorded)."""
     disposition: ReportedDisposition | None = None
     """The agent's own disposition rows (None: not in the record)."""
+    facts_unreadable: tuple[str, ...] = ()
+    """Tools whose declared facts are recorded but not readable (the ledger has a hole)."""
     calls_unknown: bool = False
     """Some pass's tool calls are not in the record (no tool span, no recorded output): "no such
     tool was called" cannot be said."""
@@ -443,6 +445,21 @@ def _facts(
 
 
 _ENVELOPE_FIELDS = ("semantics", "describedResult", "described")
+
+
+def _unreadable_facts(
+    events: Sequence[FootprintEvent], calls: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """Tools whose fact declaration is in the record but cannot be read (cut, or not JSON)."""
+    out: list[str] = []
+    for event in events:
+        payload = event.payload
+        raw = next((payload[k] for k in _ENVELOPE_FIELDS if payload.get(k) is not None), None)
+        decoded, readable = loads(raw)
+        if not readable or not isinstance(decoded, dict):
+            call = calls.get(event.pointer.span_id)
+            out.append(string(payload.get("toolName")) or (call.name if call else "a tool"))
+    return tuple(out)
 
 
 def _either(holder: Any, snake: str, camel: str) -> str | None:
@@ -710,6 +727,9 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         reported=_reported(reported_events) if reported_events else None,
         claims=_claims(by_type.get(semconv.T_CLAIMS_DECLARED, ()), problems),
         facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
+        facts_unreadable=_unreadable_facts(
+            by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span
+        ),
         answer=answer,
         grounding=grounding,
         disposition=_disposition(dispositions[-1], problems) if dispositions else None,
