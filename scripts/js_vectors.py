@@ -759,7 +759,13 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 ],
             },
             {"op": "modelCall", "model": "m", "provider": "p"},
-            {"op": "pause", "question": "Which zone?", "toolCallId": "c1", "toolName": "ask_user"},
+            {
+                "op": "pause",
+                "question": "Which zone?",
+                "toolCallId": "c1",
+                "toolName": "ask_user",
+                "absence": {"searched": "zones by name", "matched": 0},
+            },
             {
                 "op": "event",
                 "type": "tools.coverage_declared",

@@ -1014,8 +1014,17 @@ export class Run implements ModelSpanSink {
   }
 
   /** The leg stops to ask a person (`pause.request`); resume in a new run leg. */
-  pause(question: string, options: { toolCallId?: string; toolName?: string; reason?: string } = {}): void {
-    const questionPayload = compact({ toolCallId: options.toolCallId, toolName: options.toolName, question });
+  pause(
+    question: string,
+    options: { toolCallId?: string; toolName?: string; reason?: string; absence?: JsonObject } = {},
+  ): void {
+    // `absence`: the paused lookup declares it found nothing, which empty-lookup judges as its answer.
+    const questionPayload = compact({
+      toolCallId: options.toolCallId,
+      toolName: options.toolName,
+      question,
+      absence: options.absence !== undefined ? { ...options.absence } : undefined,
+    });
     this.emit(this.span, names.T_PAUSE_REQUEST, { reason: options.reason ?? 'stage requested pause', questionPayload });
   }
 
