@@ -194,6 +194,23 @@ def test_wire_manifest_without_the_framework_list_is_unreachable_not_unarmed() -
     assert result.state == "unreachable"
 
 
+def test_wire_manifest_is_read_when_a_client_span_recorded_no_list() -> None:
+    """openai-v2's client span records no tool list; the agent's manifest states what was sent:
+    the comparison is made from the manifest, not given up."""
+    from otel_footprint.account.integrity.invariant import check_wire
+    from otel_footprint.runs.integrity_inputs import PassInputs
+    from otel_footprint.runs.outputs import CallView, OfferedTool, Ref
+
+    ref = Ref("a" * 32, "b" * 16)
+    framework = CallView(
+        "a" * 32, "b" * 16, "gen_ai", (OfferedTool("t1"),), ref, None, None, None, None
+    )
+    client = CallView("a" * 32, "c" * 16, "gen_ai", None, None, None, None, None, None)
+    pass_ = PassInputs(1, framework, client, ("t1", "ghost"), ref)
+    inputs = _bare_inputs(passes=(pass_,), declarations={})
+    assert check_wire(inputs).findings[0].subjects[0].id == "ghost"
+
+
 def test_wire_drift_across_three_calls_is_exactly_one_finding() -> None:
     drift = ["t1", "t2", "ghost_tool"]
     result = integrity(wire_script(drift, drift, drift))
@@ -230,6 +247,21 @@ def eviction(*, declared: bool = True, refetch: bool = False, named: bool = True
         maps=(),
         declared={"get_host": ("list_hosts",)} if declared else {},
     )
+
+
+def test_dangling_an_unnamable_result_in_the_frame_is_unreachable_not_a_finding() -> None:
+    """Pass 3 shows a tool result no rule can name (no tool name, an id no call carries): it may
+    be list_hosts fetched again, so the dropped ground cannot be called missing."""
+    script = eviction()
+    script.steps[2].messages = [
+        *(script.steps[2].messages or ()),
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "zz", "response": "?"}]},
+    ]
+    result = integrity(script)
+    assert kinds(result, "dangling-reference") == []
+    row = result.row("dangling-reference")
+    assert row.state == "unreachable"
+    assert "names no tool" in row.why[0]
 
 
 def test_dangling_eviction_trap_is_exactly_one_finding() -> None:

@@ -136,12 +136,12 @@ def _wire_finding(
 def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | None]:
     """(names sent, where read, why unknown): the client span's tool list, else the manifest."""
     it = pass_.iteration
-    if pass_.client is not None:
-        if pass_.client.tools is None:
-            return None, None, f"the client span of pass {it} recorded no tool list"
+    if pass_.client is not None and pass_.client.tools is not None:
         return [t.name for t in pass_.client.tools], pass_.client.tools_ref, None
-    if pass_.wire_manifest is not None:
+    if pass_.wire_manifest is not None:  # also when a client span recorded no list of its own
         return list(pass_.wire_manifest), pass_.wire_ref, None
+    if pass_.client is not None:
+        return None, None, f"the client span of pass {it} recorded no tool list"
     return None, None, f"pass {it} has no second view of the tools sent"
 
 
