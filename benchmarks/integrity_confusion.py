@@ -6,7 +6,9 @@ the recorder and decided by the engine, labelled with what the row of the check 
 say: ``fire`` (a finding), ``clean`` (judged, nothing found) or ``unreachable`` (an input the rule
 needs is not in the record). With ``--instrumented`` the agent of ``tests/integrity_agent.py`` also
 runs on the real ``openai`` client under openai-v2, OpenInference and OpenLLMetry (content capture
-on and off) against the fake OpenAI server, each run in its own interpreter.
+on and off) against the fake OpenAI server, each run in its own interpreter. The shared agentfootprint
+recordings are imported too: their compose row, and verify mode against the agent's own
+disposition rows (a disagreement counts as wrong).
 
 Per check it prints: fired (fire, and it fired), missed (fire, but judged clean), unreachable (the
 row could not be judged), clean (clean, and judged clean), false+ (it fired where nothing is wrong)
@@ -127,6 +129,16 @@ def _with_hidden_producer() -> Script:
     return script
 
 
+def _unnamable_result() -> Script:
+    script = eviction()
+    unnamed = {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "zz", "response": "?"}],
+    }
+    script.steps[2].messages = [*(script.steps[2].messages or ()), unnamed]
+    return script
+
+
 def _paused_absence() -> Script:
     script = lookup()
     script.steps[1].calls[0].paused_absence = {"searched": "paths", "matched": 0}
@@ -173,6 +185,7 @@ def scripted_cases() -> Iterator[Case]:
     yield case(
         "fetched again, result unnamed", DANGLING, "clean", eviction(refetch=True, named=False)
     )
+    yield case("a result no rule can name", DANGLING, "unreachable", _unnamable_result)
     yield case("frames not captured", DANGLING, "unreachable", blind(eviction(), messages=True))
     yield case("offered list not captured", DANGLING, "unreachable", blind(eviction(), tools=True))
     yield case("invented value", ARGUMENT, "fire", choice({"machine": "host-zeta-99"}))
@@ -351,6 +364,38 @@ def instrumented_cases(folder: Path) -> Iterator[Case]:
     yield Case(f"{tag}: parked", COMPOSE, "unreachable", build("genai", "parked", True, False))
 
 
+RECORDINGS = TESTS / "data" / "reference" / "recordings"
+
+
+def recording_cases() -> Iterator[Case]:
+    """The upstream's own recordings, imported: the compose row read from the offered lists the
+    recording carries. park-trap (the agent's kernel parks at pass 4 and its disposition says
+    compose checked 3, found 0) is clean; no-kernel (no kernel in the agent: shadow) files what
+    parking would have withheld."""
+    from otel_footprint.bridges.agentfootprint import recording_to_requests
+    from otel_footprint.commands.explain import Loaded, explain_requests
+
+    def build(stem: str) -> Callable[[], States]:
+        def run() -> States:
+            lines = (RECORDINGS / f"{stem}.ndjson").read_text(encoding="utf-8").splitlines()
+            (verdict,) = explain_requests(Loaded(traces=recording_to_requests(lines), logs=[]))
+            result = verdict.integrity
+            assert result is not None
+            states = states_of(result)
+            # Verify mode against the agent's own disposition rows: a disagreement is wrong.
+            states[("verify", "rows")] = "fail" if result.disagreements else "pass"
+            return states
+
+        return run
+
+    yield Case("park-trap (agent: checked 3, found 0)", COMPOSE, "clean", build("park-trap"))
+    yield Case("no-kernel (shadow)", COMPOSE, "fire", build("no-kernel"))
+    for stem in ("park-trap", "no-kernel", "own-tool", "routed-delivered"):
+        yield Case(
+            f"{stem}: agrees with the agent's rows", ("verify", "rows"), "clean", build(stem)
+        )
+
+
 def classify(expect: Label, state: str) -> str:
     if state == "fail":
         return "fired" if expect in ("fire", "fire?") else "false+"
@@ -370,7 +415,7 @@ def main() -> int:
     )
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     args = parser.parse_args()
-    cases = list(scripted_cases())
+    cases = [*scripted_cases(), *recording_cases()]
     with tempfile.TemporaryDirectory() as tmp:
         if args.instrumented:
             cases += list(instrumented_cases(Path(tmp)))
@@ -391,7 +436,15 @@ def main() -> int:
             # Every row of the run is looked at, not only the one under test: a row that fires
             # where the case plants nothing for it is a false positive too.
             for (check, seam), other in states.items():
-                if other == "fail" and (check, seam) != case.check:
+                if (
+                    other == "fail"
+                    and (check, seam) != case.check
+                    and "verify"
+                    not in (
+                        check,
+                        case.check[0],
+                    )
+                ):
                     bad.append(f"false+ elsewhere: {check}@{seam} in {case.name!r}")
     width = max(len(n) for n in table) + 2
     print(f"{'check':<{width}}{'cases':>6}" + "".join(f"{c:>12}" for c in columns))
