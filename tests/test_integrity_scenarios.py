@@ -792,6 +792,16 @@ def test_verify_a_row_the_agent_judged_clean_but_fails_here_is_a_disagreement() 
     assert disagreement.identity.startswith("unsupported-argument @choice row:")
 
 
+def test_verify_a_disagreement_alone_is_named_in_the_summary() -> None:
+    from otel_footprint.account.integrity import summary_sentence
+
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("unsupported-argument", "choice", 1, 1)]
+    result = integrity(script)
+    assert result.contradictions == ()
+    assert "disagree on 1 point(s)" in summary_sentence(result)
+
+
 def test_verify_a_row_the_agent_failed_but_passes_here_is_reported_only() -> None:
     script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
     script.disposition = [row("unsupported-argument", "choice", 1, 1)]
