@@ -364,7 +364,10 @@ INTEGRITY_UNREACHABLE: Final = "footprint.integrity.unreachable"
 """Rows that could not be judged for want of evidence (string array of ``check@seam``)."""
 INTEGRITY_SUMMARY: Final = "footprint.integrity.summary"
 INTEGRITY_MISMATCH: Final = "footprint.integrity.mismatch"
-"""Verify mode: the agent's own findings differ from the ones re-derived here."""
+"""Verify mode: the agent's own findings or rows differ from the ones re-derived here."""
+INTEGRITY_ALARMS: Final = "footprint.integrity.alarms"
+"""Dev posture only (string array): a check that missed its canary, or was armed and judged
+nothing in a run that did work — about the checker, not the run."""
 _INTEGRITY_ROW_PREFIX: Final = "footprint.integrity.row."
 """+ ``<check>.<seam>`` with underscores: the row's state (pass / fail / unreachable /
 not-applicable); every such name is a ``ROW_*`` constant below."""
@@ -677,6 +680,11 @@ T_TOOL_START: Final = "stream.tool_start"
 T_TOOL_END: Final = "stream.tool_end"
 T_PERMISSION_HALT: Final = "permission.halt"
 T_EVIDENCE_CHECKED: Final = "agent.evidence_checked"
+"""The evidence gate's verdict on the answer; its ``lookedUp`` (when an object) is the gate's
+reading of where the answer's values came from, the prior-turn-evidence check's input."""
+T_EVIDENCE_LOOKED_UP: Final = "evidence.looked_up"
+"""The upstream's own event for that reading (``agentfootprint.evidence.looked_up``): the same
+fields as ``evidence.grounding``."""
 T_ROUTE_DECIDED: Final = "agent.route_decided"
 EV_ROUTE_DECIDED: Final = PREFIX + T_ROUTE_DECIDED
 """Carried on the pass span by the importer: the loop's tool-calls / final decision."""

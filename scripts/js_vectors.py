@@ -410,6 +410,7 @@ _INTEGRITY_OPS = frozenset(
         "evidenceGrounding",
         "declareClaim",
         "toolSemantics",
+        "toolDescribedResult",
         "frame",
         "resultShape",
     }
@@ -443,6 +444,10 @@ def _integrity_step(run: footprint.Run, target: Any, step: Mapping[str, Any]) ->
         if not isinstance(target, footprint.ToolCall):
             raise ValueError("toolSemantics belongs inside a toolCall")
         run.tool_semantics(target, **_kwargs(step))
+    elif op == "toolDescribedResult":
+        if not isinstance(target, footprint.ToolCall):
+            raise ValueError("toolDescribedResult belongs inside a toolCall")
+        run.tool_described_result(target, **_kwargs(step))
     elif op == "frame":
         call = target if isinstance(target, footprint.ModelCall) else run.next_pass()
         run.frame(call, **_kwargs(step))
@@ -754,7 +759,13 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                 ],
             },
             {"op": "modelCall", "model": "m", "provider": "p"},
-            {"op": "pause", "question": "Which zone?", "toolCallId": "c1", "toolName": "ask_user"},
+            {
+                "op": "pause",
+                "question": "Which zone?",
+                "toolCallId": "c1",
+                "toolName": "ask_user",
+                "absence": {"searched": "zones by name", "matched": 0},
+            },
             {
                 "op": "event",
                 "type": "tools.coverage_declared",
@@ -910,6 +921,11 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
                     {"op": "result", "value": []},
                     {"op": "resultShape", "shape": "absence", "rows": 0},
                     {"op": "toolSemantics", "facts": []},
+                    {
+                        "op": "toolDescribedResult",
+                        "facts": [{"entity": "h-7", "found": False}],
+                        "measuredAt": "2026-01-03T00:00:00Z",
+                    },
                 ],
             },
             {

@@ -49,7 +49,13 @@ TOOLS = [
     _fn("screen_open", {"screen": {"type": "string"}}),
     _fn("get_zone_info", {"zone": {"type": "string"}}),
     _fn("list_hosts"),
-    _fn("get_host", {"machine": {"type": "string"}}),
+    _fn(
+        "get_host",
+        {
+            "machine": {"type": "string"},
+            "region": {"type": "string", "enum": ["us-east", "eu-west"]},
+        },
+    ),
 ]
 IMPLEMENTATIONS: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
     "screen_open": lambda args: "screen opened",
@@ -75,6 +81,12 @@ SCENARIOS: Mapping[str, list[dict[str, Any]]] = {
         {"tool_calls": [{"name": "list_hosts", "arguments": {}}]},
         {"tool_calls": [{"name": "get_host", "arguments": {"machine": "host-zeta-99"}}]},
         {"content": "host-zeta-99 is fine."},
+    ],
+    # us-east is a member of get_host's declared region enum: served by the schema itself.
+    "enum": [
+        {"tool_calls": [{"name": "list_hosts", "arguments": {}}]},
+        {"tool_calls": [{"name": "get_host", "arguments": {"region": "us-east"}}]},
+        {"content": "Nothing in us-east."},
     ],
     # host-alpha-01 came back from list_hosts.
     "grounded": [
@@ -189,7 +201,9 @@ def _child(flavor: str, scenario: str, url: str, out: str, endpoint: str | None)
         agent(
             client,
             provider.get_tracer("auditor"),
-            state_tools=flavor == "genai",
+            # The GenAI instrumentation records no tool list: the agent states what it composed,
+            # unless the run leaves it out (FOOTPRINT_TEST_STATE_TOOLS=0).
+            state_tools=flavor == "genai" and os.environ.get("FOOTPRINT_TEST_STATE_TOOLS") != "0",
             run_id=f"{flavor}-{scenario}",
         )
     if endpoint is None:
@@ -206,10 +220,14 @@ def run_agent(
     content: bool = True,
     endpoint: str | None = None,
     folder: Path,
+    state_tools: bool = True,
 ) -> ExportTraceServiceRequest:
-    """One run in a fresh interpreter; its spans (annotated in-process unless ``endpoint``)."""
-    out = folder / f"{flavor}-{scenario}-{int(content)}.bin"
+    """One run in a fresh interpreter; its spans (annotated in-process unless ``endpoint``).
+    ``state_tools=False``: the agent does not state the tools it composed (under the GenAI
+    instrumentation no tool list is then recorded at all)."""
+    out = folder / f"{flavor}-{scenario}-{int(content)}-{int(state_tools)}.bin"
     env = {**os.environ, **(CONTENT_ENV if content else NO_CONTENT_ENV)[flavor]}
+    env["FOOTPRINT_TEST_STATE_TOOLS"] = "1" if state_tools else "0"
     argv = [sys.executable, __file__, flavor, scenario, url, str(out)]
     if endpoint is not None:
         argv.append(endpoint)

@@ -73,6 +73,14 @@ class Call:
     """The raw result's shape as the agent states it (``footprint.tool.result_shape``)."""
     facts: Sequence[Mapping[str, Any]] = ()
     """Facts the call settled (``footprint.tools.semantics_declared``)."""
+    described_at: str | None = None
+    """Declare ``facts`` as a ``describedResult()`` (camelCase keys) measured at this time."""
+    cut_facts: bool = False
+    """A fact declaration cut by an attribute length limit (its JSON broken)."""
+    unrecorded: bool = False
+    """Leave the result out of the record (content capture off for this call)."""
+    paused_absence: Mapping[str, Any] | None = None
+    """The call pauses to ask a person, declaring this absence (no result in this leg)."""
 
 
 @dataclass
@@ -117,6 +125,11 @@ class Script:
     claims: Sequence[tuple[str, str, str]] = ()
     """(answer field, entity, field) declared as claims."""
     answer: str = "done"
+    disposition: Sequence[Mapping[str, Any]] | None = None
+    """The agent's own ``integrity.disposition`` rows (upstream camelCase keys)."""
+    posture: str = "observe"
+    gate_events: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    """Other events on the run span (type, camelCase payload), e.g. the gate's own verdict."""
 
 
 def run_script(script: Script) -> tuple[ReadableSpan, ...]:
@@ -138,11 +151,13 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
             script.notice_empty_lookups
             or script.check_column_types != "off"
             or script.notice_prior_turn_evidence
+            or script.posture != "observe"
         ):
             run.integrity_settings(
                 notice_empty_lookups=script.notice_empty_lookups,
                 check_column_types=script.check_column_types,  # type: ignore[arg-type]
                 notice_prior_turn_evidence=script.notice_prior_turn_evidence,
+                posture=script.posture,  # type: ignore[arg-type]
             )
         for index, step in enumerate(script.steps, start=1):
             with run.model_call("gpt-test") as call:
@@ -206,17 +221,41 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 ) as tc:
                     if chosen.absent:
                         tc.event("tools.absent", {"toolName": chosen.name, "reason": "no match"})
-                    if chosen.facts:
+                    if chosen.cut_facts:
+                        tc.event(
+                            "tools.semantics_declared",
+                            {"toolName": chosen.name, "semantics": '{"facts":[{"entity":"lun-7",'},
+                        )
+                    if chosen.described_at is not None:
+                        run.tool_described_result(
+                            tc, facts=chosen.facts, measured_at=chosen.described_at
+                        )
+                    elif chosen.facts:
                         run.tool_semantics(tc, facts=chosen.facts)
                     if chosen.shape is not None:
                         shape, rows = chosen.shape
                         tc.event("tool.result_shape", {"shape": shape, "rows": rows})
-                    tc.result(chosen.result, error=chosen.failed)
+                    if chosen.paused_absence is not None:
+                        run.pause(
+                            "which array?",
+                            tool_call_id=chosen.call_id,
+                            tool_name=chosen.name,
+                            absence=chosen.paused_absence,
+                        )
+                    elif not chosen.unrecorded:
+                        tc.result(chosen.result, error=chosen.failed)
         for finding in script.reported:
             run.context_error(**finding)
         if script.grounding is not None:
             run.evidence_grounding(**script.grounding)
+        for event_type, payload in script.gate_events:
+            run.event(event_type, payload)
         run.answer(script.answer)
+        if script.disposition is not None:
+            run.event(
+                "integrity.disposition",
+                {"posture": "observe", "workExisted": True, "rows": list(script.disposition)},
+            )
     return exporter.get_finished_spans()
 
 

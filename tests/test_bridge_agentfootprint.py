@@ -385,3 +385,33 @@ def test_bad_lines_name_their_line_and_unknown_types_are_carried() -> None:
     carried = [ev for ev in run.events if ev.name == "footprint.custom.thing"]
     assert len(carried) == 1 and _attrs(carried[0]) == {"footprint.foo_bar": 1}
     assert recording_to_requests(["", "  "]) == []
+
+
+def test_pass_span_carries_the_tools_offered_on_that_call(
+    imported: tuple[Path, list[ExportTraceServiceRequest]],
+) -> None:
+    """``stream.llm_start`` ``tools`` (what the loop offered the model) becomes the pass span's
+    ``gen_ai.tool.definitions`` — names only, no ``parameters`` (the upstream does not record
+    schemas, and a schema that was not recorded must stay unknown)."""
+    path, requests = imported
+    offered = {
+        (e["meta"]["runId"], e["payload"]["iteration"]): [t["name"] for t in e["payload"]["tools"]]
+        for e in _upstream(path)
+        if e["type"] == "agentfootprint.stream.llm_start"
+    }
+    passes = [s for r in requests for s in _spans(r) if _role(s) == semconv.OP_CHAT]
+    assert passes
+    for span in passes:
+        listed = json.loads(_attrs(span)[semconv.GEN_AI_TOOL_DEFINITIONS])
+        assert all("parameters" not in t and t["type"] == "function" for t in listed)
+        names = [t["name"] for t in listed]
+        assert names in offered.values()
+    by_iteration = {
+        _attrs(s)[semconv.PASS_ITERATION]: [
+            t["name"] for t in json.loads(_attrs(s)[semconv.GEN_AI_TOOL_DEFINITIONS])
+        ]
+        for s in passes
+    }
+    if path.stem == "park-trap":
+        assert by_iteration[3] == ["screen_open", "read_skill", "get_zone_info"]
+        assert by_iteration[4] == ["screen_open", "read_skill"]

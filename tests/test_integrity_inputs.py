@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -86,11 +87,20 @@ def test_openinference_indexed_frame_and_tools() -> None:
     assert result.findings == ()
 
 
-def test_openllmetry_legacy_indexed_names() -> None:
+@pytest.mark.parametrize("schema", [True, False], ids=["schema", "no-schema"])
+def test_openllmetry_legacy_indexed_names(schema: bool) -> None:
+    """An unserved value is a finding when the tool's schema is recorded; listed without its
+    ``parameters``, the value may be an enum member the schema declares: unreachable, named."""
+
     def build(tracer: Any, run: Any) -> None:
         attrs = {
             semconv.LLM_REQUEST_TYPE: "chat",
             "llm.request.functions.0.name": "get_host",
+            **(
+                {"llm.request.functions.0.parameters": '{"type":"object","properties":{}}'}
+                if schema
+                else {}
+            ),
             "gen_ai.prompt.0.role": "user",
             "gen_ai.prompt.0.content": "check host-alpha-01",
             "gen_ai.completion.0.role": "assistant",
@@ -105,6 +115,14 @@ def test_openllmetry_legacy_indexed_names() -> None:
     (pass_,) = inputs.passes
     assert pass_.frame() is not None
     result = check_integrity(inputs)
+    if not schema:
+        row = result.row("unsupported-argument")
+        assert (row.state, result.findings) == ("unreachable", ())
+        assert row.why == (
+            "the schema of 'get_host' offered at pass 1 is not in the record, so a value nothing "
+            "served cannot be told from a member of an enum it declares",
+        )
+        return
     (finding,) = result.findings
     assert finding.kind == "unsupported-argument"
     assert finding.witnesses[1].ref is not None

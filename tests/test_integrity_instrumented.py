@@ -47,12 +47,15 @@ def _spans(request: ExportTraceServiceRequest) -> list[Any]:
 
 
 def in_process(
-    flavor: str, scenario: str, folder: Path, *, content: bool = True
+    flavor: str, scenario: str, folder: Path, *, content: bool = True, state_tools: bool = True
 ) -> tuple[dict[str, Any], list[Any]]:
     """The run, annotated by the in-process processor: (run span attributes, every span)."""
     _needs(flavor)
     with FakeOpenAI({MODEL: SCENARIOS[scenario]}) as server:
-        spans = _spans(run_agent(flavor, scenario, server.url, content=content, folder=folder))
+        request = run_agent(
+            flavor, scenario, server.url, content=content, folder=folder, state_tools=state_tools
+        )
+        spans = _spans(request)
         assert len(server.requests) == len(SCENARIOS[scenario])
     (run_span,) = [s for s in spans if semconv.INTEGRITY_SUMMARY in attrs(s)]
     return attrs(run_span), spans
@@ -96,6 +99,28 @@ def test_a_grounded_run_is_clean(flavor: str, tmp_path: Path) -> None:
     assert attributes[semconv.INTEGRITY_STATE] == "pass"
     assert attributes[semconv.ROW_UNSUPPORTED_ARGUMENT_CHOICE] == "pass"
     assert attributes[semconv.INTEGRITY_FINDINGS] == 0
+    assert findings(spans) == []
+
+
+@pytest.mark.parametrize(
+    ("flavor", "state_tools", "state"),
+    [
+        ("genai", True, "pass"),
+        ("genai", False, "unreachable"),
+        ("openinference", True, "pass"),
+        ("openllmetry", True, "pass"),
+    ],
+)
+def test_an_enum_member_is_never_filed_as_invented(
+    flavor: str, state_tools: bool, state: str, tmp_path: Path
+) -> None:
+    """``region="us-east"`` is a member of the enum get_host declares. Where the schema is recorded
+    (OpenInference, OpenLLMetry, or the agent stating its tools under openai-v2) it passes; openai-v2
+    alone records no tool list, and without the schema an enum member cannot be told from an
+    invented value: unreachable, naming the schema — never a finding."""
+    attributes, spans = in_process(flavor, "enum", tmp_path, state_tools=state_tools)
+    assert attributes[semconv.ROW_UNSUPPORTED_ARGUMENT_CHOICE] == state
+    assert attributes[semconv.INTEGRITY_STATE] == state
     assert findings(spans) == []
 
 

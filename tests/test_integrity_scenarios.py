@@ -178,6 +178,39 @@ def test_wire_a_pass_without_a_second_view_is_unreachable() -> None:
     assert result.row("invariant-violation", "wire").state == "unreachable"
 
 
+def test_wire_manifest_without_the_framework_list_is_unreachable_not_unarmed() -> None:
+    """The agent states what it sent, but the list it composed is not recorded: the comparison
+    the manifest is there for cannot be made — unreachable, naming the missing side."""
+    script = wire_script(["t1", "t2"], ["t1", "t2"])
+    for step in script.steps:
+        step.tools = None
+    result = integrity(script)
+    row = result.row("invariant-violation", "wire")
+    assert (row.armed, row.state, row.unreachable) == (True, "unreachable", 2)
+    assert row.why == (
+        "the framework's tool list of pass 1 is not recorded",
+        "the framework's tool list of pass 2 is not recorded",
+    )
+    assert result.state == "unreachable"
+
+
+def test_wire_manifest_is_read_when_a_client_span_recorded_no_list() -> None:
+    """openai-v2's client span records no tool list; the agent's manifest states what was sent:
+    the comparison is made from the manifest, not given up."""
+    from otel_footprint.account.integrity.invariant import check_wire
+    from otel_footprint.runs.integrity_inputs import PassInputs
+    from otel_footprint.runs.outputs import CallView, OfferedTool, Ref
+
+    ref = Ref("a" * 32, "b" * 16)
+    framework = CallView(
+        "a" * 32, "b" * 16, "gen_ai", (OfferedTool("t1"),), ref, None, None, None, None
+    )
+    client = CallView("a" * 32, "c" * 16, "gen_ai", None, None, None, None, None, None)
+    pass_ = PassInputs(1, framework, client, ("t1", "ghost"), ref)
+    inputs = _bare_inputs(passes=(pass_,), declarations={})
+    assert check_wire(inputs).findings[0].subjects[0].id == "ghost"
+
+
 def test_wire_drift_across_three_calls_is_exactly_one_finding() -> None:
     drift = ["t1", "t2", "ghost_tool"]
     result = integrity(wire_script(drift, drift, drift))
@@ -214,6 +247,21 @@ def eviction(*, declared: bool = True, refetch: bool = False, named: bool = True
         maps=(),
         declared={"get_host": ("list_hosts",)} if declared else {},
     )
+
+
+def test_dangling_an_unnamable_result_in_the_frame_is_unreachable_not_a_finding() -> None:
+    """Pass 3 shows a tool result no rule can name (no tool name, an id no call carries): it may
+    be list_hosts fetched again, so the dropped ground cannot be called missing."""
+    script = eviction()
+    script.steps[2].messages = [
+        *(script.steps[2].messages or ()),
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "zz", "response": "?"}]},
+    ]
+    result = integrity(script)
+    assert kinds(result, "dangling-reference") == []
+    row = result.row("dangling-reference")
+    assert row.state == "unreachable"
+    assert "names no tool" in row.why[0]
 
 
 def test_dangling_eviction_trap_is_exactly_one_finding() -> None:
@@ -393,6 +441,43 @@ def test_argument_without_the_frame_is_unreachable_with_the_reason() -> None:
     assert "not in the record" in row.why[0]
 
 
+@pytest.mark.parametrize("value", ["strict", "made-up-mode"])
+def test_argument_without_the_tool_schema_is_unreachable_never_a_guess(value: str) -> None:
+    """The offered list records names only (no ``parameters``, as openai-v2 or a recording gives
+    it): an unserved value may be a member of an enum the schema declares, so it is neither passed
+    nor filed — the pass is unreachable, naming the schema."""
+    script = choice({"mode": value})
+    for step in script.steps:
+        step.tools = [{"type": "function", "name": t["name"]} for t in step.tools or ()]
+    result = integrity(script)
+    row = result.row("unsupported-argument")
+    assert (row.state, kinds(result, "unsupported-argument")) == ("unreachable", [])
+    assert row.why[0].startswith("the schema of 'get_host' offered at pass 1 is not in the record")
+
+
+def test_argument_without_any_offered_list_is_unreachable_for_an_enum_member() -> None:
+    script = choice({"mode": "strict"})
+    for step in script.steps:
+        step.tools = None
+    assert integrity(script).row("unsupported-argument").state == "unreachable"
+
+
+def test_argument_served_value_passes_without_the_schema() -> None:
+    """Only a value nothing served needs the enum fence: a served one passes schema or not."""
+    script = choice({"machine": "host-alpha-01"}, messages=[user("look at host-alpha-01")])
+    for step in script.steps:
+        step.tools = None
+    assert integrity(script).row("unsupported-argument").state == "pass"
+
+
+def test_argument_a_tool_no_recorded_list_offers_declares_no_enum() -> None:
+    """Recorded lists that do not hold the called tool: it declared nothing on this call."""
+    script = choice({"machine": "host-zeta-99"})
+    for step in script.steps:
+        step.tools = [tool_def("list_hosts")]
+    assert len(kinds(integrity(script), "unsupported-argument")) == 1
+
+
 # ── empty-lookup (T12) ──────────────────────────────────────────────────────────────────────
 
 LUNS = '[{"lun":7,"wwpn":"50:06:01:60:3b:20:19:a4"}]'
@@ -482,6 +567,59 @@ def test_empty_lookup_invented_id_files_unsupported_argument_instead() -> None:
     assert len(kinds(result, "unsupported-argument")) == 1
 
 
+def test_empty_lookup_a_producer_result_missing_from_the_record_is_unreachable() -> None:
+    """One producer served a value-less result, another ran with its result not recorded: the
+    value may have come from the unseen one, so the call is not judged clean."""
+    script = lookup(producer='[{"lun":7,"wwpn":"other"}]')
+    hidden = Step(
+        tools=[tool_def("list_luns")],
+        messages=[user("paths?")],
+        calls=[Call("list_luns", {"page": 2}, unrecorded=True)],
+    )
+    script.steps = [script.steps[0], hidden, *script.steps[1:]]
+    row = integrity(script).row("empty-lookup")
+    assert row.state == "unreachable"
+    assert row.why[0].startswith("the result of list_luns (call ")
+
+
+def test_empty_lookup_pausing_with_a_declared_absence_is_the_same_advisory() -> None:
+    """A lookup that pauses to ask a person while declaring it found nothing (upstream 9.114)
+    answered with that absence."""
+    script = lookup()
+    (call,) = script.steps[1].calls
+    call.paused_absence = {"searched": "paths by wwpn", "matched": 0}
+    (finding,) = kinds(integrity(script), "empty-lookup")
+    assert "nothing matched" in finding.message
+
+
+def test_empty_lookup_arguments_missing_from_the_record_are_unreachable() -> None:
+    from otel_footprint.account.integrity.lookup import check_lookups
+    from otel_footprint.runs.integrity_inputs import (
+        Execution,
+        IntegrityInputs,
+        Settings,
+        ToolDeclaration,
+    )
+    from otel_footprint.runs.outputs import Ref
+
+    ref = Ref("t" * 32, "s" * 16)
+    producer = Execution("list_luns", "c1", 1, 0, {}, False, LUNS, None, None, ref)
+    consumer = Execution("find_paths", "c2", 2, 1, None, False, "[]", None, None, ref)
+    inputs = IntegrityInputs(
+        trace_id="t" * 32,
+        run_span_id=None,
+        passes=(),
+        declarations={"find_paths": ToolDeclaration("find_paths", ("list_luns",), None, ref)},
+        settings=Settings(notice_empty_lookups=True),
+        executions=(producer, consumer),
+    )
+    (encounter,) = check_lookups(inputs).encounters
+    assert (encounter.disposition, encounter.why) == (
+        "unreachable",
+        "the arguments of call c2 are not recorded",
+    )
+
+
 # ── column checks (T13) ─────────────────────────────────────────────────────────────────────
 
 
@@ -500,6 +638,29 @@ def columns(rows: Any, declared: dict[str, Any], mode: str = "warn") -> Integrit
         check_column_types=mode,
     )
     return integrity(script)
+
+
+def test_columns_under_enforce_the_finding_says_the_rows_were_refused() -> None:
+    refused = "the model: it was shown a refusal in their place"
+    (enforced,) = columns([{"lun": ""}], {"lun": "number"}, mode="enforce").findings
+    assert enforced.message.endswith(refused + ".")
+    (warned,) = columns([{"lun": ""}], {"lun": "number"}, mode="warn").findings
+    assert refused not in warned.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "state"), [("enforce", "unreachable"), ("warn", "not-applicable")]
+)
+def test_columns_a_record_holding_only_the_refusal_is_unreachable_under_enforce(
+    mode: str, state: str
+) -> None:
+    """Under enforce the recorded result may be the refusal the model was served, not the tool's
+    rows: those rows are not in the record. Under warn the same text is just not a rowset."""
+    refusal = "Result rejected: list_luns returned rows that disagree with its columns."
+    result = columns(refusal, {"lun": "number"}, mode=mode)
+    assert result.findings == ()
+    assert result.row("column-type-mismatch").state == state
+    assert result.row("missing-column").state == state
 
 
 def test_columns_empty_strings_in_a_number_column() -> None:
@@ -600,6 +761,80 @@ def test_verify_only_judged_rows_are_compared() -> None:
     assert integrity(script).disagreements == ()
 
 
+def row(check: str, seam: str, checked: int, findings: int, na: int = 0) -> dict[str, Any]:
+    """One row of the agent's own ``integrity.disposition``."""
+    return {
+        "check": check,
+        "seam": seam,
+        "checked": checked,
+        "findings": findings,
+        "notApplicable": na,
+        "unreachable": 0,
+        "synthetic": 0,
+    }
+
+
+def test_verify_rows_that_agree_are_no_mismatch() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    script.disposition = [row("unsupported-argument", "choice", 1, 1, 1)]
+    result = integrity(script)
+    assert result.verified and result.disagreements == ()
+
+
+def test_verify_a_row_the_agent_judged_clean_but_fails_here_is_a_disagreement() -> None:
+    """The agent's rows say its check passed; re-derived, it fails — shown even though the agent
+    reported no finding (a row is compared by its verdict, not only findings by identity)."""
+    script = choice({"machine": "host-zeta-99"})
+    script.disposition = [row("unsupported-argument", "choice", 1, 0, 1)]
+    result = integrity(script)
+    (disagreement,) = result.disagreements
+    assert disagreement.side == "derived-only"
+    assert disagreement.identity.startswith("unsupported-argument @choice row:")
+
+
+def test_verify_a_disagreement_alone_is_named_in_the_summary() -> None:
+    from otel_footprint.account.integrity import summary_sentence
+
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("unsupported-argument", "choice", 1, 1)]
+    result = integrity(script)
+    assert result.contradictions == ()
+    assert "disagree on 1 point." in summary_sentence(result)
+
+
+def test_verify_a_row_the_agent_failed_but_passes_here_is_reported_only() -> None:
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("unsupported-argument", "choice", 1, 1)]
+    (disagreement,) = integrity(script).disagreements
+    assert disagreement.side == "reported-only"
+
+
+def test_verify_a_row_unreachable_here_takes_no_side() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    for step in script.steps:
+        step.messages = None
+    script.disposition = [row("unsupported-argument", "choice", 1, 0)]
+    assert integrity(script).disagreements == ()
+
+
+def test_a_check_the_agent_ran_is_unreachable_not_unarmed_when_its_inputs_are_missing() -> None:
+    """The agent's rows say its wire check met every call; nothing here gives a second view of
+    the tools sent: the row says the check applies and cannot be judged, naming what is missing."""
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("invariant-violation", "wire", 2, 0)]
+    wire = integrity(script).row("invariant-violation", "wire")
+    assert (wire.armed, wire.state) == (True, "unreachable")
+    assert wire.why[0].startswith("the agent's own disposition shows this check met 2 subject(s)")
+    assert "no model call has two tool lists" in wire.why[0]
+
+
+def test_a_check_the_agent_left_unarmed_stays_unarmed() -> None:
+    script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+    script.disposition = [row("invariant-violation", "wire", 0, 0, 1)]
+    wire = integrity(script).row("invariant-violation", "wire")
+    assert (wire.armed, wire.state) == (False, "not-applicable")
+
+
 # ── rows and their lifecycle (T3, T4) ───────────────────────────────────────────────────────
 
 
@@ -639,6 +874,99 @@ def test_external_grounds_that_are_blank_excuse_nothing() -> None:
     result = integrity(script)
     assert result.excusals == ()
     assert len(kinds(result, "unsupported-argument")) == 1
+
+
+# ── dev posture, and checks that met nothing ────────────────────────────────────────────────
+
+
+def test_dev_posture_catches_every_canary_and_counts_them_apart() -> None:
+    script = choice({"machine": "host-zeta-99"})
+    script.posture = "dev"
+    result = integrity(script)
+    assert result.posture == "dev"
+    assert [r.synthetic for r in result.rows] == [1] * 9
+    assert len(result.findings) == 1  # canaries are never findings
+    assert result.alarms == ()
+
+
+def test_observe_posture_runs_no_canary() -> None:
+    result = integrity(choice({"machine": "host-zeta-99"}))
+    assert (result.posture, result.alarms) == ("observe", ())
+    assert [r.synthetic for r in result.rows] == [0] * 9
+
+
+def test_dev_posture_alarms_on_an_armed_check_that_met_no_subject() -> None:
+    """The argument check is armed and the run did work (a tool ran), but no model call is in the
+    record: the check met nothing. Its row is unreachable in any posture; dev posture also raises
+    the alarm."""
+    from otel_footprint.account.integrity import check_integrity
+    from otel_footprint.runs.integrity_inputs import Execution, Settings
+    from otel_footprint.runs.outputs import Ref
+
+    ran = Execution("list_luns", "c1", 1, 0, {}, False, LUNS, None, None, Ref("a" * 32, "c" * 16))
+    dev = check_integrity(_bare_inputs(executions=(ran,), settings=Settings(posture="dev")))
+    assert "unsupported-argument@choice: armed, but met no subject in a run that did work" in (
+        dev.alarms
+    )
+    observe = check_integrity(_bare_inputs(executions=(ran,)))
+    assert observe.alarms == ()
+
+
+def test_dev_posture_alarms_on_a_canary_not_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_footprint.account.integrity import canary
+    from otel_footprint.account.integrity.tally import Tally
+
+    monkeypatch.setitem(canary._CANARIES, ("invariant-violation", "wire"), Tally)
+    canary.caught.cache_clear()
+    try:
+        script = choice({"machine": "host-alpha-01"}, messages=[user("host-alpha-01")])
+        script.posture = "dev"
+        result = integrity(script)
+    finally:
+        monkeypatch.undo()
+        canary.caught.cache_clear()
+    assert "invariant-violation@wire: its canary was not caught (0 of 1)" in result.alarms
+    assert result.row("invariant-violation", "wire").synthetic == 0
+
+
+def _bare_inputs(**fields: Any) -> Any:
+    from otel_footprint.runs.integrity_inputs import IntegrityInputs, Settings, ToolDeclaration
+    from otel_footprint.runs.outputs import Ref
+
+    ref = Ref("a" * 32, "b" * 16)
+    base: dict[str, Any] = {
+        "trace_id": "a" * 32,
+        "run_span_id": None,
+        "passes": (),
+        "declarations": {"find_paths": ToolDeclaration("find_paths", ("list_luns",), None, ref)},
+        "settings": Settings(notice_empty_lookups=True),
+        "executions": (),
+    }
+    return IntegrityInputs(**{**base, **fields})
+
+
+def test_an_armed_check_that_met_no_subject_in_a_run_that_did_work_is_unreachable() -> None:
+    """Tool spans, but no model-call span in the record: the checks that judge model calls met
+    none — unreachable, never "does not apply"."""
+    from otel_footprint.account.integrity import check_integrity
+    from otel_footprint.runs.integrity_inputs import Execution
+    from otel_footprint.runs.outputs import Ref
+
+    ran = Execution("list_luns", "c1", 1, 0, {}, False, LUNS, None, None, Ref("a" * 32, "c" * 16))
+    result = check_integrity(_bare_inputs(executions=(ran,)))
+    for check in ("unsupported-argument", "dangling-reference"):
+        row = result.row(check)
+        assert row.state == "unreachable", check
+        assert row.why[0].startswith("it met no subject")
+
+
+def test_lookup_when_which_tools_were_called_is_unknown_is_unreachable() -> None:
+    from otel_footprint.account.integrity.lookup import check_lookups
+
+    (encounter,) = check_lookups(_bare_inputs(calls_unknown=True)).encounters
+    assert encounter.disposition == "unreachable"
+    (known,) = check_lookups(_bare_inputs()).encounters
+    assert known.disposition == "not-applicable"
 
 
 # ── unsupported-claim (T10, T11) ────────────────────────────────────────────────────────────
@@ -734,6 +1062,51 @@ def test_two_fields_of_one_entity_are_two_identities() -> None:
     ]
 
 
+def test_described_result_declarations_are_read_alongside_semantic_ones() -> None:
+    """A ``describedResult()`` declaration (camelCase keys, ``provenance.measuredAt``) settles
+    facts like a ``semantic()`` envelope, and its measurement time is read."""
+    script = claim_run('{"paths": 4}')
+    script.steps[0].calls[0].described_at = "2026-09-26T10:00:00Z"
+    (finding,) = kinds(integrity(script), "unsupported-claim")
+    assert finding.witnesses[0].provenance.endswith("measured 2026-09-26T10:00:00Z")
+
+
+def test_described_result_under_its_own_payload_name_is_read() -> None:
+    from otel_footprint.codec import EventPointer, FootprintEvent
+    from otel_footprint.runs.integrity_inputs import _facts
+
+    pointer = EventPointer("t" * 32, "s" * 16, "footprint.tools.semantics_declared", 0)
+    envelope = '{"facts":[{"entity":"lun-7","paths":2}],"provenance":{"measuredAt":"2026-01-01"}}'
+    event = FootprintEvent(
+        "tools.semantics_declared",
+        {"toolName": "count_paths", "describedResult": envelope},
+        pointer,
+    )
+    (fact,) = _facts([event], {}, [])
+    assert (fact.entity, fact.field, fact.value, fact.measured_at) == (
+        "lun-7",
+        "paths",
+        2,
+        "2026-01-01",
+    )
+
+
+def test_claim_with_an_unreadable_fact_declaration_is_unreachable() -> None:
+    """The ledger has a hole (a declaration cut by an attribute limit): the latest settle of the
+    claimed fact may be in it, so the claim is not judged against an older row."""
+    script = claim_run('{"paths": 2}')
+    extra = Call("count_paths", {}, "ok")
+    script.steps.insert(
+        1, Step(tools=[tool_def("count_paths")], messages=[user("again")], calls=[extra])
+    )
+    result_ok = integrity(script)
+    assert result_ok.row("unsupported-claim").state == "pass"
+    script.steps[1].calls[0].cut_facts = True
+    row = integrity(script).row("unsupported-claim")
+    assert row.state == "unreachable"
+    assert "recorded but not readable" in row.why[0]
+
+
 def test_no_contract_is_not_applicable() -> None:
     row = integrity(claim_run('{"paths": 4}', claims=())).row("unsupported-claim")
     assert (row.armed, row.state) == (False, "not-applicable")
@@ -759,6 +1132,38 @@ FIELD_CASE = {
     "current_turn": 3,
     "tool_results_this_turn": 0,
 }
+
+
+LOOKED_UP = {
+    "fromThisTurn": 0,
+    "fromPriorTurns": 3,
+    "latestPriorTurn": 1,
+    "currentTurn": 3,
+    "toolResultsThisTurn": 0,
+}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ("agent.evidence_checked", {"passed": True, "lookedUp": LOOKED_UP}),
+        ("evidence.looked_up", LOOKED_UP),
+    ],
+    ids=["evidence_checked.lookedUp", "evidence.looked_up"],
+)
+def test_recency_reads_the_gates_reading_wherever_the_record_carries_it(
+    event: tuple[str, dict[str, Any]],
+) -> None:
+    script = Script(
+        [Step(tools=[tool_def("lookup")], messages=[user("and now?")], text="the same")],
+        maps=(),
+        notice_prior_turn_evidence=True,
+        gate_events=[event],
+    )
+    result = integrity(script)
+    (finding,) = kinds(result, "prior-turn-evidence")
+    assert "turn 1" in finding.message
+    assert result.row("prior-turn-evidence").state == "fail"
 
 
 def test_recency_field_case_is_one_advisory() -> None:

@@ -586,6 +586,8 @@ def _integrity_notes(
     run.put_all([(_row_attribute(row.check, row.seam), row.state) for row in result.rows])
     if result.verified:
         run.put(semconv.INTEGRITY_MISMATCH, bool(result.disagreements))
+    if result.alarms:
+        run.put(semconv.INTEGRITY_ALARMS, shaper.strings(result.alarms))
     for row in result.rows:
         if not row.armed:
             continue  # its attribute says not-applicable; an event per unarmed row is only noise

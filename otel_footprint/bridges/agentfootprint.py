@@ -134,6 +134,25 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _offered_tools(tools: Any) -> str | None:
+    """``stream.llm_start`` ``tools`` (what the model was offered on that call, as the loop sent
+    it) in the GenAI conventions' ``gen_ai.tool.definitions`` shape. The upstream lists names and
+    descriptions only, so no ``parameters`` are written: a schema that was not recorded stays
+    unknown (the argument check then cannot tell an enum member from an invented value). None when
+    the event carries no readable list (then nothing is stated, never an empty list)."""
+    if not isinstance(tools, list):
+        return None
+    listed: list[dict[str, Any]] = []
+    for tool in tools:
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
+            return None  # a list we cannot read whole is not a list of what was offered
+        entry: dict[str, Any] = {"type": "function", "name": tool["name"]}
+        if isinstance(tool.get("description"), str):
+            entry["description"] = tool["description"]
+        listed.append(entry)
+    return json.dumps(listed, ensure_ascii=False, separators=(",", ":"))
+
+
 # ── drafts: spans being assembled before they become protobuf ────────────────────────────────
 
 
@@ -273,6 +292,9 @@ class _Importer:
                 draft.attributes[semconv.GEN_AI_REQUEST_MODEL] = model
             if provider:
                 draft.attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
+            offered = _offered_tools(event.payload.get("tools"))
+            if offered is not None:
+                draft.attributes[semconv.GEN_AI_TOOL_DEFINITIONS] = offered
         elif event.type == semconv.T_LLM_END:
             usage = event.payload.get("usage")
             if isinstance(usage, Mapping):

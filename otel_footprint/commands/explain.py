@@ -326,4 +326,13 @@ def integrity_json(result: IntegrityResult) -> dict[str, Any]:
             if result.verified
             else {}
         ),
+        **(
+            {
+                "posture": "dev",
+                "alarms": list(result.alarms),
+                "canariesCaught": {f"{r.check}@{r.seam}": r.synthetic for r in result.rows},
+            }
+            if result.posture == "dev"
+            else {}
+        ),
     }

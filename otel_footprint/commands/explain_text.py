@@ -178,6 +178,8 @@ def _integrity(verdict: RunVerdict, account: bool) -> list[str]:
     for d in result.disagreements:
         side = "only the agent reported" if d.side == "reported-only" else "only the evidence gives"
         out.append(f"    - verify mode, {side}: {d.identity}")
+    for alarm in result.alarms:
+        out.append(f"    - development alarm: {alarm}")
     return out
 
 

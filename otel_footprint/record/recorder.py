@@ -686,10 +686,18 @@ class Run:
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         reason: str = "stage requested pause",
+        absence: Mapping[str, Any] | None = None,
     ) -> None:
-        """The leg stops to ask a person (``pause.request``); resume in a new :func:`run` leg."""
+        """The leg stops to ask a person (``pause.request``); resume in a new :func:`run` leg.
+        ``absence``: the paused lookup declares it found nothing (what it searched, and how) —
+        its answer, as far as ``empty-lookup`` is concerned."""
         question_payload = _compact(
-            {"toolCallId": tool_call_id, "toolName": tool_name, "question": question}
+            {
+                "toolCallId": tool_call_id,
+                "toolName": tool_name,
+                "question": question,
+                "absence": dict(absence) if absence is not None else None,
+            }
         )
         self.emit(
             self.span,
@@ -864,6 +872,30 @@ class Run:
             "toolCallId": call.call_id,
             "iteration": call.iteration,
             "semantics": json.dumps(semantics, ensure_ascii=False),
+        }
+        self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
+
+    def tool_described_result(
+        self,
+        call: ToolCall,
+        *,
+        facts: Sequence[Mapping[str, Any]] = (),
+        series: Sequence[Mapping[str, Any]] = (),
+        measured_at: str | None = None,
+    ) -> None:
+        """The facts a tool call settled, as a ``describedResult()`` declaration (the upstream's
+        10.0 replacement of ``semantic()``: camelCase keys, ``provenance.measuredAt``) on the same
+        ``tools.semantics_declared`` event; read alongside :meth:`tool_semantics`' envelopes."""
+        described: dict[str, Any] = {"facts": [dict(r) for r in facts]}
+        if series:
+            described["series"] = [dict(p) for p in series]
+        if measured_at is not None:
+            described["provenance"] = {"measuredAt": measured_at}
+        payload = {
+            "toolName": call.name,
+            "toolCallId": call.call_id,
+            "iteration": call.iteration,
+            "semantics": json.dumps(described, ensure_ascii=False),
         }
         self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_footprint import semconv
-from otel_footprint.codec import FootprintEvent, integral, quick_init
+from otel_footprint.codec import FootprintEvent, field_attribute, integral, quick_init
 from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.outputs import (
     CallView,
@@ -29,7 +29,7 @@ from otel_footprint.runs.outputs import (
     loads,
     string,
 )
-from otel_footprint.runs.passes import RunFacts
+from otel_footprint.runs.passes import UNRECORDED_TOOL_CALLS, RunFacts
 from otel_footprint.runs.spans import SpanView
 
 
@@ -139,6 +139,39 @@ class ReportedFinding:
     ref: Ref
 
 
+@quick_init
+@dataclass(frozen=True, slots=True)
+class ReportedRow:
+    """One row of the agent's own ``integrity.disposition``: how its check met its subjects."""
+
+    check: str
+    seam: str
+    checked: int
+    findings: int
+    not_applicable: int
+    unreachable: int
+    synthetic: int = 0
+
+    @property
+    def armed(self) -> bool:
+        """The agent's check met a subject it could be armed for (anything beyond the one
+        not-applicable note an unarmed check files)."""
+        return bool(self.checked or self.findings or self.unreachable)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedDisposition:
+    """``integrity.disposition``: the agent's accounting of its own checks at the run boundary."""
+
+    posture: str | None
+    work_existed: bool | None
+    rows: tuple[ReportedRow, ...]
+    ref: Ref
+
+    def row(self, check: str, seam: str) -> ReportedRow | None:
+        return next((r for r in self.rows if (r.check, r.seam) == (check, seam)), None)
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimDeclaration:
     """``footprint.claims.declared``: the answer's ``answer_field`` claims ``field(entity)``."""
@@ -202,6 +235,13 @@ class IntegrityInputs:
     answer: Answer | None = None
     grounding: Grounding | None = None
     """The last reading of the run (None: not recorded)."""
+    disposition: ReportedDisposition | None = None
+    """The agent's own disposition rows (None: not in the record)."""
+    facts_unreadable: tuple[str, ...] = ()
+    """Tools whose declared facts are recorded but not readable (the ledger has a hole)."""
+    calls_unknown: bool = False
+    """Some pass's tool calls are not in the record (no tool span, no recorded output): "no such
+    tool was called" cannot be said."""
     problems: tuple[str, ...] = field(default=())
     """Inputs present but unreadable (named), for the explanations."""
 
@@ -292,6 +332,21 @@ def _subjects(value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _gate_readings(by_type: Mapping[str, Sequence[FootprintEvent]]) -> list[FootprintEvent]:
+    """The evidence gate's readings of the answer, wherever the record carries them: our
+    ``evidence.grounding``, else the upstream's ``evidence.looked_up``, else the ``lookedUp``
+    object of its ``agent.evidence_checked`` verdict."""
+    for kind in (semconv.T_EVIDENCE_GROUNDING, semconv.T_EVIDENCE_LOOKED_UP):
+        if by_type.get(kind):
+            return list(by_type[kind])
+    found: list[FootprintEvent] = []
+    for event in by_type.get(semconv.T_EVIDENCE_CHECKED, ()):
+        looked, readable = loads(event.payload.get("lookedUp"))
+        if readable and isinstance(looked, dict):
+            found.append(FootprintEvent(event.type, looked, event.pointer, event.time_unix_nano))
+    return found
+
+
 def _grounding(event: FootprintEvent, problems: list[str]) -> Grounding | None:
     payload = event.payload
     counts = [
@@ -340,7 +395,13 @@ def _facts(
     out: list[SettledFact] = []
     for event in events:
         payload = event.payload
-        semantics, readable = loads(payload.get("semantics"))
+        # ``semantic()`` envelopes travel as ``semantics``; a ``describedResult()`` declaration
+        # (its 10.0 replacement, camelCase keys) may travel under its own name.
+        raw = next(
+            (payload[k] for k in _ENVELOPE_FIELDS if payload.get(k) is not None),
+            None,
+        )
+        semantics, readable = loads(raw)
         if not readable or not isinstance(semantics, dict):
             problems.append(f"{semconv.EV_SEMANTICS_DECLARED}: semantics is not a JSON object")
             continue
@@ -351,7 +412,7 @@ def _facts(
         if iteration is None and call is not None:
             iteration = call.iteration
         provenance = semantics.get("provenance")
-        measured = string(provenance.get("measured_at")) if isinstance(provenance, dict) else None
+        measured = _either(provenance, "measured_at", "measuredAt")
         ref = _ref_of(event, semconv.F_SEMANTICS)
         for row in semantics.get("facts") or ():
             if isinstance(row, dict) and isinstance(row.get("entity"), str):
@@ -366,7 +427,8 @@ def _facts(
             if isinstance(point, dict) and isinstance(point.get("entity"), str):
                 metric = string(point.get("metric"))
                 if metric:
-                    at = string(point.get("t")) or measured
+                    at = string(point.get("t")) or _either(point, "measured_at", "measuredAt")
+                    at = at or measured
                     out.append(
                         SettledFact(
                             point["entity"],
@@ -380,6 +442,32 @@ def _facts(
                         )
                     )
     return tuple(out)
+
+
+_ENVELOPE_FIELDS = ("semantics", "describedResult", "described")
+
+
+def _unreadable_facts(
+    events: Sequence[FootprintEvent], calls: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """Tools whose fact declaration is in the record but cannot be read (cut, or not JSON)."""
+    out: list[str] = []
+    for event in events:
+        payload = event.payload
+        raw = next((payload[k] for k in _ENVELOPE_FIELDS if payload.get(k) is not None), None)
+        decoded, readable = loads(raw)
+        if not readable or not isinstance(decoded, dict):
+            call = calls.get(event.pointer.span_id)
+            out.append(string(payload.get("toolName")) or (call.name if call else "a tool"))
+    return tuple(out)
+
+
+def _either(holder: Any, snake: str, camel: str) -> str | None:
+    """A string field read under its snake_case key (``semantic()``) or its camelCase one
+    (``describedResult()``)."""
+    if not isinstance(holder, dict):
+        return None
+    return string(holder.get(snake)) or string(holder.get(camel))
 
 
 def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
@@ -401,6 +489,61 @@ def _reported(events: Sequence[FootprintEvent]) -> tuple[ReportedFinding, ...]:
             )
         )
     return tuple(out)
+
+
+def _paused_with_absence(events: Sequence[FootprintEvent]) -> frozenset[str]:
+    """Call ids of lookups that paused to ask a person while declaring an absence (the upstream's
+    ``requestInput({..., absence})``, 9.114): that declaration is the lookup's answer."""
+    found: set[str] = set()
+    for event in events:
+        asked = event.payload.get("questionPayload")
+        asked, _ = loads(asked) if isinstance(asked, str) else (asked, True)
+        for holder in (asked, event.payload):
+            if not isinstance(holder, dict) or holder.get("absence") in (None, False):
+                continue
+            call_id = string(holder.get("toolCallId")) or (
+                string(asked.get("toolCallId")) if isinstance(asked, dict) else None
+            )
+            if call_id:
+                found.add(call_id)
+    return frozenset(found)
+
+
+# The compose seam's own filing is stamped ``write`` upstream; it is the compose row here.
+_SEAM_ALIASES = {("invariant-violation", "write"): "compose"}
+
+
+def _disposition(event: FootprintEvent, problems: list[str]) -> ReportedDisposition | None:
+    """The agent's disposition rows; None (named in ``problems``) when they cannot be read."""
+    payload = event.payload
+    rows_raw, readable = loads(payload.get("rows"))
+    if not readable or not isinstance(rows_raw, list):
+        problems.append(f"{semconv.EV_INTEGRITY_DISPOSITION}: rows is not a JSON list")
+        return None
+    rows: list[ReportedRow] = []
+    for item in rows_raw:
+        if not isinstance(item, dict):
+            continue
+        check, seam = string(item.get("check")), string(item.get("seam"))
+        counts = [
+            integral(item.get(k)) for k in ("checked", "findings", "notApplicable", "unreachable")
+        ]
+        if not check or not seam or any(c is None for c in counts):
+            problems.append(f"{semconv.EV_INTEGRITY_DISPOSITION}: a row without its counts")
+            continue
+        checked, findings, not_applicable, unreachable = (c or 0 for c in counts)
+        seam = _SEAM_ALIASES.get((check, seam), seam)
+        synthetic = integral(item.get("synthetic")) or 0
+        rows.append(
+            ReportedRow(check, seam, checked, findings, not_applicable, unreachable, synthetic)
+        )
+    work = payload.get("workExisted")
+    return ReportedDisposition(
+        string(payload.get("posture")),
+        work if isinstance(work, bool) else None,
+        tuple(rows),
+        _ref_of(event, field_attribute("rows")),
+    )
 
 
 # ── the run ──────────────────────────────────────────────────────────────────────────────────
@@ -528,10 +671,13 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
                 ExternalGround(value, source, on_pass(event), _ref_of(event, semconv.F_VALUE))
             )
 
+    paused_absent = _paused_with_absence(by_type.get(semconv.T_PAUSE_REQUEST, ()))
     executions: list[Execution] = []
     for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
         shape: str | None = None
         rows: int | None = None
+        if call.call_id is not None and call.call_id in paused_absent:
+            shape = "absence"  # the lookup paused to ask, declaring it found nothing
         for event in shape_events.get(call.span_id, ()):
             if event.type == semconv.T_TOOLS_ABSENT:
                 shape = "absence"
@@ -566,9 +712,10 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         else None
     )
     calls_by_span = {call.span_id: call for call in facts.tool_calls}
-    readings = by_type.get(semconv.T_EVIDENCE_GROUNDING, ())
+    readings = _gate_readings(by_type)
     grounding = _grounding(readings[-1], problems) if readings else None
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
+    dispositions = by_type.get(semconv.T_INTEGRITY_DISPOSITION, ())
     return IntegrityInputs(
         trace_id=run.trace_id,
         run_span_id=run.run_span_id,
@@ -580,7 +727,12 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         reported=_reported(reported_events) if reported_events else None,
         claims=_claims(by_type.get(semconv.T_CLAIMS_DECLARED, ()), problems),
         facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
+        facts_unreadable=_unreadable_facts(
+            by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span
+        ),
         answer=answer,
         grounding=grounding,
+        disposition=_disposition(dispositions[-1], problems) if dispositions else None,
+        calls_unknown=any(r.code == UNRECORDED_TOOL_CALLS for r in facts.reasons),
         problems=tuple(problems),
     )

@@ -1014,8 +1014,17 @@ export class Run implements ModelSpanSink {
   }
 
   /** The leg stops to ask a person (`pause.request`); resume in a new run leg. */
-  pause(question: string, options: { toolCallId?: string; toolName?: string; reason?: string } = {}): void {
-    const questionPayload = compact({ toolCallId: options.toolCallId, toolName: options.toolName, question });
+  pause(
+    question: string,
+    options: { toolCallId?: string; toolName?: string; reason?: string; absence?: JsonObject } = {},
+  ): void {
+    // `absence`: the paused lookup declares it found nothing, which empty-lookup judges as its answer.
+    const questionPayload = compact({
+      toolCallId: options.toolCallId,
+      toolName: options.toolName,
+      question,
+      absence: options.absence !== undefined ? { ...options.absence } : undefined,
+    });
     this.emit(this.span, names.T_PAUSE_REQUEST, { reason: options.reason ?? 'stage requested pause', questionPayload });
   }
 
@@ -1174,6 +1183,26 @@ export class Run implements ModelSpanSink {
       iteration: call.iteration,
       // Python's json.dumps default separators, as the Python recorder writes it.
       semantics: pythonJson(semantics, ', ', ': '),
+    });
+  }
+
+  /**
+   * The facts a tool call settled, as a `describedResult()` declaration (the upstream's 10.0
+   * replacement of `semantic()`: camelCase keys, `provenance.measuredAt`), on the same
+   * `tools.semantics_declared` event: read alongside {@link toolSemantics}' envelopes.
+   */
+  toolDescribedResult(call: ToolCall, options: ToolSemanticsOptions = {}): void {
+    const described: Record<string, unknown> = { facts: (options.facts ?? []).map((row) => ({ ...row })) };
+    if (options.series !== undefined && options.series.length > 0) {
+      described['series'] = options.series.map((point) => ({ ...point }));
+    }
+    if (options.measuredAt !== undefined) described['provenance'] = { measuredAt: options.measuredAt };
+    this.emit(call.span, names.T_SEMANTICS_DECLARED, {
+      toolName: call.name,
+      toolCallId: call.callId,
+      iteration: call.iteration,
+      // Python's json.dumps default separators, as the Python recorder writes it.
+      semantics: pythonJson(described, ', ', ': '),
     });
   }
 

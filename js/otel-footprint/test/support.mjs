@@ -128,6 +128,10 @@ function integrityStep(run, target, op, args) {
       if (!(target instanceof footprint.ToolCall)) throw new Error('toolSemantics belongs inside a toolCall');
       run.toolSemantics(target, args);
       return true;
+    case 'toolDescribedResult':
+      if (!(target instanceof footprint.ToolCall)) throw new Error('toolDescribedResult belongs inside a toolCall');
+      run.toolDescribedResult(target, args);
+      return true;
     case 'frame':
       run.frame(target instanceof footprint.ModelCall ? target : run.nextPass(), args);
       return true;

@@ -9,8 +9,10 @@ unarmed check is a ``not-applicable`` row with its reason, evidence that is miss
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from otel_footprint.account.integrity.argument import check_arguments
+from otel_footprint.account.integrity.canary import caught, dev_alarms
 from otel_footprint.account.integrity.claim import check_claims
 from otel_footprint.account.integrity.columns import check_columns
 from otel_footprint.account.integrity.dangling import check_dangling
@@ -39,8 +41,8 @@ from otel_footprint.account.integrity.report import (
     summary_body,
     summary_sentence,
 )
-from otel_footprint.account.integrity.tally import Tally
-from otel_footprint.account.integrity.verify import disagreements
+from otel_footprint.account.integrity.tally import Tally, armed_by_the_agent
+from otel_footprint.account.integrity.verify import disagreements, row_disagreements
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
 
@@ -89,6 +91,19 @@ def check_integrity(
         ("missing-column", "write"): missing,
         ("prior-turn-evidence", "claim"): check_recency(inputs),
     }
+    work_existed = bool(inputs.passes or inputs.executions)
+    silent = frozenset(
+        key for key, tally in tallies.items() if tally.armed and not tally.encounters
+    )
+    for key in silent if work_existed else ():
+        # Armed, with the subjects it judges (model calls, tool calls) missing from the record.
+        tallies[key].note("unreachable", None, NOTHING_MET)
+    if inputs.disposition is not None:  # the agent's own rows say which checks apply
+        for key, tally in tallies.items():
+            theirs = inputs.disposition.row(*key)
+            if not tally.armed and theirs is not None and theirs.armed:
+                judged = theirs.checked + theirs.unreachable
+                tallies[key] = armed_by_the_agent(tally, judged)
     rows: list[Row] = []
     findings: list[Finding] = []
     seen: set[str] = set()
@@ -104,16 +119,40 @@ def check_integrity(
                 seen.add(finding.identity)
                 findings.append(finding)
     findings.sort(key=lambda f: f.iteration if f.iteration is not None else 0)
-    verified = inputs.reported is not None
+    posture = _posture(inputs)
+    alarms: tuple[str, ...] = ()
+    if posture == "dev":
+        canaries = caught()
+        rows = [replace(r, synthetic=int(canaries.get((r.check, r.seam), False))) for r in rows]
+        alarms = dev_alarms(tuple(rows), silent if work_existed else frozenset())
+    verified = inputs.reported is not None or inputs.disposition is not None
+    differ = disagreements(inputs.reported, findings, rows) if inputs.reported is not None else ()
+    if inputs.disposition is not None:
+        differ += row_disagreements(inputs.disposition, rows)
     return IntegrityResult(
         rows=tuple(rows),
         findings=tuple(findings),
         excusals=tuple(excusals),
         verified=verified,
-        disagreements=disagreements(inputs.reported or (), findings, rows) if verified else (),
+        disagreements=differ,
         encounters=encounters,
         pass_spans={p.iteration: p.framework.span_id for p in inputs.passes},
+        posture=posture,
+        alarms=alarms,
     )
+
+
+NOTHING_MET = (
+    "it met no subject: the model calls or tool calls it judges are not in the record, though "
+    "the run did work"
+)
+
+
+def _posture(inputs: IntegrityInputs) -> str:
+    """The run's posture: its ``integrity.config``, else the agent's own disposition's."""
+    if inputs.settings.ref is None and inputs.disposition is not None:
+        return inputs.disposition.posture or "observe"
+    return inputs.settings.posture
 
 
 __all__ = [

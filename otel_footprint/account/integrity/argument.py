@@ -5,7 +5,9 @@ input messages), never the run's history. Per string leaf of an armed call's arg
 shorter than 4 (UTF-16 units) → skipped; equal to a declared enum member → skipped; inside any
 served text (instructions, user, tool and other non-assistant messages) → grounded; inside an
 app-vouched external value → excused (recorded, not a finding); otherwise a finding, marked
-*self-referenced* when the value appears only in the model's own earlier prose.
+*self-referenced* when the value appears only in the model's own earlier prose — unless the tool's
+schema on that call is not in the record: an unserved value may then be a member of an enum it
+declares, so the pass is ``unreachable`` (naming the schema), never a finding on a guess.
 """
 
 from __future__ import annotations
@@ -42,6 +44,35 @@ def _calls_of(inputs: IntegrityInputs, pass_: PassInputs) -> list[ChosenCall] | 
     ]
 
 
+def declared_enums(pass_: PassInputs, tool: str) -> frozenset[str] | None:
+    """The lower-cased enum members ``tool``'s schema declares on this call, from any view of the
+    pass that recorded it; None when they cannot be known — no offered list was recorded, or the
+    tool is listed without its schema (the agentfootprint importer, OpenLLMetry without
+    ``parameters``). A tool absent from every recorded list declared nothing on this call."""
+    listed = False
+    schemaless = False
+    for view in (pass_.client, pass_.framework):
+        if view is None or view.tools is None:
+            continue
+        listed = True
+        for offered in view.tools:
+            if offered.name != tool:
+                continue
+            if offered.parameters is None:
+                schemaless = True
+            else:
+                return frozenset(e.lower() for e in enum_values(offered.parameters))
+    return None if schemaless or not listed else frozenset()
+
+
+def enums_missing(pass_: PassInputs, tool: str) -> str:
+    """Why an unserved value cannot be judged: the enum fence of its tool is unknown."""
+    return (
+        f"the schema of '{tool}' offered at pass {pass_.iteration} is not in the record, so a "
+        "value nothing served cannot be told from a member of an enum it declares"
+    )
+
+
 def refetch_phrase(grounds: Sequence[str]) -> str:
     if grounds:
         return say("argument.refetch", grounds=" or ".join(grounds))
@@ -75,8 +106,6 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
         for message in view.messages:
             (mine if message.role == "assistant" else served).extend(message.texts)
         served_lc, mine_lc = lowered(served), lowered(mine)
-        offered, _ = pass_.tools()
-        schemas = {t.name: t.parameters for t in offered or ()}
         external = inputs.grounds_for(it)
         frame_line = (
             f"frame of pass {it}: {len(served)} served text(s) (instructions, user messages, "
@@ -84,11 +113,12 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
             "assistant turn(s)"
         )
         filed: list[Finding] = []
+        undecided: list[str] = []
         for call in armed:
-            enums = {e.lower() for e in enum_values(schemas.get(call.name))}
+            enums = declared_enums(pass_, call.name)
             for path, value in checked_leaves(call.arguments):
                 needle = value.lower()
-                if needle in enums or grounded_in(needle, served_lc):
+                if (enums is not None and needle in enums) or grounded_in(needle, served_lc):
                     continue
                 vouched = next((g for g in external if needle in g.value.lower()), None)
                 if vouched is not None:
@@ -97,6 +127,11 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
                             call.name, call.call_id, path, value, vouched.source, it, vouched.ref
                         )
                     )
+                    continue
+                if enums is None:
+                    # An enum member is served by the schema itself; without the schema a
+                    # legitimate member and an invented value look the same.
+                    undecided.append(enums_missing(pass_, call.name))
                     continue
                 self_ref = grounded_in(needle, mine_lc)
                 filed.append(
@@ -133,5 +168,8 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
                         iteration=it,
                     )
                 )
-        tally.judged(filed, it)
+        if undecided and not filed:
+            tally.note("unreachable", it, undecided[0])
+        else:
+            tally.judged(filed, it)
     return tally

@@ -145,6 +145,15 @@ def check_claims(inputs: IntegrityInputs) -> Tally:
             tally.note("not-applicable", None, f"the answer leaves '{claim.answer_field}' out")
             continue
         rows = [f for f in inputs.facts if f.entity == claim.entity and f.field == claim.field]
+        if inputs.facts_unreadable:
+            # A declaration that cannot be read may hold the latest settle of this very fact.
+            tally.note(
+                "unreachable",
+                None,
+                f"the facts {inputs.facts_unreadable[0]} declared are recorded but not readable, "
+                "so the latest settled value cannot be known",
+            )
+            continue
         if not rows:
             tally.note(
                 "unreachable",

@@ -4,7 +4,8 @@ A tool that declares ``resultColumns`` (``footprint.tool.declared``) and a run t
 check on (``footprint.integrity.config`` ``checkColumnTypes`` warn / enforce) get their returned
 rows judged: a declared column in no row is *missing*; a column whose value in some rows is not of
 the declared type (or is empty while not ``nullable``) is a *mismatch*. Detection only: a result
-refused under ``enforce`` happened in the agent and cannot be replayed here.
+refused under ``enforce`` happened in the agent; its findings say the model was shown the refusal,
+and a record that holds only the refusal (not the tool's rows) is ``unreachable``.
 
 Rows are read from the recorded result as JSON (docs/design.md, "Integrity: fidelity"): a JSON
 ``null`` is "no value" (a JavaScript NaN arrives as null); an undefined key is an absent key; a
@@ -17,11 +18,13 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from otel_footprint.account.integrity.common import clip, compact_json
+from otel_footprint.account.integrity.lookup import CALLS_UNKNOWN
 from otel_footprint.account.integrity.model import Disposition, Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
@@ -93,14 +96,21 @@ def _declared(spec: Any) -> tuple[str, bool] | None:
     return None
 
 
-def _rows(execution: Execution) -> list[dict[str, Any]] | str | None:
-    """The rows, ``None`` when the result is not recorded, ``"not-rows"`` when it is no rowset."""
+_REFUSAL_LEAD = "Result rejected:"
+"""How the upstream's refusal under ``enforce`` begins (what the model was served instead)."""
+
+
+def _rows(execution: Execution, enforce: bool) -> list[dict[str, Any]] | str | None:
+    """The rows, ``None`` when the result is not recorded, ``"refused"`` when the record holds
+    the refusal served in place of rows (under ``enforce``: the tool's own rows are then not in
+    the record), ``"not-rows"`` when it is no rowset."""
     if execution.result_text is None:
         return None
     try:
         value = json.loads(execution.result_text)
     except json.JSONDecodeError:
-        return "not-rows"
+        refused = execution.shape == "rowset" or execution.result_text.startswith(_REFUSAL_LEAD)
+        return "refused" if enforce and refused else "not-rows"
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
         return value
     return "not-rows"
@@ -123,22 +133,27 @@ def check_columns(inputs: IntegrityInputs) -> tuple[Tally, Tally]:
     armed = [e for e in inputs.executions if e.name in declared]
     if not armed:
         for tally in (mismatch, missing):
-            tally.note("not-applicable", None, "no tool that declares columns was called")
+            if inputs.calls_unknown:
+                tally.note("unreachable", None, CALLS_UNKNOWN)
+            else:
+                tally.note("not-applicable", None, "no tool that declares columns was called")
         return mismatch, missing
+    enforce = inputs.settings.check_column_types == "enforce"
     for execution in armed:
         it = execution.iteration
-        rows = _rows(execution) if not execution.failed else "not-rows"
-        if rows is None or rows == "not-rows":
-            why = (
-                f"the result of call {execution.call_id} is not recorded"
-                if rows is None
-                else "the result is not a list of rows"
-            )
-            state: Disposition = "unreachable" if rows is None else "not-applicable"
+        rows = _rows(execution, enforce) if not execution.failed else "not-rows"
+        if rows is None or isinstance(rows, str):
+            why = {
+                None: f"the result of call {execution.call_id} is not recorded",
+                "refused": (
+                    f"the result of call {execution.call_id} was refused under enforce; the rows "
+                    "the tool returned are not in the record"
+                ),
+            }.get(rows, "the result is not a list of rows")
+            state: Disposition = "not-applicable" if rows == "not-rows" else "unreachable"
             mismatch.note(state, it, why)
             missing.note(state, it, why)
             continue
-        assert not isinstance(rows, str)
         found_missing: list[Finding] = []
         found_mismatch: list[Finding] = []
         columns = declared[execution.name] or {}
@@ -220,6 +235,10 @@ def check_columns(inputs: IntegrityInputs) -> tuple[Tally, Tally]:
                     iteration=it,
                 )
             )
+        if enforce:  # the agent refused these rows: the sentence says what the model saw
+            refused = say("columns.refused")
+            found_mismatch = [replace(f, message=f"{f.message} {refused}") for f in found_mismatch]
+            found_missing = [replace(f, message=f"{f.message} {refused}") for f in found_missing]
         mismatch.judged(found_mismatch, it)
         missing.judged(found_missing, it)
     return mismatch, missing

@@ -40,6 +40,23 @@ def tool_result_names(messages: tuple[FrameMessage, ...], known: dict[str, str])
     return found
 
 
+def unnamed_results(messages: tuple[FrameMessage, ...] | None, known: dict[str, str]) -> int:
+    """Tool-role messages of a frame that no rule can name (neither their own tool name nor the
+    call their id answers, in this frame or an earlier one)."""
+    if messages is None:
+        return 0
+    calls = dict(known)
+    for message in messages:
+        for call in message.calls:
+            if call.call_id and call.name:
+                calls[call.call_id] = call.name
+    return sum(
+        1
+        for m in messages
+        if m.role == "tool" and not m.tool_name and not calls.get(m.tool_call_id or "")
+    )
+
+
 def check_dangling(inputs: IntegrityInputs) -> Tally:
     grounding = {n: d.arguments_from for n, d in inputs.declarations.items() if d.arguments_from}
     if not grounding:
@@ -110,7 +127,17 @@ def check_dangling(inputs: IntegrityInputs) -> Tally:
                             iteration=it,
                         )
                     )
-                tally.judged(filed, it)
+                if filed and unnamed_results(view.messages if view else None, known_calls):
+                    # A result the frame holds that no rule can name may be the ground fetched
+                    # again: whether it is missing cannot be told.
+                    tally.note(
+                        "unreachable",
+                        it,
+                        f"a tool result shown at pass {it} names no tool (no tool name, no call "
+                        "id an earlier call carries)",
+                    )
+                else:
+                    tally.judged(filed, it)
         if present is None:
             frames_complete = False
         else:

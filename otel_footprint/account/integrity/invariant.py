@@ -136,20 +136,23 @@ def _wire_finding(
 def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | None]:
     """(names sent, where read, why unknown): the client span's tool list, else the manifest."""
     it = pass_.iteration
-    if pass_.client is not None:
-        if pass_.client.tools is None:
-            return None, None, f"the client span of pass {it} recorded no tool list"
+    if pass_.client is not None and pass_.client.tools is not None:
         return [t.name for t in pass_.client.tools], pass_.client.tools_ref, None
-    if pass_.wire_manifest is not None:
+    if pass_.wire_manifest is not None:  # also when a client span recorded no list of its own
         return list(pass_.wire_manifest), pass_.wire_ref, None
+    if pass_.client is not None:
+        return None, None, f"the client span of pass {it} recorded no tool list"
     return None, None, f"pass {it} has no second view of the tools sent"
 
 
 def check_wire(inputs: IntegrityInputs) -> Tally:
     """The composed tool list against the request actually sent, for each call seen twice.
-    Order and duplicates do not matter; an empty list sent is a stated zero. Armed once some call
-    of the run has both lists; a call of such a run missing one side is unreachable."""
-    if not any(
+    Order and duplicates do not matter; an empty list sent is a stated zero. Armed when the agent
+    states what it sent (``footprint.wire.manifest``: the comparison is what it is for), or once
+    some call of the run has both lists; a call of such a run missing either side is unreachable,
+    naming the side."""
+    stated = any(p.wire_manifest is not None for p in inputs.passes)
+    if not stated and not any(
         p.framework.tools is not None and _wire_side(p)[0] is not None for p in inputs.passes
     ):
         return unarmed(ONE_VIEW)

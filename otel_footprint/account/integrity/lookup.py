@@ -5,7 +5,10 @@ The consumer's result is judged as the tool returned it: the shape the agent sta
 (``footprint.tool.result_shape``, or ``footprint.tools.absent`` for a declared absence), else the
 recorded ``gen_ai.tool.call.result`` read as JSON (a list is a rowset). Producers are the results
 of the tool's declared grounds that ran before it, as served: the tool-role message of a later
-frame when one was captured, else the producer's recorded result.
+frame when one was captured, else the producer's recorded result. A lookup that paused to ask a
+person while declaring an absence (``pause.request`` with ``absence``) answered with that absence.
+Anything the rule needs and the record lacks — the result, the arguments, a producer's result when
+no other producer served the value — makes the call ``unreachable``, never a pass.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import Execution, IntegrityInputs
 
 NOT_ON = "the run did not switch on empty-lookup notices (footprint.integrity.config)"
+CALLS_UNKNOWN = (
+    "which tools were called is not in the record (a model call has no tool span and no recorded "
+    "output)"
+)
 
 
 def read_shape(execution: Execution) -> tuple[str | None, int | None]:
@@ -60,7 +67,10 @@ def check_lookups(inputs: IntegrityInputs) -> Tally:
     served = served_texts(inputs)
     armed = [e for e in inputs.executions if e.name in grounding]
     if not armed:
-        tally.note("not-applicable", None, "no tool with declared grounds was called")
+        if inputs.calls_unknown:
+            tally.note("unreachable", None, CALLS_UNKNOWN)
+        else:
+            tally.note("not-applicable", None, "no tool with declared grounds was called")
         return tally
     for execution in armed:
         it = execution.iteration
@@ -77,13 +87,21 @@ def check_lookups(inputs: IntegrityInputs) -> Tally:
         if shape == "rowset" and rows:
             tally.note("pass", it)
             continue
+        if execution.arguments is None:
+            tally.note(
+                "unreachable", it, f"the arguments of call {execution.call_id} are not recorded"
+            )
+            continue
         producers = []
+        unseen: list[Execution] = []  # producers that ran, whose result is not in the record
         for earlier in inputs.executions:
             if earlier.order >= execution.order or earlier.name not in grounding[execution.name]:
                 continue
             text = served.get(earlier.call_id or "") or earlier.result_text
             if text and not earlier.failed:
                 producers.append((earlier, text.lower()))
+            elif text is None and not earlier.failed:
+                unseen.append(earlier)
         if not producers:
             tally.note(
                 "unreachable",
@@ -140,5 +158,13 @@ def check_lookups(inputs: IntegrityInputs) -> Tally:
                     advisory=True,
                 )
             )
+        if not filed and unseen:
+            # The value may have come from a producer result the record does not hold.
+            tally.note(
+                "unreachable",
+                it,
+                f"the result of {unseen[0].name} (call {unseen[0].call_id}) is not recorded",
+            )
+            continue
         tally.judged(filed, it)
     return tally

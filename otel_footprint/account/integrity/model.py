@@ -135,6 +135,8 @@ class Row:
     """The distinct reasons of the unreachable (else the not-applicable) encounters, first seen
     first."""
     armed: bool = False
+    synthetic: int = 0
+    """Dev posture: canaries this check caught (kept out of every other count)."""
 
     @property
     def state(self) -> RowState:
@@ -186,11 +188,15 @@ class IntegrityResult:
     findings: tuple[Finding, ...]
     excusals: tuple[Excusal, ...] = ()
     verified: bool = False
-    """The agent reported findings of its own and they were compared."""
+    """The agent reported findings or disposition rows of its own and they were compared."""
     disagreements: tuple[Disagreement, ...] = ()
     encounters: Mapping[tuple[str, str], tuple[Encounter, ...]] = field(default_factory=dict)
     pass_spans: Mapping[int, str] = field(default_factory=dict)
     """Pass iteration -> the pass span (where its findings are written)."""
+    posture: str = "observe"
+    """``observe`` (the default) or ``dev`` (canaries and the liveness alarm)."""
+    alarms: tuple[str, ...] = ()
+    """Dev posture: a canary a check missed, or an armed check that judged nothing."""
 
     def row(self, check: str, seam: str | None = None) -> Row:
         return next(r for r in self.rows if r.check == check and (seam is None or r.seam == seam))

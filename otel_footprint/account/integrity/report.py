@@ -70,6 +70,8 @@ def summary_sentence(result: IntegrityResult) -> str:
     if contradictions:
         kinds = ", ".join(dict.fromkeys(f.kind for f in contradictions))
         return say("summary.fail", n=len(contradictions), kinds=kinds)
+    if result.disagreements:  # verify mode: a disagreement is a finding of its own
+        return say("summary.disagreement", n=len(result.disagreements))
     unreached = unreachable_rows(result)
     if unreached:
         return say("summary.unreachable", rows=", ".join(unreached))

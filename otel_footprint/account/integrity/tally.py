@@ -32,3 +32,18 @@ def unarmed(why: str) -> Tally:
     tally = Tally(armed=False)
     tally.note("not-applicable", None, why)
     return tally
+
+
+def armed_by_the_agent(unarmed_tally: Tally, judged: int) -> Tally:
+    """The row of a check this record gives nothing to arm, though the agent's own disposition says
+    its check met ``judged`` subject(s): the check applies, and what it needs is missing here, so
+    the row is ``unreachable`` (with the reason it could not be armed), never "does not apply"."""
+    missing = next((e.why for e in unarmed_tally.encounters if e.why), None)
+    tally = Tally()
+    tally.note(
+        "unreachable",
+        None,
+        f"the agent's own disposition shows this check met {judged} subject(s), and this record "
+        f"cannot judge them: {missing or 'its inputs are missing'}",
+    )
+    return tally

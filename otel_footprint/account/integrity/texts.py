@@ -116,6 +116,15 @@ TEXTS: Final[Mapping[str, str]] = {
     "summary.unreachable": "Integrity: nothing contradicted, but {rows} could not be judged.",
     "summary.pass": "Integrity: every armed check was judged and nothing contradicted.",
     "summary.notApplicable": "Integrity: no check applies to this run.",
+    # Added for issue 25
+    "summary.disagreement": (
+        "Integrity: nothing contradicted here, but the agent's own checks and the ones re-derived "
+        "from its trace disagree on {n} point(s)."
+    ),
+    "columns.refused": (
+        "This run enforces the declared columns, so these rows never reached the model: it was "
+        "shown a refusal in their place."
+    ),
 }
 
 

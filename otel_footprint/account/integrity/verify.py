@@ -1,17 +1,19 @@
-"""Verify mode: the agent ran the integrity checks itself and reported its findings
-(``footprint.integrity.context_error``); the ones re-derived here are compared by identity.
+"""Verify mode: the agent ran the integrity checks itself and reported what they said — its findings
+(``footprint.integrity.context_error``, compared by identity) and its disposition rows
+(``integrity.disposition``, compared by verdict). Each difference is a disagreement of its own.
 
 Only rows this processor could judge are compared (a row left ``unreachable`` or unarmed here says
-nothing either way). The compose seam's own filing is identified at ``write`` upstream;
-both spellings are the same seam here.
+nothing either way), and a row only where the agent judged something too. The compose seam's own
+filing is identified at ``write`` upstream; both spellings are the same seam here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from otel_footprint.account.integrity.model import Disagreement, Finding, Row, Subject
-from otel_footprint.runs.integrity_inputs import ReportedFinding
+from otel_footprint.runs.integrity_inputs import ReportedDisposition, ReportedFinding
 
 _SEAM_ALIASES = {("invariant-violation", "write"): "compose"}
 
@@ -59,4 +61,31 @@ def disagreements(
         for identity, f in ours.items()
         if identity not in theirs
     ]
+    return tuple(out)
+
+
+def row_disagreements(
+    disposition: ReportedDisposition, rows: Sequence[Row]
+) -> tuple[Disagreement, ...]:
+    """Rows both sides judged, whose verdicts differ: the agent's check failed and this one passed
+    (``reported-only``), or the other way round (``derived-only``). Counts are not compared: they
+    follow each side's own encounters, and only the verdict is the claim."""
+    out: list[Disagreement] = []
+    for row in rows:
+        theirs = disposition.row(row.check, row.seam)
+        if theirs is None or not row.armed or row.state not in ("pass", "fail"):
+            continue
+        if not (theirs.checked or theirs.findings):
+            continue  # the agent judged nothing here: nothing to compare with
+        their_fail, our_fail = theirs.findings > 0, row.findings > 0
+        if their_fail == our_fail:
+            continue
+        identity = (
+            f"{row.check} @{row.seam} row: the agent judged {theirs.checked} and "
+            f"{theirs.findings} failed; re-derived, {row.checked} judged and {row.findings} failed"
+        )
+        side: Literal["reported-only", "derived-only"] = (
+            "reported-only" if their_fail else "derived-only"
+        )
+        out.append(Disagreement(identity, side, None, disposition.ref))
     return tuple(out)
