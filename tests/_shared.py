@@ -25,7 +25,9 @@ HOLDOUT = Path(_HOLDOUT) if _HOLDOUT else None
 
 def recordings() -> list[Path]:
     """Every reference recording and, when ``OTEL_FOOTPRINT_HOLDOUT`` names one, of the held-out set."""
-    return sorted(p for d in (RECORDINGS, HOLDOUT) if d is not None and d.is_dir() for p in d.glob("*.ndjson"))
+    return sorted(
+        p for d in (RECORDINGS, HOLDOUT) if d is not None and d.is_dir() for p in d.glob("*.ndjson")
+    )
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:

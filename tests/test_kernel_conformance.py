@@ -1,6 +1,7 @@
 """Conformance: the reducer replays every upstream reference pass, and the replayer reports well.
 
-Needs the shared reference vectors (``OTEL_FOOTPRINT_SHARED`` or ``../shared`` beside the repo).
+Reads the reference vectors in ``tests/data/reference/conformance`` (``OTEL_FOOTPRINT_SHARED`` may
+point at another copy).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ PUBLIC_SCENARIOS = 228
 
 needs_vectors = pytest.mark.skipif(
     not VECTORS.is_file(),
-    reason=f"reference vectors not found at {VECTORS} (set OTEL_FOOTPRINT_SHARED to the shared dir)",
+    reason=f"reference vectors not found at {VECTORS} (they ship in tests/data/reference)",
 )
 
 

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared import RECORDINGS
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from _shared import RECORDINGS
 from servers import HopProcess, free_ports, otel_footprint_command, redis_server
 
 from otel_footprint import semconv as sc
@@ -34,7 +34,6 @@ from otel_footprint import semconv as sc
 from .footprint_e2e import routed_turn
 from .otel_stack import (
     CONFIGS,
-    REPO,
     WAIT_S,
     Collector,
     JaegerClient,
