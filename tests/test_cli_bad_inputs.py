@@ -215,7 +215,22 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("conformance", "engagement", str(f["dir"] / "absent.jsonl")), 2, "cannot read"
         ),
         "conformance-no-scenarios": Case(
-            ("conformance", "engagement", str(f["no_scenarios"])), 1, "no scenarios"
+            ("conformance", "engagement", str(f["no_scenarios"])), 2, "no scenarios"
+        ),
+        "conformance-empty": Case(
+            ("conformance", "engagement", str(f["empty"])), 2, "no scenarios in it (it is empty)"
+        ),
+        "conformance-garbage": Case(
+            ("conformance", "engagement", str(f["garbage"])), 2, "line 1: binary data"
+        ),
+        "conformance-garbage-stdin": Case(
+            ("conformance", "engagement", "-"),
+            2,
+            "stdin: not engagement vectors",
+            stdin=bytes(range(256)),
+        ),
+        "conformance-otlp-json": Case(
+            ("conformance", "engagement", str(f["metrics"])), 2, "'steps' must be a list"
         ),
         "conformance-unknown-kind": Case(("conformance", "nope"), 2, "invalid choice", usage=True),
     }
@@ -276,7 +291,15 @@ CASE_IDS = [
         "serve-grpc-not-an-address",
         "serve-unknown-flag",
     ],
-    *(["conformance-absent", "conformance-no-scenarios", "conformance-unknown-kind"]),
+    *[
+        "conformance-absent",
+        "conformance-no-scenarios",
+        "conformance-empty",
+        "conformance-garbage",
+        "conformance-garbage-stdin",
+        "conformance-otlp-json",
+        "conformance-unknown-kind",
+    ],
 ]
 
 
