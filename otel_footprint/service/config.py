@@ -41,6 +41,7 @@ from otel_footprint.sdk.settings import (
     parse_size,
     validate,
 )
+from otel_footprint.service import tlsfiles
 from otel_footprint.service.otlp import LOGS_PATH, TRACES_PATH
 
 __all__ = [
@@ -222,6 +223,8 @@ def _split_url(text: str, path: str) -> urllib.parse.SplitResult:
 
 
 def _exporter(exp: OtlpExporterSettings, endpoint_source: str) -> Forward:
+    tls = exp.tls
+    _check_tls_files("exporters.otlp.tls", tls.cert_file, tls.key_file, tls.ca_file, "ca_file")
     base, traces_url, logs_url = exp.endpoint, exp.traces_endpoint, exp.logs_endpoint
     if not base and not traces_url:
         raise ConfigError(
@@ -286,6 +289,23 @@ def _phoenix_annotations(section: PhoenixAnnotationsSettings) -> PhoenixAnnotati
     return section
 
 
+def _check_tls_files(
+    path: str, cert: Path | None, key: Path | None, ca: Path | None, ca_leaf: str
+) -> None:
+    """Each TLS file read now (``service/tlsfiles.py``), not when gRPC binds or connects."""
+    if cert is not None and key is None:
+        raise ConfigError(f"{path}: cert_file {cert} is given without key_file (its private key)")
+    if key is not None and cert is None:
+        raise ConfigError(f"{path}: key_file {key} is given without cert_file (its certificate)")
+    try:
+        if cert is not None and key is not None:
+            tlsfiles.check_pair(cert, key, path)
+        if ca is not None:
+            tlsfiles.check_certificates(ca, f"{path}.{ca_leaf}")
+    except tlsfiles.TlsFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _token(receivers: OtlpReceiverSettings) -> str | None:
     """The bearer token, once the TLS material and the bind rule are checked. A receiver serves
     TLS when ``cert_file`` is set (``key_file`` with it); off loopback it needs TLS and a bearer
@@ -298,11 +318,13 @@ def _token(receivers: OtlpReceiverSettings) -> str | None:
     for name, rec in protocols:
         path, tls = f"receivers.otlp.protocols.{name}.tls", rec.tls
         cert, key, ca = tls.cert_file, tls.key_file, tls.client_ca_file
-        if (cert, key, ca) != (None, None, None) and (cert is None or key is None):
-            raise ConfigError(f"{path}: cert_file and key_file must be given together")
-        for leaf, value in (("cert_file", cert), ("key_file", key), ("client_ca_file", ca)):
-            if value is not None and not value.is_file():
-                raise ConfigError(f"{path}.{leaf}: file {value} does not exist")
+        if ca is not None and cert is None and key is None:
+            raise ConfigError(
+                f"{path}.client_ca_file: clients are asked for certificates inside TLS, and this "
+                "receiver serves no TLS: give cert_file and key_file too (the server's certificate "
+                "and its key), or leave client_ca_file out"
+            )
+        _check_tls_files(path, cert, key, ca, "client_ca_file")
     token = _bearer_token(receivers.auth)
     for name, rec in protocols:
         if rec.endpoint.is_loopback or receivers.allow_insecure_non_loopback:
