@@ -78,6 +78,16 @@ def grpc_port() -> Iterator[int]:
     server.stop(None)
 
 
+def _dead_port() -> int:
+    """A port nothing listens on (bound for a moment, then closed): a connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_DEAD_PORT = _dead_port()
+
+
 @pytest.fixture(scope="module")
 def taken_port() -> Iterator[int]:
     with socket.socket() as sock:
@@ -88,6 +98,7 @@ def taken_port() -> Iterator[int]:
 
 def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
     forward = ("--forward", "http://127.0.0.1:9/v1/traces")
+    dead = _DEAD_PORT
     data = ("--data-dir", str(f["dir"] / "data"))
     return {
         # top level
@@ -170,6 +181,28 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("demo", "--scenario", "nope"), 2, "invalid choice", usage=True
         ),
         "demo-unknown-flag": Case(("demo", "--bogus"), 2, "unrecognized", usage=True),
+        "demo-endpoint-dead-port": Case(
+            ("demo", "--endpoint", f"http://127.0.0.1:{dead}"),
+            1,
+            f"cannot reach http://127.0.0.1:{dead} (grpc 127.0.0.1:{dead}): Connection refused; "
+            "nothing sent",
+        ),
+        "demo-endpoint-unresolvable": Case(
+            ("demo", "--endpoint", "http://otel-footprint-test.invalid:4318/v1/traces"),
+            1,
+            "cannot resolve otel-footprint-test.invalid",
+        ),
+        "import-endpoint-dead-port": Case(
+            (
+                "import",
+                "agentfootprint",
+                str(RECORDINGS / "park-trap.ndjson"),
+                "--endpoint",
+                f"http://127.0.0.1:{dead}/v1/traces",
+            ),
+            1,
+            f"(http/protobuf http://127.0.0.1:{dead}/v1/traces): Connection refused; nothing sent",
+        ),
         # serve
         "serve-data-dir-is-a-file": Case(
             ("serve", *forward, "--data-dir", str(f["a_file"])), 2, "is a file"
@@ -276,6 +309,9 @@ CASE_IDS = [
         "demo-http-json",
         "demo-unknown-scenario",
         "demo-unknown-flag",
+        "demo-endpoint-dead-port",
+        "demo-endpoint-unresolvable",
+        "import-endpoint-dead-port",
     ],
     *[
         "serve-data-dir-is-a-file",

@@ -42,7 +42,7 @@ def test_an_unreachable_next_hop_is_a_warning_at_start_and_the_hop_still_serves(
         (warning,) = _warnings(hop.log)
         assert warning["level"] == "warning"
         assert warning["forward"] == f"grpc 127.0.0.1:{port}"
-        assert warning["error"] == f"127.0.0.1:{port}: Connection refused"
+        assert warning["error"] == "Connection refused"
         assert hop.metrics()  # still serving
     finally:
         assert hop.stop() == 0

@@ -31,6 +31,7 @@ from otel_footprint.sdk.endpoint import (
     Endpoint,
     EndpointError,
     resolve,
+    unreachable,
     wrong_protocol_hint,
 )
 from otel_footprint.sdk.exporter import otlp_span_exporter
@@ -131,6 +132,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         endpoint = resolve(args.endpoint, args.protocol) if args.endpoint else None
     except EndpointError as error:
         raise CommandError(str(error)) from None
+    if endpoint is not None:
+        reason = unreachable(endpoint.target)
+        if reason is not None:
+            raise CommandError(
+                f"cannot reach {endpoint.describe()}: {reason}; nothing sent", EXIT_FAILED
+            )
     output: TextIO | None = None
     if args.output is not None:
         try:

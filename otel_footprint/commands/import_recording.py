@@ -29,10 +29,12 @@ from otel_footprint.bridges.agentfootprint import (
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
 from otel_footprint.commands.errors import CommandError, check_writable
 from otel_footprint.sdk.endpoint import (
+    CONNECT_TIMEOUT,
     PROTOCOLS,
     Endpoint,
     EndpointError,
     resolve,
+    unreachable,
     wrong_protocol_hint,
 )
 
@@ -301,6 +303,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     spans, events = _counts(requests)
     summary = f"{args.recording}: {len(requests)} run legs, {spans} spans, {events} events"
     if endpoint is not None:
+        reason = unreachable(endpoint.target, min(args.timeout, CONNECT_TIMEOUT))
+        if reason is not None:
+            raise CommandError(
+                f"cannot reach {endpoint.describe()}: {reason}; nothing sent", _EXIT_SEND_FAILED
+            )
         send = send_grpc if endpoint.protocol == "grpc" else send_http
         try:
             send(requests, endpoint, args.timeout)

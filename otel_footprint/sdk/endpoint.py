@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -128,3 +129,31 @@ def wrong_protocol_hint(endpoint: Endpoint) -> str:
         f"(OTLP/HTTP usually listens on 4318, gRPC on 4317), give --protocol {other} or set "
         "OTEL_EXPORTER_OTLP_PROTOCOL"
     )
+
+
+CONNECT_TIMEOUT: Final = 3.0
+"""Seconds :func:`unreachable` waits for a connection: a host that drops packets answers nothing."""
+
+
+def address(target: str) -> tuple[str, int]:
+    """The host and port behind a target (``host:port`` or an http(s) URL; 80/443 by default)."""
+    parts = urllib.parse.urlsplit(target if "://" in target else f"//{target}")
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def unreachable(target: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """Why nothing can be sent to ``target`` now (one TCP connection), or None when it opens.
+
+    An open port says nothing of the protocol behind it; the exporter's own errors say the rest.
+    Asked before sending, so a dead endpoint is one short line within ``timeout``, not the
+    exporter's retries and its long gRPC status text."""
+    host, port = address(target)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror as exc:
+        return f"cannot resolve {host} ({exc.strerror})"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return str(exc.strerror or exc)
