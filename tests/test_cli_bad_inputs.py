@@ -8,6 +8,7 @@ only error line, usage (when shown) is the failing command's own, and nothing sa
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -64,6 +65,20 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made["a_file"].write_text("x")
     made["bad_yaml"].write_text("receivers: [unclosed\n")
     made["no_scenarios"].write_text("\n")
+    made["gzip"] = root / "traces.jsonl.gz"
+    made["gzip"].write_bytes(gzip.compress(b'{"resourceSpans": []}\n'))
+    made["utf16"] = root / "utf16.json"
+    made["utf16"].write_bytes('{"resourceSpans": []}\n'.encode("utf-16"))
+    made["deep"] = root / "deep.json"
+    made["deep"].write_text("[" * 100_000 + "]" * 100_000)
+    made["null"] = root / "null.json"
+    made["null"].write_text("null\n")
+    made["text"] = root / "notes.txt"
+    made["text"].write_text("trace 4bf92f3577b34da6 was slow\n")
+    made["tempo_empty"] = root / "tempo-empty.json"
+    made["tempo_empty"].write_text('{"batches": []}\n')
+    made["zip"] = root / "traces.zip"
+    made["zip"].write_bytes(b"PK\x03\x04" + bytes(40))
     made["dir"] = root
     return made
 
@@ -116,6 +131,15 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         ),
         "explain-metrics-only": Case(("explain", str(f["metrics"])), 2, "no traces or logs"),
         "explain-bad-line": Case(("explain", str(f["bad_line"])), 2, "line 2 is not JSON"),
+        "explain-null": Case(("explain", str(f["null"])), 2, "a JSON null, not OTLP JSON"),
+        "explain-text": Case(("explain", str(f["text"])), 2, "text that is not JSON (line 1: "),
+        "explain-gzip": Case(("explain", str(f["gzip"])), 2, "gzip-compressed data"),
+        "explain-utf16": Case(("explain", str(f["utf16"])), 2, "UTF-16 text; convert it"),
+        "explain-zip": Case(("explain", str(f["zip"])), 2, "a zip archive"),
+        "explain-deep-json": Case(("explain", str(f["deep"])), 2, "JSON nested too deeply"),
+        "explain-tempo-no-spans": Case(
+            ("explain", str(f["tempo_empty"])), 2, "a Tempo trace download with no spans in it"
+        ),
         "explain-absent": Case(("explain", str(f["dir"] / "absent.json")), 2, "cannot read"),
         "explain-directory": Case(("explain", str(f["dir"])), 2, "cannot read"),
         "explain-no-input": Case(("explain",), 2, "required: INPUT", usage=True),
@@ -164,6 +188,11 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("import", "agentfootprint", "-", "--bogus"), 2, "unrecognized", usage=True
         ),
         "import-no-kind": Case(("import",), 2, "required: KIND", usage=True),
+        "import-empty": Case(("import", "agentfootprint", str(f["empty"])), 2, "empty input"),
+        "import-empty-stdin": Case(("import", "agentfootprint", "-"), 2, "stdin: empty input"),
+        "import-gzip": Case(
+            ("import", "agentfootprint", str(f["gzip"])), 2, "gzip-compressed data"
+        ),
         # demo
         "demo-output-nowhere": Case(("demo", "-o", "/nonexistent/x.jsonl"), 2, "cannot write"),
         "demo-output-directory": Case(("demo", "-o", str(f["dir"])), 2, "cannot write"),
@@ -186,6 +215,9 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             1,
             f"cannot reach http://127.0.0.1:{dead} (grpc 127.0.0.1:{dead}): Connection refused; "
             "nothing sent",
+        ),
+        "demo-endpoint-port-0": Case(
+            ("demo", "--endpoint", "http://127.0.0.1:0"), 2, "port 0 cannot be sent to"
         ),
         "demo-endpoint-unresolvable": Case(
             ("demo", "--endpoint", "http://otel-footprint-test.invalid:4318/v1/traces"),
@@ -243,6 +275,25 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("serve", *forward, *data, "--grpc", "nonsense"), 2, "HOST:PORT"
         ),
         "serve-unknown-flag": Case(("serve", "--bogus"), 2, "unrecognized", usage=True),
+        "serve-forward-port-0": Case(
+            ("serve", "--forward", "127.0.0.1:0", *data), 2, "port 0 cannot be sent to"
+        ),
+        "serve-forward-timeout-0": Case(
+            ("serve", *forward, *data, "--set", "exporters.otlp.timeout=0s"),
+            2,
+            "exporters.otlp.timeout must be more than 0s",
+        ),
+        "serve-token-file-absent": Case(
+            (
+                "serve",
+                *forward,
+                *data,
+                "--set",
+                f"receivers.otlp.auth.bearer_token_file={f['dir'] / 'absent.token'}",
+            ),
+            2,
+            "absent.token: No such file or directory",
+        ),
         # conformance engagement
         "conformance-absent": Case(
             ("conformance", "engagement", str(f["dir"] / "absent.jsonl")), 2, "cannot read"
@@ -281,6 +332,13 @@ CASE_IDS = [
         "explain-jaeger-no-traces",
         "explain-metrics-only",
         "explain-bad-line",
+        "explain-null",
+        "explain-text",
+        "explain-gzip",
+        "explain-utf16",
+        "explain-zip",
+        "explain-deep-json",
+        "explain-tempo-no-spans",
         "explain-absent",
         "explain-directory",
         "explain-no-input",
@@ -300,6 +358,9 @@ CASE_IDS = [
         "import-bad-timeout",
         "import-unknown-flag",
         "import-no-kind",
+        "import-empty",
+        "import-empty-stdin",
+        "import-gzip",
     ],
     *[
         "demo-output-nowhere",
@@ -310,6 +371,7 @@ CASE_IDS = [
         "demo-unknown-scenario",
         "demo-unknown-flag",
         "demo-endpoint-dead-port",
+        "demo-endpoint-port-0",
         "demo-endpoint-unresolvable",
         "import-endpoint-dead-port",
     ],
@@ -326,6 +388,9 @@ CASE_IDS = [
         "serve-grpc-port-taken",
         "serve-grpc-not-an-address",
         "serve-unknown-flag",
+        "serve-forward-port-0",
+        "serve-forward-timeout-0",
+        "serve-token-file-absent",
     ],
     *[
         "conformance-absent",

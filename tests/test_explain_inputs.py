@@ -322,3 +322,10 @@ def test_what_is_not_a_trace_is_named(
     err = capsys.readouterr().err
     assert says in err, err
     assert len(err.splitlines()) == 1
+
+
+def test_a_byte_order_mark_is_not_part_of_the_input(reference: list[Any], tmp_path: Path) -> None:
+    """A Windows editor's UTF-8 byte order mark before the JSON: read as if it were not there."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(requests_to_jsonl(_requests())).encode())
+    assert _view(_runs(str(path))) == reference

@@ -242,10 +242,32 @@ def _what_bytes(data: bytes) -> str:
 _JSON_SCALAR_STARTS = tuple(b'"-0123456789ntf')
 
 
+def _not_plain(name: str, data: bytes) -> InputError | None:
+    """Inputs that are one step from readable: compressed, or text in UTF-16."""
+    if data[:2] == b"\x1f\x8b":
+        return InputError(f"{name}: gzip-compressed data; decompress it first (gunzip)")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return InputError(f"{name}: UTF-16 text; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
+    if data[:4] == b"PK\x03\x04":
+        return InputError(f"{name}: a zip archive; extract the trace file from it first")
+    return None
+
+
 def read_input(name: str, data: bytes, loaded: Loaded) -> None:
     """Add one input's requests to ``loaded``; :class:`InputError` says why it cannot be read."""
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Windows editors)
     if not data.strip():
         raise InputError(f"{name}: empty input; expected {KINDS}")
+    refused = _not_plain(name, data)
+    if refused is not None:
+        raise refused
+    try:
+        _read_input(name, data, loaded)
+    except RecursionError:
+        raise InputError(f"{name}: JSON nested too deeply to read") from None
+
+
+def _read_input(name: str, data: bytes, loaded: Loaded) -> None:
     stripped = data.lstrip()
     if stripped[:1] in (b"{", b"["):
         try:

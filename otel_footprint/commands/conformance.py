@@ -251,9 +251,11 @@ def replay_engagement(
 
 
 def _text_lines(stream: BinaryIO) -> Iterator[str]:
-    # Decoded line by line so one bad byte sequence costs one line, not the file.
-    for raw in stream:
-        yield raw.decode("utf-8", "surrogateescape")
+    # Decoded line by line so one bad byte sequence costs one line, not the file; a UTF-8 byte
+    # order mark (Windows editors) is not part of the first line.
+    for number, raw in enumerate(stream):
+        line = raw.decode("utf-8", "surrogateescape")
+        yield line.removeprefix("\ufeff") if number == 0 else line
 
 
 PROG = "otel-footprint conformance engagement"

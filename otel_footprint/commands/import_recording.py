@@ -247,10 +247,15 @@ def send_grpc(
 def _read_lines(path: str) -> list[str]:
     """The recording's lines; bytes that are not UTF-8 text are refused (file or stdin alike)."""
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    name = "stdin" if path == "-" else path
+    if not data.strip():
+        raise CommandError(f"{name}: empty input; expected an agentfootprint NDJSON recording")
+    if data[:2] == b"\x1f\x8b":
+        raise CommandError(f"{name}: gzip-compressed data; decompress it first (gunzip)")
     try:
-        return data.decode("utf-8").splitlines()
+        # utf-8-sig: a byte order mark (Windows editors) is not part of the first line.
+        return data.decode("utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
-        name = "stdin" if path == "-" else path
         raise CommandError(
             f"{name}: not an NDJSON recording (not UTF-8 text at byte {exc.start})"
         ) from None

@@ -62,9 +62,11 @@ def _parts(url: str) -> urllib.parse.SplitResult:
                 "(https = TLS), or host:port"
             )
     try:
-        parts.port  # noqa: B018 - reading it validates it
+        port = parts.port
     except ValueError:
         raise EndpointError(f"endpoint {url!r}: the port is not a number in range") from None
+    if port == 0:
+        raise EndpointError(f"endpoint {url!r}: port 0 cannot be sent to; give the receiver's port")
     if not parts.hostname:
         raise EndpointError(f"endpoint {url!r}: no host in it")
     return parts

@@ -268,6 +268,8 @@ def _exporter(exp: OtlpExporterSettings, endpoint_source: str) -> Forward:
             logs_target = logs_url
         elif exp.forward_logs and target.endswith(TRACES_PATH):
             logs_target = target[: -len(TRACES_PATH)] + LOGS_PATH
+    if exp.timeout <= 0:
+        raise ConfigError("exporters.otlp.timeout must be more than 0s")
     if exp.retry.max_interval < exp.retry.initial_interval:
         raise ConfigError("exporters.otlp.retry.max_interval must be >= initial_interval")
     if exp.queue.batch_max_size > exp.queue.max_size:
@@ -364,7 +366,8 @@ def _bearer_token(auth: model.AuthSettings) -> str | None:
         token = token_file.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ConfigError(
-            f"receivers.otlp.auth.bearer_token_file: cannot read {token_file}: {exc}"
+            f"receivers.otlp.auth.bearer_token_file: cannot read {token_file}: "
+            f"{exc.strerror or exc}"
         ) from exc
     if not token:
         raise ConfigError(f"receivers.otlp.auth.bearer_token_file: {token_file} is empty")
