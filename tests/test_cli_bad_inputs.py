@@ -77,6 +77,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made["text"].write_text("trace 4bf92f3577b34da6 was slow\n")
     made["tempo_empty"] = root / "tempo-empty.json"
     made["tempo_empty"].write_text('{"batches": []}\n')
+    made["tempo_search"] = root / "tempo-search.json"
+    made["tempo_search"].write_text(
+        '{"traces": [{"traceID": "4bf92f3577b34da6", "rootServiceName": "agent"}], "metrics": {}}'
+    )
     made["zip"] = root / "traces.zip"
     made["zip"].write_bytes(b"PK\x03\x04" + bytes(40))
     made["dir"] = root
@@ -137,6 +141,9 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         "explain-utf16": Case(("explain", str(f["utf16"])), 2, "UTF-16 text; convert it"),
         "explain-zip": Case(("explain", str(f["zip"])), 2, "a zip archive"),
         "explain-deep-json": Case(("explain", str(f["deep"])), 2, "JSON nested too deeply"),
+        "explain-tempo-search": Case(
+            ("explain", str(f["tempo_search"])), 2, "a Tempo search result (trace ids, no spans)"
+        ),
         "explain-tempo-no-spans": Case(
             ("explain", str(f["tempo_empty"])), 2, "a Tempo trace download with no spans in it"
         ),
@@ -338,6 +345,7 @@ CASE_IDS = [
         "explain-utf16",
         "explain-zip",
         "explain-deep-json",
+        "explain-tempo-search",
         "explain-tempo-no-spans",
         "explain-absent",
         "explain-directory",

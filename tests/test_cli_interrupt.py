@@ -148,3 +148,64 @@ def test_a_second_ctrl_c_leaves_at_once(tmp_path: Path) -> None:
         _, err = process.communicate(timeout=60)
     assert process.returncode == 130
     assert "Traceback" not in err.decode()
+
+
+@pytest.mark.slow  # a bound on time: well under the exporter's 10 s timeout it would wait out
+def test_ctrl_c_while_the_demo_sends_leaves_within_the_cleanup_grace(tmp_path: Path) -> None:
+    """An endpoint that accepts connections and never answers: the demo's exporter would wait out
+    its timeout while unwinding; the process leaves after ``CLEANUP_SECONDS`` instead."""
+    import socket
+
+    from otel_footprint.commands.interrupt import CLEANUP_SECONDS
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        with subprocess.Popen(
+            [str(SCRIPT), "demo", "--endpoint", f"http://127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
+        ) as process:
+            time.sleep(4.0)  # imported, scenarios run, the exporter waiting on the silent port
+            process.send_signal(signal.SIGINT)
+            sent = time.monotonic()
+            _, err = process.communicate(timeout=60)
+            took = time.monotonic() - sent
+    text = err.decode()
+    assert "Traceback" not in text, text
+    assert process.returncode == 130, text
+    assert text.splitlines() == ["otel-footprint demo: error: interrupted"], text
+    assert took < CLEANUP_SECONDS + 4.0, took
+
+
+def test_a_second_ctrl_c_while_serve_stops_is_one_line(tmp_path: Path) -> None:
+    """``serve`` stops gracefully on the first signal; a second one while it drains leaves at once
+    (the journal keeps what was acknowledged) with one line, not silently."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    args = ["serve", "--forward", "127.0.0.1:9", "--data-dir", str(tmp_path / "data"),
+            "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--telemetry", "127.0.0.1:0"]  # fmt: skip
+    with subprocess.Popen(
+        [str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path
+    ) as process:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            if raw.strip() == b"ready":
+                break
+        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    text = err.decode()
+    assert "Traceback" not in text, text
+    plain = [line for line in text.splitlines() if not line.startswith("{")]  # the JSON log
+    if process.returncode == 0:  # the stop ended before the second signal was seen
+        assert plain == [], text
+        return
+    assert process.returncode == 130, text
+    assert plain == [
+        "otel-footprint serve: error: interrupted again while stopping; left at once "
+        "(the journal keeps what was acknowledged)"
+    ], text

@@ -37,6 +37,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "broken.crt").write_text(
         "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n"
     )
+    os.mkfifo(d / "fifo.pem")  # a read would wait for a writer for ever
     (d / "unreadable.crt").write_bytes((d / "server.crt").read_bytes())
     (d / "unreadable.crt").chmod(0)
     return d
@@ -67,6 +68,10 @@ CASES = {
     "cert-a-directory": (
         {f"{GRPC}.cert_file": ".", f"{GRPC}.key_file": "server.key"},
         "is a directory",
+    ),
+    "cert-a-fifo": (
+        {f"{GRPC}.cert_file": "fifo.pem", f"{GRPC}.key_file": "server.key"},
+        "fifo.pem is not a regular file",
     ),
     "cert-absent": (
         {f"{GRPC}.cert_file": "absent.crt", f"{GRPC}.key_file": "server.key"},

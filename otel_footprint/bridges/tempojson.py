@@ -36,6 +36,14 @@ def _batches(document: Any) -> list[Any] | None:
     return None
 
 
+def is_tempo_search(document: Any) -> bool:
+    """Tempo's search answer (``/api/search``): trace ids and summaries, no spans to explain."""
+    if not isinstance(document, dict) or not isinstance(document.get("traces"), list):
+        return False
+    traces = document["traces"]
+    return all(isinstance(t, dict) and "traceID" in t and "spans" not in t for t in traces)
+
+
 def is_tempo_trace(document: Any) -> bool:
     """True for either shape of Tempo's trace download."""
     return _batches(document) is not None

@@ -29,7 +29,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_footprint import semconv
 from otel_footprint.bridges.jaegerjson import JaegerJsonError, is_jaeger_trace, jaeger_to_requests
 from otel_footprint.bridges.otlpjson import ids_to_base64
-from otel_footprint.bridges.tempojson import TempoJsonError, is_tempo_trace, tempo_to_otlp
+from otel_footprint.bridges.tempojson import (
+    TempoJsonError,
+    is_tempo_search,
+    is_tempo_trace,
+    tempo_to_otlp,
+)
 
 KINDS = "OTLP JSON or protobuf, a Jaeger UI or Tempo trace download, or an agentfootprint NDJSON recording"
 """What ``explain`` reads, in the words of its error messages and ``--help``."""
@@ -74,6 +79,11 @@ def _json_kind(document: Any) -> str:
 
 
 def _parse_otlp(document: Any, where: str, loaded: Loaded) -> None:
+    if is_tempo_search(document):
+        raise InputError(
+            f"{where}: a Tempo search result (trace ids, no spans); download each trace by its id "
+            "(/api/traces/<id>) and explain that"
+        )
     if is_tempo_trace(document):
         try:
             document = tempo_to_otlp(document, where)

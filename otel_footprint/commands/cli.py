@@ -119,6 +119,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return error.status
     except KeyboardInterrupt:
         print(interrupt.line(prog), file=sys.stderr)
+        interrupt.said()
+        interrupt.leave_if_taken_over()
         return interrupt.EXIT_INTERRUPTED
     except Exception as error:  # the last guard: one line, never a traceback
         if os.environ.get("OTEL_FOOTPRINT_TRACEBACK"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -178,11 +179,16 @@ class _ExporterLog(logging.Handler):
         self._logger.propagate = self._propagate
 
     def reason(self) -> str:
-        """The last complaint, cut to its first clause (``failed to connect ...``)."""
+        """The last complaint, short: gRPC's status and first detail (``UNAVAILABLE: failed to
+        connect to all addresses``), else its first 100 characters."""
         if not self.last:
             return ""
         text = " ".join(self.last.split())
-        return f" ({text[:160]}{'…' if len(text) > 160 else ''})"
+        status = re.search(r"StatusCode\.(\w+)(?:, error details: ([^;]+))?", text)
+        if status is not None:
+            detail = f": {status.group(2).strip()}" if status.group(2) else ""
+            return f" ({status.group(1)}{detail[:100]})"
+        return f" ({text[:100]}{'…' if len(text) > 100 else ''})"
 
 
 def _run(

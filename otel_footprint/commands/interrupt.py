@@ -35,6 +35,10 @@ class _State:
     """A command's ``run`` is on the stack: ``cli.main`` catches the ``KeyboardInterrupt``."""
     seen = False
     """A Ctrl-C already raised ``KeyboardInterrupt``: the next one leaves at once."""
+    taken = False
+    """:func:`take_over` ran: this process is the console script."""
+    said = False
+    """The one line was printed."""
 
 
 _state = _State()
@@ -51,19 +55,54 @@ def line(prog: str) -> str:
     return f"{prog}: error: interrupted"
 
 
+def said() -> None:
+    """``cli.main`` printed the line itself."""
+    _state.said = True
+
+
+CLEANUP_SECONDS = 2.0
+"""How long a command may take to unwind after Ctrl-C (close its files) before the process leaves
+anyway: an exporter flushing to an endpoint that does not answer would hold it for its timeout."""
+
+
+def _leave() -> None:
+    # os.write, not print: the signal may have arrived in the middle of a write to sys.stderr.
+    if not _state.said:
+        _state.said = True
+        os.write(2, (line(_state.prog) + "\n").encode())
+    os._exit(EXIT_INTERRUPTED)
+
+
 def _on_sigint(_signum: int, _frame: FrameType | None) -> None:
     if _state.running and not _state.seen:
         _state.seen = True
+        import threading  # loaded by now in every command that runs long enough to matter
+
+        timer = threading.Timer(CLEANUP_SECONDS, _leave)
+        timer.daemon = True
+        timer.start()
         raise KeyboardInterrupt
-    # Between commands (imports, parsing, shutdown) or a second Ctrl-C: leave now. os.write, not
-    # print: the signal may have arrived in the middle of a write to sys.stderr.
-    os.write(2, (line(_state.prog) + "\n").encode())
-    os._exit(EXIT_INTERRUPTED)
+    # Between commands (imports, parsing, shutdown) or a second Ctrl-C: leave now.
+    _leave()
 
 
 def take_over() -> None:
     """Handle SIGINT as described above, for the rest of this process."""
     _signal.signal(_signal.SIGINT, _on_sigint)
+    _state.taken = True
+
+
+def leave_if_taken_over() -> None:
+    """After the one line: the console script leaves now, without the interpreter's shutdown
+    (an exporter's ``atexit`` flush would retry a dead endpoint for its whole timeout)."""
+    if not _state.taken:
+        return
+    import contextlib  # here, not above: nothing is imported before take_over() that need not be
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def command_started(prog: str) -> None:

@@ -32,6 +32,8 @@ def _text(path: Path, setting: str, expected: str) -> str:
         raise TlsFileError(f"{setting}: file {path} does not exist")
     if path.is_dir():
         raise TlsFileError(f"{setting}: {path} is a directory; expected {expected}")
+    if not path.is_file():  # a FIFO or a device would block the read, or never end
+        raise TlsFileError(f"{setting}: {path} is not a regular file; expected {expected}")
     try:
         data = path.read_bytes()
     except OSError as exc:
