@@ -21,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 _SCANNED = ("tests", "benchmarks", "scripts", "examples", ".ci")
-_SKIPPED = ("tests/data", "node_modules", "__pycache__", ".venv", "dist")
+_SKIPPED_DIRS = {"node_modules", "__pycache__", ".venv", "dist", "compiled-venv", "compiled-dist"}
+"""Folders of installed or generated files; ``tests/data`` holds the reference data itself."""
 _SUFFIXES = {".py", ".sh", ".mjs", ".js", ".ts", ".toml", ".cfg", ".yaml", ".yml", ""}
 
 _OUTSIDE = re.compile(
@@ -37,8 +38,10 @@ def _sources() -> list[Path]:
     found: list[Path] = []
     for top in _SCANNED:
         for path in sorted((REPO / top).rglob("*")):
-            rel = path.relative_to(REPO).as_posix()
-            if any(part in rel for part in _SKIPPED) or not path.is_file():
+            rel = path.relative_to(REPO)
+            if _SKIPPED_DIRS & set(rel.parts) or rel.parts[:2] == ("tests", "data"):
+                continue
+            if not path.is_file():
                 continue
             if path.suffix in _SUFFIXES and path != Path(__file__).resolve():
                 found.append(path)
