@@ -226,6 +226,22 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         "demo-endpoint-port-0": Case(
             ("demo", "--endpoint", "http://127.0.0.1:0"), 2, "port 0 cannot be sent to"
         ),
+        "demo-endpoint-unclosed-ipv6": Case(
+            ("demo", "--endpoint", "http://[::1:4317"), 2, "cannot be read as a URL"
+        ),
+        "demo-endpoint-spaces": Case(
+            ("demo", "--endpoint", " http://127.0.0.1:4317"), 2, "spaces around it"
+        ),
+        "serve-forward-unclosed-ipv6": Case(
+            ("serve", "--forward", "[::1:4317", "--data-dir", str(f["dir"] / "data")),
+            2,
+            "cannot be read as a URL",
+        ),
+        "import-endpoint-unclosed-ipv6": Case(
+            ("import", "agentfootprint", "-", "--endpoint", "http://[::1:4318/v1/traces"),
+            2,
+            "cannot be read as a URL",
+        ),
         "demo-endpoint-unresolvable": Case(
             ("demo", "--endpoint", "http://otel-footprint-test.invalid:4318/v1/traces"),
             1,
@@ -380,6 +396,10 @@ CASE_IDS = [
         "demo-unknown-flag",
         "demo-endpoint-dead-port",
         "demo-endpoint-port-0",
+        "demo-endpoint-unclosed-ipv6",
+        "demo-endpoint-spaces",
+        "serve-forward-unclosed-ipv6",
+        "import-endpoint-unclosed-ipv6",
         "demo-endpoint-unresolvable",
         "import-endpoint-dead-port",
     ],

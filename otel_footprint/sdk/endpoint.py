@@ -52,15 +52,17 @@ class Endpoint:
 
 
 def _parts(url: str) -> urllib.parse.SplitResult:
-    if "://" not in url:
-        parts = urllib.parse.urlsplit(f"//{url}")
-    else:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise EndpointError(
-                f"endpoint {url!r}: unknown scheme {parts.scheme!r}; use http:// or https:// "
-                "(https = TLS), or host:port"
-            )
+    if url != url.strip():
+        raise EndpointError(f"endpoint {url!r}: spaces around it; give the URL alone")
+    try:
+        parts = urllib.parse.urlsplit(url if "://" in url else f"//{url}")
+    except ValueError as error:  # "Invalid IPv6 URL": an unclosed [
+        raise EndpointError(f"endpoint {url!r}: cannot be read as a URL ({error})") from None
+    if "://" in url and parts.scheme not in ("http", "https"):
+        raise EndpointError(
+            f"endpoint {url!r}: unknown scheme {parts.scheme!r}; use http:// or https:// "
+            "(https = TLS), or host:port"
+        )
     try:
         port = parts.port
     except ValueError:

@@ -216,7 +216,10 @@ def otel_env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _split_url(text: str, path: str) -> urllib.parse.SplitResult:
-    parts = urllib.parse.urlsplit(text if "://" in text else f"//{text}")
+    try:
+        parts = urllib.parse.urlsplit(text if "://" in text else f"//{text}")
+    except ValueError as error:  # "Invalid IPv6 URL": an unclosed [
+        raise ConfigError(f"{path}: {text!r} cannot be read as a URL ({error})") from None
     if not parts.hostname:
         raise ConfigError(f"{path}: cannot read a host from {text!r}")
     return parts
