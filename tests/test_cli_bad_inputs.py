@@ -71,6 +71,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made["utf16"].write_bytes('{"resourceSpans": []}\n'.encode("utf-16"))
     made["deep"] = root / "deep.json"
     made["deep"].write_text("[" * 100_000 + "]" * 100_000)
+    made["deep_yaml"] = root / "deep.yaml"
+    made["deep_yaml"].write_text("[" * 50_000 + "]" * 50_000)
     made["null"] = root / "null.json"
     made["null"].write_text("null\n")
     made["text"] = root / "notes.txt"
@@ -197,6 +199,9 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         "import-no-kind": Case(("import",), 2, "required: KIND", usage=True),
         "import-empty": Case(("import", "agentfootprint", str(f["empty"])), 2, "empty input"),
         "import-empty-stdin": Case(("import", "agentfootprint", "-"), 2, "stdin: empty input"),
+        "import-deep-json": Case(
+            ("import", "agentfootprint", str(f["deep"])), 2, "JSON nested too deeply to read"
+        ),
         "import-gzip": Case(
             ("import", "agentfootprint", str(f["gzip"])), 2, "gzip-compressed data"
         ),
@@ -298,6 +303,11 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("serve", *forward, *data, "--grpc", "nonsense"), 2, "HOST:PORT"
         ),
         "serve-unknown-flag": Case(("serve", "--bogus"), 2, "unrecognized", usage=True),
+        "serve-config-deep-yaml": Case(
+            ("serve", *forward, *data, "--config", str(f["deep_yaml"])),
+            2,
+            "is nested too deeply to read",
+        ),
         "serve-forward-port-0": Case(
             ("serve", "--forward", "127.0.0.1:0", *data), 2, "port 0 cannot be sent to"
         ),
@@ -335,6 +345,9 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             2,
             "stdin: not engagement vectors",
             stdin=bytes(range(256)),
+        ),
+        "conformance-deep-json": Case(
+            ("conformance", "engagement", str(f["deep"])), 2, "line 1: JSON nested too deeply"
         ),
         "conformance-otlp-json": Case(
             ("conformance", "engagement", str(f["metrics"])), 2, "'steps' must be a list"
@@ -385,6 +398,7 @@ CASE_IDS = [
         "import-empty",
         "import-empty-stdin",
         "import-gzip",
+        "import-deep-json",
     ],
     *[
         "demo-output-nowhere",
@@ -416,6 +430,7 @@ CASE_IDS = [
         "serve-grpc-port-taken",
         "serve-grpc-not-an-address",
         "serve-unknown-flag",
+        "serve-config-deep-yaml",
         "serve-forward-port-0",
         "serve-forward-timeout-0",
         "serve-token-file-absent",
@@ -427,6 +442,7 @@ CASE_IDS = [
         "conformance-garbage",
         "conformance-garbage-stdin",
         "conformance-otlp-json",
+        "conformance-deep-json",
         "conformance-unknown-kind",
     ],
 ]

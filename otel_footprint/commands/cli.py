@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol, TextIO, cast
 
 from otel_footprint import __version__
-from otel_footprint.commands.errors import EXIT_FAILED, CommandError, error_line
+from otel_footprint.commands.errors import EXIT_BAD_INPUT, EXIT_FAILED, CommandError, error_line
 
 
 class _Command(Protocol):
@@ -117,6 +117,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except CommandError as error:
         print(error_line(prog, str(error)), file=sys.stderr)
         return error.status
+    except RecursionError:
+        # Only input nests without bound here (JSON, YAML, protobuf); the commands name the file
+        # where they can, this is the guard for the paths they do not.
+        print(error_line(prog, "the input is nested too deeply to read"), file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(interrupt.line(prog), file=sys.stderr)
         interrupt.said()

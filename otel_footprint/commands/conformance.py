@@ -213,6 +213,8 @@ def replay_engagement(
                 scenario = json.loads(line)
             except json.JSONDecodeError as error:
                 problem = f"not valid JSON ({error})"
+            except RecursionError:
+                problem = "JSON nested too deeply to read"
         if problem is None and not isinstance(scenario, dict):
             problem = "a scenario must be a JSON object"
         if problem is not None:

@@ -305,6 +305,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         requests = recording_to_requests(lines, options)
     except RecordingError as exc:
         raise CommandError(f"{args.recording}: {exc}") from None
+    except RecursionError:
+        raise CommandError(f"{args.recording}: JSON nested too deeply to read") from None
     spans, events = _counts(requests)
     summary = f"{args.recording}: {len(requests)} run legs, {spans} spans, {events} events"
     if endpoint is not None:

@@ -140,12 +140,16 @@ def load_file(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply to read") from None
     if raw is None:
         return {}
     try:
         return validate(expand_env(raw, environ))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply to read") from None
 
 
 def _nested(dotted: str, value: Any) -> dict[str, Any]:
@@ -166,6 +170,8 @@ def parse_set_option(item: str) -> dict[str, Any]:
         parsed = yaml.safe_load(value) if value.strip() else ""
     except yaml.YAMLError as exc:
         raise ConfigError(f"--set {item!r}: value is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"--set {key.strip()}: value nested too deeply to read") from None
     return _nested(key.strip(), parsed)
 
 
