@@ -20,7 +20,7 @@ import pytest
 SCRIPT = Path(sys.executable).with_name("otel-footprint")
 pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason=f"no console script at {SCRIPT}")
 
-DELAYS = (0.0, 0.03, 0.1, 0.3, 0.7, 1.5)
+DELAYS = (0.0, 0.03, 0.1, 0.3, 0.7, 1.5, 3.0)
 """Seconds after the start: from the interpreter's first milliseconds to a command waiting."""
 
 COMMANDS = {
