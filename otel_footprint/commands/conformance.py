@@ -260,9 +260,6 @@ def _text_lines(stream: BinaryIO) -> Iterator[str]:
         yield line.removeprefix("\ufeff") if number == 0 else line
 
 
-PROG = "otel-footprint conformance engagement"
-
-
 def _not_vectors(path: str, findings: Sequence[Finding], failed: int) -> CommandError:
     """Why a file with no scenario in it is not a vectors file, in one line (exit 2)."""
     name = "stdin" if path == "-" else path

@@ -5,7 +5,8 @@ seconds of imports before a command starts, inside a library, or while the inter
 (joining threads, running ``atexit`` hooks), where nothing of ours can catch it. So the console
 script takes SIGINT over as early as it can (:func:`take_over`, called by ``cli`` before it imports
 anything else): while a command runs, the first Ctrl-C still raises ``KeyboardInterrupt`` (the
-command's ``finally`` blocks close files and connections; ``cli.main`` prints the line); at any
+command's ``finally`` blocks close files and connections; ``cli.main`` prints the line and the
+process leaves without the interpreter's shutdown), with :data:`CLEANUP_SECONDS` to do so; at any
 other moment, and on a second Ctrl-C, it prints the line and leaves at once (``os._exit``). A
 command that stops gracefully on SIGINT (``serve``) installs its own handler while it runs.
 
