@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from otel_footprint.commands import interrupt
 
-if interrupt.is_console_script():
+if interrupt.is_console_script() or __name__ == "__main__":  # or python -m ...commands.cli
     # First, before the other imports: a Ctrl-C during them is one line too (commands/interrupt.py).
     interrupt.take_over()
 
