@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Jaeger v2 for the end-to-end suite: build the `jaeger` binary from the Go module proxy (pinned as a
 # tool in scripts/jaeger/go.mod), start it with in-memory storage on free loopback ports, write an env
-# file for the tests, and stop it by the pid it started.
+# file for the tests, and stop it by the pid it started. This build serves the APIs only, not the UI:
+# the UI's web assets come with Jaeger's release (binary or image `jaegertracing/jaeger`), not with the
+# Go module, so its page is Jaeger's placeholder (log: "ui assets not embedded in the binary").
 #
 # Usage: scripts/jaeger.sh build | start | stop | status | env (several in order: build start) | run -- CMD
 #   build   go build github.com/jaegertracing/jaeger/cmd/jaeger into .jaeger/bin/ (skipped when the
@@ -13,7 +15,7 @@
 #   env     print `export` lines: eval "$(scripts/jaeger.sh env)"
 #   run     start, run CMD with the env exported, stop (even on failure); exits with CMD's status
 #
-# The env file: OTEL_FOOTPRINT_JAEGER_URL (UI and HTTP query API /api/...), _QUERY_GRPC (api_v2/api_v3
+# The env file: OTEL_FOOTPRINT_JAEGER_URL (HTTP query API /api/...; no UI), _QUERY_GRPC (api_v2/api_v3
 # gRPC), _OTLP_GRPC (host:port), _OTLP_HTTP (URL), _BIN, _PID, _LOG.
 # Settings (environment): OTEL_FOOTPRINT_GO_CACHE, GO, JAEGER_START_TIMEOUT (60), JAEGER_STOP_TIMEOUT.
 set -euo pipefail

@@ -8,6 +8,7 @@ only error line, usage (when shown) is the failing command's own, and nothing sa
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -64,6 +65,26 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made["a_file"].write_text("x")
     made["bad_yaml"].write_text("receivers: [unclosed\n")
     made["no_scenarios"].write_text("\n")
+    made["gzip"] = root / "traces.jsonl.gz"
+    made["gzip"].write_bytes(gzip.compress(b'{"resourceSpans": []}\n'))
+    made["utf16"] = root / "utf16.json"
+    made["utf16"].write_bytes('{"resourceSpans": []}\n'.encode("utf-16"))
+    made["deep"] = root / "deep.json"
+    made["deep"].write_text("[" * 100_000 + "]" * 100_000)
+    made["deep_yaml"] = root / "deep.yaml"
+    made["deep_yaml"].write_text("[" * 50_000 + "]" * 50_000)
+    made["null"] = root / "null.json"
+    made["null"].write_text("null\n")
+    made["text"] = root / "notes.txt"
+    made["text"].write_text("trace 4bf92f3577b34da6 was slow\n")
+    made["tempo_empty"] = root / "tempo-empty.json"
+    made["tempo_empty"].write_text('{"batches": []}\n')
+    made["tempo_search"] = root / "tempo-search.json"
+    made["tempo_search"].write_text(
+        '{"traces": [{"traceID": "4bf92f3577b34da6", "rootServiceName": "agent"}], "metrics": {}}'
+    )
+    made["zip"] = root / "traces.zip"
+    made["zip"].write_bytes(b"PK\x03\x04" + bytes(40))
     made["dir"] = root
     return made
 
@@ -78,6 +99,16 @@ def grpc_port() -> Iterator[int]:
     server.stop(None)
 
 
+def _dead_port() -> int:
+    """A port nothing listens on (bound for a moment, then closed): a connection is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_DEAD_PORT = _dead_port()
+
+
 @pytest.fixture(scope="module")
 def taken_port() -> Iterator[int]:
     with socket.socket() as sock:
@@ -88,6 +119,7 @@ def taken_port() -> Iterator[int]:
 
 def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
     forward = ("--forward", "http://127.0.0.1:9/v1/traces")
+    dead = _DEAD_PORT
     data = ("--data-dir", str(f["dir"] / "data"))
     return {
         # top level
@@ -105,6 +137,18 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
         ),
         "explain-metrics-only": Case(("explain", str(f["metrics"])), 2, "no traces or logs"),
         "explain-bad-line": Case(("explain", str(f["bad_line"])), 2, "line 2 is not JSON"),
+        "explain-null": Case(("explain", str(f["null"])), 2, "a JSON null, not OTLP JSON"),
+        "explain-text": Case(("explain", str(f["text"])), 2, "text that is not JSON (line 1: "),
+        "explain-gzip": Case(("explain", str(f["gzip"])), 2, "gzip-compressed data"),
+        "explain-utf16": Case(("explain", str(f["utf16"])), 2, "UTF-16 text; convert it"),
+        "explain-zip": Case(("explain", str(f["zip"])), 2, "a zip archive"),
+        "explain-deep-json": Case(("explain", str(f["deep"])), 2, "JSON nested too deeply"),
+        "explain-tempo-search": Case(
+            ("explain", str(f["tempo_search"])), 2, "a Tempo search result (trace ids, no spans)"
+        ),
+        "explain-tempo-no-spans": Case(
+            ("explain", str(f["tempo_empty"])), 2, "a Tempo trace download with no spans in it"
+        ),
         "explain-absent": Case(("explain", str(f["dir"] / "absent.json")), 2, "cannot read"),
         "explain-directory": Case(("explain", str(f["dir"])), 2, "cannot read"),
         "explain-no-input": Case(("explain",), 2, "required: INPUT", usage=True),
@@ -153,6 +197,14 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("import", "agentfootprint", "-", "--bogus"), 2, "unrecognized", usage=True
         ),
         "import-no-kind": Case(("import",), 2, "required: KIND", usage=True),
+        "import-empty": Case(("import", "agentfootprint", str(f["empty"])), 2, "empty input"),
+        "import-empty-stdin": Case(("import", "agentfootprint", "-"), 2, "stdin: empty input"),
+        "import-deep-json": Case(
+            ("import", "agentfootprint", str(f["deep"])), 2, "JSON nested too deeply to read"
+        ),
+        "import-gzip": Case(
+            ("import", "agentfootprint", str(f["gzip"])), 2, "gzip-compressed data"
+        ),
         # demo
         "demo-output-nowhere": Case(("demo", "-o", "/nonexistent/x.jsonl"), 2, "cannot write"),
         "demo-output-directory": Case(("demo", "-o", str(f["dir"])), 2, "cannot write"),
@@ -170,6 +222,47 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("demo", "--scenario", "nope"), 2, "invalid choice", usage=True
         ),
         "demo-unknown-flag": Case(("demo", "--bogus"), 2, "unrecognized", usage=True),
+        "demo-endpoint-dead-port": Case(
+            ("demo", "--endpoint", f"http://127.0.0.1:{dead}"),
+            1,
+            f"cannot reach http://127.0.0.1:{dead} (grpc 127.0.0.1:{dead}): Connection refused; "
+            "nothing sent",
+        ),
+        "demo-endpoint-port-0": Case(
+            ("demo", "--endpoint", "http://127.0.0.1:0"), 2, "port 0 cannot be sent to"
+        ),
+        "demo-endpoint-unclosed-ipv6": Case(
+            ("demo", "--endpoint", "http://[::1:4317"), 2, "cannot be read as a URL"
+        ),
+        "demo-endpoint-spaces": Case(
+            ("demo", "--endpoint", " http://127.0.0.1:4317"), 2, "spaces around it"
+        ),
+        "serve-forward-unclosed-ipv6": Case(
+            ("serve", "--forward", "[::1:4317", "--data-dir", str(f["dir"] / "data")),
+            2,
+            "cannot be read as a URL",
+        ),
+        "import-endpoint-unclosed-ipv6": Case(
+            ("import", "agentfootprint", "-", "--endpoint", "http://[::1:4318/v1/traces"),
+            2,
+            "cannot be read as a URL",
+        ),
+        "demo-endpoint-unresolvable": Case(
+            ("demo", "--endpoint", "http://otel-footprint-test.invalid:4318/v1/traces"),
+            1,
+            "cannot resolve otel-footprint-test.invalid",
+        ),
+        "import-endpoint-dead-port": Case(
+            (
+                "import",
+                "agentfootprint",
+                str(RECORDINGS / "park-trap.ndjson"),
+                "--endpoint",
+                f"http://127.0.0.1:{dead}/v1/traces",
+            ),
+            1,
+            f"(http/protobuf http://127.0.0.1:{dead}/v1/traces): Connection refused; nothing sent",
+        ),
         # serve
         "serve-data-dir-is-a-file": Case(
             ("serve", *forward, "--data-dir", str(f["a_file"])), 2, "is a file"
@@ -210,12 +303,54 @@ def _cases(f: dict[str, Path], grpc_port: int, taken: int) -> dict[str, Case]:
             ("serve", *forward, *data, "--grpc", "nonsense"), 2, "HOST:PORT"
         ),
         "serve-unknown-flag": Case(("serve", "--bogus"), 2, "unrecognized", usage=True),
+        "serve-config-deep-yaml": Case(
+            ("serve", *forward, *data, "--config", str(f["deep_yaml"])),
+            2,
+            "is nested too deeply to read",
+        ),
+        "serve-forward-port-0": Case(
+            ("serve", "--forward", "127.0.0.1:0", *data), 2, "port 0 cannot be sent to"
+        ),
+        "serve-forward-timeout-0": Case(
+            ("serve", *forward, *data, "--set", "exporters.otlp.timeout=0s"),
+            2,
+            "exporters.otlp.timeout must be more than 0s",
+        ),
+        "serve-token-file-absent": Case(
+            (
+                "serve",
+                *forward,
+                *data,
+                "--set",
+                f"receivers.otlp.auth.bearer_token_file={f['dir'] / 'absent.token'}",
+            ),
+            2,
+            "absent.token: No such file or directory",
+        ),
         # conformance engagement
         "conformance-absent": Case(
             ("conformance", "engagement", str(f["dir"] / "absent.jsonl")), 2, "cannot read"
         ),
         "conformance-no-scenarios": Case(
-            ("conformance", "engagement", str(f["no_scenarios"])), 1, "no scenarios"
+            ("conformance", "engagement", str(f["no_scenarios"])), 2, "no scenarios"
+        ),
+        "conformance-empty": Case(
+            ("conformance", "engagement", str(f["empty"])), 2, "no scenarios in it (it is empty)"
+        ),
+        "conformance-garbage": Case(
+            ("conformance", "engagement", str(f["garbage"])), 2, "line 1: binary data"
+        ),
+        "conformance-garbage-stdin": Case(
+            ("conformance", "engagement", "-"),
+            2,
+            "stdin: not engagement vectors",
+            stdin=bytes(range(256)),
+        ),
+        "conformance-deep-json": Case(
+            ("conformance", "engagement", str(f["deep"])), 2, "line 1: JSON nested too deeply"
+        ),
+        "conformance-otlp-json": Case(
+            ("conformance", "engagement", str(f["metrics"])), 2, "'steps' must be a list"
         ),
         "conformance-unknown-kind": Case(("conformance", "nope"), 2, "invalid choice", usage=True),
     }
@@ -233,6 +368,14 @@ CASE_IDS = [
         "explain-jaeger-no-traces",
         "explain-metrics-only",
         "explain-bad-line",
+        "explain-null",
+        "explain-text",
+        "explain-gzip",
+        "explain-utf16",
+        "explain-zip",
+        "explain-deep-json",
+        "explain-tempo-search",
+        "explain-tempo-no-spans",
         "explain-absent",
         "explain-directory",
         "explain-no-input",
@@ -252,6 +395,10 @@ CASE_IDS = [
         "import-bad-timeout",
         "import-unknown-flag",
         "import-no-kind",
+        "import-empty",
+        "import-empty-stdin",
+        "import-gzip",
+        "import-deep-json",
     ],
     *[
         "demo-output-nowhere",
@@ -261,6 +408,14 @@ CASE_IDS = [
         "demo-http-json",
         "demo-unknown-scenario",
         "demo-unknown-flag",
+        "demo-endpoint-dead-port",
+        "demo-endpoint-port-0",
+        "demo-endpoint-unclosed-ipv6",
+        "demo-endpoint-spaces",
+        "serve-forward-unclosed-ipv6",
+        "import-endpoint-unclosed-ipv6",
+        "demo-endpoint-unresolvable",
+        "import-endpoint-dead-port",
     ],
     *[
         "serve-data-dir-is-a-file",
@@ -275,8 +430,21 @@ CASE_IDS = [
         "serve-grpc-port-taken",
         "serve-grpc-not-an-address",
         "serve-unknown-flag",
+        "serve-config-deep-yaml",
+        "serve-forward-port-0",
+        "serve-forward-timeout-0",
+        "serve-token-file-absent",
     ],
-    *(["conformance-absent", "conformance-no-scenarios", "conformance-unknown-kind"]),
+    *[
+        "conformance-absent",
+        "conformance-no-scenarios",
+        "conformance-empty",
+        "conformance-garbage",
+        "conformance-garbage-stdin",
+        "conformance-otlp-json",
+        "conformance-deep-json",
+        "conformance-unknown-kind",
+    ],
 ]
 
 

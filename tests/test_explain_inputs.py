@@ -244,3 +244,88 @@ def test_a_bad_jaeger_document_names_the_span(
     assert main(["explain", str(path)], io.StringIO()) == 2
     err = capsys.readouterr().err
     assert "trace 1 span 3 spanID" in err and "not hex" in err
+
+
+def _tempo_batches(old_names: bool = False) -> list[dict[str, Any]]:
+    """Every resource's spans as Tempo keeps them: the protobuf JSON mapping (base64 ids)."""
+    batches = []
+    for request in _requests():
+        for resource_spans in request.resource_spans:
+            batch = json_format.MessageToDict(resource_spans)
+            if old_names:  # Tempo releases before OTLP 0.19's names
+                batch["instrumentationLibrarySpans"] = batch.pop("scopeSpans")
+                for scope_spans in batch["instrumentationLibrarySpans"]:
+                    scope_spans["instrumentationLibrary"] = scope_spans.pop("scope", {})
+            batches.append(batch)
+    return batches
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["v1-batches", "v2-trace-batches", "v2-trace-resource-spans", "old-names"],
+)
+def test_a_tempo_trace_download_gives_the_same_runs(
+    shape: str, reference: list[Any], tmp_path: Path
+) -> None:
+    """Tempo's ``/api/traces/<id>`` (``{"batches": ...}``) and ``/api/v2/traces/<id>``
+    (``{"trace": ...}``) downloads, as Grafana saves them too."""
+    batches = _tempo_batches(old_names=shape == "old-names")
+    document: dict[str, Any] = {
+        "v1-batches": {"batches": batches},
+        "v2-trace-batches": {"trace": {"batches": batches}, "status": "complete"},
+        "v2-trace-resource-spans": {"trace": {"resourceSpans": batches}},
+        "old-names": {"batches": batches},
+    }[shape]
+    path = tmp_path / "tempo.json"
+    path.write_text(json.dumps(document, indent=2))
+    assert _view(_runs(str(path))) == reference
+
+
+@pytest.mark.parametrize(
+    ("document", "says"),
+    [
+        ({"batches": []}, "a Tempo trace download with no spans in it"),
+        ({"trace": {}}, "a Tempo trace download with no spans in it"),
+        ({"batches": [7]}, "a Tempo batch is a JSON int"),
+    ],
+)
+def test_an_empty_or_broken_tempo_download_says_so(
+    document: Any, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "tempo.json"
+    path.write_text(json.dumps(document))
+    assert main(["explain", str(path)], io.StringIO()) == 2
+    assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"null\n", "a JSON null, not OTLP JSON"),
+        (b"42", "a JSON number"),
+        (b'"a trace"', "a JSON string"),
+        (b"true", "JSON true"),
+        (b"[]", "an empty JSON list"),
+        (
+            b"trace id 4bf92f3577b34da6\n",
+            "text that is not JSON (line 1: 'trace id 4bf92f3577b34da6')",
+        ),
+        (bytes(range(256)), "binary data"),
+    ],
+)
+def test_what_is_not_a_trace_is_named(
+    data: bytes, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "input"
+    path.write_bytes(data)
+    assert main(["explain", str(path)], io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert says in err, err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_byte_order_mark_is_not_part_of_the_input(reference: list[Any], tmp_path: Path) -> None:
+    """A Windows editor's UTF-8 byte order mark before the JSON: read as if it were not there."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(requests_to_jsonl(_requests())).encode())
+    assert _view(_runs(str(path))) == reference

@@ -11,11 +11,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_hop
 
 
+@pytest.mark.slow  # a success ratio under load: a benchmark's threshold
 def test_a_legitimate_client_is_served_beside_500_slow_connections(tmp_path: Path) -> None:
     result = bench_hop.http_under_slow_connections(tmp_path, connections=500, seconds=8.0)
     assert result["slow_connections"] == 500, result

@@ -1,6 +1,7 @@
 """Conformance: the reducer replays every upstream reference pass, and the replayer reports well.
 
-Needs the shared reference vectors (``OTEL_FOOTPRINT_SHARED`` or ``../shared`` beside the repo).
+Reads the reference vectors in ``tests/data/reference/conformance`` (``OTEL_FOOTPRINT_SHARED`` may
+point at another copy).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ PUBLIC_SCENARIOS = 228
 
 needs_vectors = pytest.mark.skipif(
     not VECTORS.is_file(),
-    reason=f"reference vectors not found at {VECTORS} (set OTEL_FOOTPRINT_SHARED to the shared dir)",
+    reason=f"reference vectors not found at {VECTORS} (they ship in tests/data/reference)",
 )
 
 
@@ -260,10 +261,36 @@ def test_missing_and_empty_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
         _run(tmp_path / "absent.jsonl")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
-    code, lines = _run(empty)
-    assert code == 1
-    assert lines == ["0 passed, 0 failed"]
-    assert f"error: no scenarios in {empty}" in capsys.readouterr().err
+    with pytest.raises(
+        CommandError, match=r"no scenarios in it \(nothing but blank lines\)"
+    ) as caught:
+        _run(empty)
+    assert caught.value.status == 2
+    empty.write_bytes(b"")
+    with pytest.raises(CommandError, match=r"no scenarios in it \(it is empty\)"):
+        _run(empty)
+    assert capsys.readouterr().out == ""
+
+
+def test_a_file_of_no_vectors_is_one_error_and_prints_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage, JSON of another shape, a lone ``null``: bad input (exit 2), not 16 UNREADABLEs."""
+    cases = {
+        b"\x00\xff\xfe garbage\n" * 16: "line 1: binary data, not UTF-8 text (and 15 more",
+        b'{"resourceSpans": []}\n': "line 1: 'steps' must be a list",
+        b"null\n": "line 1: a scenario must be a JSON object",
+        b"# vectors\nplain text\n": "line 1: not valid JSON",
+    }
+    for data, says in cases.items():
+        path = tmp_path / "not-vectors.jsonl"
+        path.write_bytes(data)
+        with pytest.raises(CommandError, match="not engagement vectors") as caught:
+            _run(path)
+        assert caught.value.status == 2
+        assert says in str(caught.value), str(caught.value)
+        assert "expected one JSON scenario per line" in str(caught.value)
+    assert capsys.readouterr().out == ""
 
 
 def test_json_diff_key_presence_order_and_types() -> None:

@@ -10,6 +10,8 @@ from otel_footprint.sdk.settings import PhoenixAnnotationsSettings
 from otel_footprint.service import config as c
 
 BASE_ENV: dict[str, str] = {"XDG_STATE_HOME": "/tmp/state"}
+TLS = Path(__file__).resolve().parent / "data" / "tls"
+"""A self-signed certificate and its key (see its README)."""
 
 
 def _file(tmp_path: Path, text: str) -> Path:
@@ -97,9 +99,8 @@ def test_no_forward_endpoint_is_an_error() -> None:
 
 
 def test_non_loopback_needs_tls_and_a_token_or_an_explicit_opt_in(tmp_path: Path) -> None:
-    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
-    cert.write_text("x")
-    key.write_text("x")
+    # A real pair: the configuration reads every TLS file (service/tlsfiles.py).
+    cert, key = TLS / "server.crt", TLS / "server.key"
     tls = [
         f"receivers.otlp.protocols.grpc.tls.cert_file={cert}",
         f"receivers.otlp.protocols.grpc.tls.key_file={key}",

@@ -275,6 +275,7 @@ def _trace(data: bytes) -> bytes:
     )
 
 
+@pytest.mark.slow  # wall and CPU times compared: a threshold on time
 def test_on_the_hop_a_small_run_is_not_held_up_by_the_whole_long_decision(
     long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]], tmp_path: Path, no_gc: None
 ) -> None:
@@ -349,6 +350,7 @@ def _trace_id(spans: Sequence[ReadableSpan]) -> int:
     return context.trace_id
 
 
+@pytest.mark.slow  # wall and CPU times compared: a threshold on time
 def test_in_process_a_small_run_is_not_held_up_by_the_whole_long_decision(
     long_and_small: tuple[list[ReadableSpan], list[ReadableSpan]], no_gc: None
 ) -> None:

@@ -5,11 +5,13 @@
 - OTLP protobuf: one serialized request (``TracesData`` / ``LogsData`` are wire-compatible), or
   length-delimited messages: 4-byte big-endian sizes (the Collector ``file`` exporter with
   ``format: proto``) or varint sizes (the OTLP file-exporter spec's delimited form).
-- A trace downloaded from the Jaeger UI (``bridges/jaegerjson.py``).
+- A trace downloaded from the Jaeger UI (``bridges/jaegerjson.py``) or from Tempo, in both of its
+  API's shapes (``bridges/tempojson.py``).
 - An agentfootprint NDJSON recording (``bridges/agentfootprint.py``).
 
 Anything else is refused with the reason (:class:`InputError`): an empty input, ``{}``, JSON that is
-none of these, bytes that are not a protobuf trace.
+none of these (a lone ``null``, number or string is named as such), text that is not JSON, bytes
+that are not a protobuf trace.
 """
 
 from __future__ import annotations
@@ -27,8 +29,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_footprint import semconv
 from otel_footprint.bridges.jaegerjson import JaegerJsonError, is_jaeger_trace, jaeger_to_requests
 from otel_footprint.bridges.otlpjson import ids_to_base64
+from otel_footprint.bridges.tempojson import (
+    TempoJsonError,
+    is_tempo_search,
+    is_tempo_trace,
+    tempo_to_otlp,
+)
 
-KINDS = "OTLP JSON or protobuf, a Jaeger UI trace download, or an agentfootprint NDJSON recording"
+KINDS = "OTLP JSON or protobuf, a Jaeger UI or Tempo trace download, or an agentfootprint NDJSON recording"
 """What ``explain`` reads, in the words of its error messages and ``--help``."""
 
 
@@ -53,7 +61,34 @@ _OTLP_KEYS = ("resourceSpans", "resource_spans", "resourceLogs", "resource_logs"
 _METRIC_KEYS = ("resourceMetrics", "resource_metrics")
 
 
+def _json_kind(document: Any) -> str:
+    """What a JSON value is, in words: ``a JSON null``, ``a JSON number``, ``an empty object``."""
+    if document is None:
+        return "a JSON null"
+    if isinstance(document, bool):
+        return f"JSON {'true' if document else 'false'}"
+    if isinstance(document, int | float):
+        return "a JSON number"
+    if isinstance(document, str):
+        return "a JSON string"
+    if isinstance(document, list):
+        return "an empty JSON list" if not document else "a JSON list"
+    if document == {}:
+        return "an empty object"
+    return f"an object with keys {', '.join(sorted(document)[:4])}"
+
+
 def _parse_otlp(document: Any, where: str, loaded: Loaded) -> None:
+    if is_tempo_search(document):
+        raise InputError(
+            f"{where}: a Tempo search result (trace ids, no spans); download each trace by its id "
+            "(/api/traces/<id>) and explain that"
+        )
+    if is_tempo_trace(document):
+        try:
+            document = tempo_to_otlp(document, where)
+        except TempoJsonError as error:
+            raise InputError(str(error)) from None
     if is_jaeger_trace(document):
         try:
             loaded.traces.extend(jaeger_to_requests(document, where))
@@ -63,10 +98,7 @@ def _parse_otlp(document: Any, where: str, loaded: Loaded) -> None:
     if isinstance(document, dict) and document.get("data") == []:
         raise InputError(f"{where}: a Jaeger trace download with no traces in it")
     if not isinstance(document, dict) or not any(k in document for k in _OTLP_KEYS + _METRIC_KEYS):
-        shape = "an empty object" if document == {} else f"a JSON {type(document).__name__}"
-        if isinstance(document, dict) and document:
-            shape = f"an object with keys {', '.join(sorted(document)[:4])}"
-        raise InputError(f"{where}: {shape}, not {KINDS}")
+        raise InputError(f"{where}: {_json_kind(document)}, not {KINDS}")
     # The Collector file exporter writes hex ids; the protobuf JSON mapping reads base64.
     ids_to_base64(document)
     try:
@@ -199,15 +231,53 @@ def _read_protobuf(name: str, data: bytes, loaded: Loaded) -> None:
                 loaded.traces.append(whole)
                 return
             raise InputError(f"{name}: message {index + 1} is not an OTLP trace or log request")
-        raise InputError(f"{name}: binary data that is not {KINDS}")
+        raise InputError(f"{name}: {_what_bytes(data)}, not {KINDS}")
     loaded.traces.extend(traces)
     loaded.logs.extend(logs)
 
 
+def _what_bytes(data: bytes) -> str:
+    """Bytes that are none of the inputs: text (with its first line) or binary data."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary data"
+    if "\x00" in text or not text.strip():
+        return "binary data"
+    first = text.strip().splitlines()[0]
+    shown = first if len(first) <= 40 else first[:39] + "…"
+    return f"text that is not JSON (line 1: {shown!r})"
+
+
+_JSON_SCALAR_STARTS = tuple(b'"-0123456789ntf')
+
+
+def _not_plain(name: str, data: bytes) -> InputError | None:
+    """Inputs that are one step from readable: compressed, or text in UTF-16."""
+    if data[:2] == b"\x1f\x8b":
+        return InputError(f"{name}: gzip-compressed data; decompress it first (gunzip)")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return InputError(f"{name}: UTF-16 text; convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
+    if data[:4] == b"PK\x03\x04":
+        return InputError(f"{name}: a zip archive; extract the trace file from it first")
+    return None
+
+
 def read_input(name: str, data: bytes, loaded: Loaded) -> None:
     """Add one input's requests to ``loaded``; :class:`InputError` says why it cannot be read."""
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (Windows editors)
     if not data.strip():
         raise InputError(f"{name}: empty input; expected {KINDS}")
+    refused = _not_plain(name, data)
+    if refused is not None:
+        raise refused
+    try:
+        _read_input(name, data, loaded)
+    except RecursionError:
+        raise InputError(f"{name}: JSON nested too deeply to read") from None
+
+
+def _read_input(name: str, data: bytes, loaded: Loaded) -> None:
     stripped = data.lstrip()
     if stripped[:1] in (b"{", b"["):
         try:
@@ -216,6 +286,14 @@ def read_input(name: str, data: bytes, loaded: Loaded) -> None:
             raise InputError(f"{name}: not UTF-8 text at byte {error.start}") from None
         _read_json(name, text, loaded)
         return
+    if stripped[0] in _JSON_SCALAR_STARTS:
+        # A lone JSON value (``null``, ``42``, ``"x"``): say what it is, not "binary data".
+        try:
+            document = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            document = ...
+        if document is not ...:
+            raise InputError(f"{name}: {_json_kind(document)}, not {KINDS}")
     _read_protobuf(name, data, loaded)
 
 

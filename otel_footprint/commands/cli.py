@@ -6,6 +6,12 @@ wires them, importing a module when its command is used so ``--help`` stays fast
 
 from __future__ import annotations
 
+from otel_footprint.commands import interrupt
+
+if interrupt.is_console_script() or __name__ == "__main__":  # or python -m ...commands.cli
+    # First, before the other imports: a Ctrl-C during them is one line too (commands/interrupt.py).
+    interrupt.take_over()
+
 import argparse
 import importlib
 import os
@@ -14,7 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol, TextIO, cast
 
 from otel_footprint import __version__
-from otel_footprint.commands.errors import EXIT_FAILED, CommandError, error_line
+from otel_footprint.commands.errors import EXIT_BAD_INPUT, EXIT_FAILED, CommandError, error_line
 
 
 class _Command(Protocol):
@@ -99,6 +105,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         sub = subparsers.get(getattr(args, "_module", ""), parser)
         sub.error(f"unrecognized arguments: {' '.join(extra)}")
     prog = getattr(args, "_prog", parser.prog)
+    interrupt.command_started(prog)
     try:
         return _load(args._module).run(args, out or sys.stdout)
     except BrokenPipeError:
@@ -110,9 +117,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except CommandError as error:
         print(error_line(prog, str(error)), file=sys.stderr)
         return error.status
+    except RecursionError:
+        # Only input nests without bound here (JSON, YAML, protobuf); the commands name the file
+        # where they can, this is the guard for the paths they do not.
+        print(error_line(prog, "the input is nested too deeply to read"), file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(error_line(prog, "interrupted"), file=sys.stderr)
-        return 130
+        print(interrupt.line(prog), file=sys.stderr)
+        interrupt.said()
+        interrupt.leave_if_taken_over()
+        return interrupt.EXIT_INTERRUPTED
     except Exception as error:  # the last guard: one line, never a traceback
         if os.environ.get("OTEL_FOOTPRINT_TRACEBACK"):
             raise
@@ -125,6 +139,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+    finally:
+        interrupt.command_ended()
 
 
 if __name__ == "__main__":  # pragma: no cover

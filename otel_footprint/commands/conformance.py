@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final, Literal, TextIO, cast
 
-from otel_footprint.commands.errors import CommandError, error_line
+from otel_footprint.commands.errors import CommandError
 from otel_footprint.kernel.jsoncodec import (
     JsonShapeError,
     advance_to_json,
@@ -173,6 +173,8 @@ def _unreadable_line(line: str) -> str | None:
     except UnicodeEncodeError:
         # Lone surrogates are how undecodable bytes arrive (``surrogateescape``).
         return "not valid UTF-8"
+    if "\x00" in line:
+        return "binary data, not text"  # JSON text never holds a NUL byte
     return None
 
 
@@ -211,6 +213,8 @@ def replay_engagement(
                 scenario = json.loads(line)
             except json.JSONDecodeError as error:
                 problem = f"not valid JSON ({error})"
+            except RecursionError:
+                problem = "JSON nested too deeply to read"
         if problem is None and not isinstance(scenario, dict):
             problem = "a scenario must be a JSON object"
         if problem is not None:
@@ -249,23 +253,56 @@ def replay_engagement(
 
 
 def _text_lines(stream: BinaryIO) -> Iterator[str]:
-    # Decoded line by line so one bad byte sequence costs one line, not the file.
-    for raw in stream:
-        yield raw.decode("utf-8", "surrogateescape")
+    # Decoded line by line so one bad byte sequence costs one line, not the file; a UTF-8 byte
+    # order mark (Windows editors) is not part of the first line.
+    for number, raw in enumerate(stream):
+        line = raw.decode("utf-8", "surrogateescape")
+        yield line.removeprefix("\ufeff") if number == 0 else line
 
 
-PROG = "otel-footprint conformance engagement"
+def _not_vectors(path: str, findings: Sequence[Finding], failed: int) -> CommandError:
+    """Why a file with no scenario in it is not a vectors file, in one line (exit 2)."""
+    name = "stdin" if path == "-" else path
+    if not findings:
+        empty = path == "-" or Path(path).stat().st_size == 0
+        what = "it is empty" if empty else "nothing but blank lines"
+        return CommandError(f"{name}: no scenarios in it ({what}); expected {_VECTORS_SHAPE}")
+    first = findings[0]
+    reason = first.details[0] if first.details else "unreadable"
+    if reason == "not valid UTF-8":
+        reason = "binary data, not UTF-8 text"
+    more = "" if failed <= 1 else f" (and {failed - 1} more unreadable)"
+    return CommandError(
+        f"{name}: not engagement vectors: line {first.line}: {reason}{more}; expected {_VECTORS_SHAPE}"
+    )
+
+
+_VECTORS_SHAPE: Final = "one JSON scenario per line ({name, plan, steps})"
 
 
 def run_conformance_engagement(path: str, out: TextIO) -> int:
     """Replay the vectors in ``path`` (``-`` = stdin), print each finding and the summary line.
 
-    Returns the exit code: 0 when every pass matched, 1 on any failure or when the file holds no
-    scenario; a file that cannot be opened raises :class:`CommandError` (exit 2).
+    Returns the exit code: 0 when every pass matched, 1 on any failure. Input that is not a vectors
+    file at all (empty, binary, no line a scenario) raises :class:`CommandError` (exit 2, one line
+    on stderr, nothing on stdout), as a file that cannot be opened does.
     """
+    # Findings are held until a scenario has been read, so a file that is no vectors file at all
+    # prints nothing on stdout; after that each is printed as it happens (a long replay streams).
+    held: list[Finding] = []
+    streaming = False
 
     def show(finding: Finding) -> None:
-        print(finding.render(), file=out)
+        nonlocal streaming
+        if not streaming and finding.step is not None:  # a scenario was read and replayed
+            streaming = True
+            for early in held:
+                print(early.render(), file=out)
+            held.clear()
+        if streaming:
+            print(finding.render(), file=out)
+        elif len(held) < DEFAULT_KEPT_FINDINGS:
+            held.append(finding)
 
     if path == "-":
         report = replay_engagement(_text_lines(sys.stdin.buffer), show)
@@ -275,11 +312,12 @@ def run_conformance_engagement(path: str, out: TextIO) -> int:
                 report = replay_engagement(_text_lines(stream), show)
         except OSError as error:
             raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
+    if report.scenarios == 0 and not streaming:
+        raise _not_vectors(path, held, report.failed)
+    for early in held:
+        print(early.render(), file=out)
     if report.omitted_findings:
         print(f"({report.omitted_findings} findings not kept in the report)", file=out)
-    if report.passed == 0 and report.failed == 0:
-        # An error, on stderr; the summary line still ends the report on stdout.
-        print(error_line(PROG, f"no scenarios in {path}"), file=sys.stderr)
     print(report.summary(), file=out)
     return 0 if report.ok else 1
 

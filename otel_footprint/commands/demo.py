@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from otel_footprint.sdk.endpoint import (
     Endpoint,
     EndpointError,
     resolve,
+    unreachable,
     wrong_protocol_hint,
 )
 from otel_footprint.sdk.exporter import otlp_span_exporter
@@ -138,6 +140,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         endpoint = resolve(args.endpoint, args.protocol) if args.endpoint else None
     except EndpointError as error:
         raise CommandError(str(error)) from None
+    if endpoint is not None:
+        reason = unreachable(endpoint.target)
+        if reason is not None:
+            raise CommandError(
+                f"cannot reach {endpoint.describe()}: {reason}; nothing sent", EXIT_FAILED
+            )
     output: TextIO | None = None
     if args.output is not None:
         try:
@@ -178,11 +186,16 @@ class _ExporterLog(logging.Handler):
         self._logger.propagate = self._propagate
 
     def reason(self) -> str:
-        """The last complaint, cut to its first clause (``failed to connect ...``)."""
+        """The last complaint, short: gRPC's status and first detail (``UNAVAILABLE: failed to
+        connect to all addresses``), else its first 100 characters."""
         if not self.last:
             return ""
         text = " ".join(self.last.split())
-        return f" ({text[:160]}{'…' if len(text) > 160 else ''})"
+        status = re.search(r"StatusCode\.(\w+)(?:, error details: ([^;]+))?", text)
+        if status is not None:
+            detail = f": {status.group(2).strip()}" if status.group(2) else ""
+            return f" ({status.group(1)}{detail[:100]})"
+        return f" ({text[:100]}{'…' if len(text) > 100 else ''})"
 
 
 def _run(

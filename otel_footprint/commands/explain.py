@@ -1,7 +1,7 @@
 """``otel-footprint explain``: every run's engagement timeline and account, from files or stdin.
 
 Reads what people have (``bridges/traceinput.py``): OTLP JSON or protobuf (the Collector ``file``
-exporter's output, ``demo -o``, ``import -o``), a trace downloaded from the Jaeger UI, or an
+exporter's output, ``demo -o``, ``import -o``), a trace downloaded from the Jaeger UI or Tempo, or an
 agentfootprint NDJSON recording; ``-`` is stdin. Anything else is refused with the reason (exit 2).
 Three views of the same verdicts: ``text`` (below), ``json`` (the contract shape) and ``html``
 (``explain_html.py``).

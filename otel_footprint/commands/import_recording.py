@@ -29,10 +29,12 @@ from otel_footprint.bridges.agentfootprint import (
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
 from otel_footprint.commands.errors import CommandError, check_writable
 from otel_footprint.sdk.endpoint import (
+    CONNECT_TIMEOUT,
     PROTOCOLS,
     Endpoint,
     EndpointError,
     resolve,
+    unreachable,
     wrong_protocol_hint,
 )
 
@@ -245,10 +247,15 @@ def send_grpc(
 def _read_lines(path: str) -> list[str]:
     """The recording's lines; bytes that are not UTF-8 text are refused (file or stdin alike)."""
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    name = "stdin" if path == "-" else path
+    if not data.strip():
+        raise CommandError(f"{name}: empty input; expected an agentfootprint NDJSON recording")
+    if data[:2] == b"\x1f\x8b":
+        raise CommandError(f"{name}: gzip-compressed data; decompress it first (gunzip)")
     try:
-        return data.decode("utf-8").splitlines()
+        # utf-8-sig: a byte order mark (Windows editors) is not part of the first line.
+        return data.decode("utf-8-sig").splitlines()
     except UnicodeDecodeError as exc:
-        name = "stdin" if path == "-" else path
         raise CommandError(
             f"{name}: not an NDJSON recording (not UTF-8 text at byte {exc.start})"
         ) from None
@@ -298,9 +305,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         requests = recording_to_requests(lines, options)
     except RecordingError as exc:
         raise CommandError(f"{args.recording}: {exc}") from None
+    except RecursionError:
+        raise CommandError(f"{args.recording}: JSON nested too deeply to read") from None
     spans, events = _counts(requests)
     summary = f"{args.recording}: {len(requests)} run legs, {spans} spans, {events} events"
     if endpoint is not None:
+        reason = unreachable(endpoint.target, min(args.timeout, CONNECT_TIMEOUT))
+        if reason is not None:
+            raise CommandError(
+                f"cannot reach {endpoint.describe()}: {reason}; nothing sent", _EXIT_SEND_FAILED
+            )
         send = send_grpc if endpoint.protocol == "grpc" else send_http
         try:
             send(requests, endpoint, args.timeout)

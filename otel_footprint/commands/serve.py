@@ -118,6 +118,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         signals_seen += 1
         if signals_seen > 1:
             # A second signal: leave now. The journal keeps everything acknowledged.
+            os.write(2, b"otel-footprint serve: error: interrupted again while stopping; left at "
+                     b"once (the journal keeps what was acknowledged)\n")  # fmt: skip
             os._exit(130)
         stop.set()
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,19 +52,23 @@ class Endpoint:
 
 
 def _parts(url: str) -> urllib.parse.SplitResult:
-    if "://" not in url:
-        parts = urllib.parse.urlsplit(f"//{url}")
-    else:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise EndpointError(
-                f"endpoint {url!r}: unknown scheme {parts.scheme!r}; use http:// or https:// "
-                "(https = TLS), or host:port"
-            )
+    if url != url.strip():
+        raise EndpointError(f"endpoint {url!r}: spaces around it; give the URL alone")
     try:
-        parts.port  # noqa: B018 - reading it validates it
+        parts = urllib.parse.urlsplit(url if "://" in url else f"//{url}")
+    except ValueError as error:  # "Invalid IPv6 URL": an unclosed [
+        raise EndpointError(f"endpoint {url!r}: cannot be read as a URL ({error})") from None
+    if "://" in url and parts.scheme not in ("http", "https"):
+        raise EndpointError(
+            f"endpoint {url!r}: unknown scheme {parts.scheme!r}; use http:// or https:// "
+            "(https = TLS), or host:port"
+        )
+    try:
+        port = parts.port
     except ValueError:
         raise EndpointError(f"endpoint {url!r}: the port is not a number in range") from None
+    if port == 0:
+        raise EndpointError(f"endpoint {url!r}: port 0 cannot be sent to; give the receiver's port")
     if not parts.hostname:
         raise EndpointError(f"endpoint {url!r}: no host in it")
     return parts
@@ -128,3 +133,31 @@ def wrong_protocol_hint(endpoint: Endpoint) -> str:
         f"(OTLP/HTTP usually listens on 4318, gRPC on 4317), give --protocol {other} or set "
         "OTEL_EXPORTER_OTLP_PROTOCOL"
     )
+
+
+CONNECT_TIMEOUT: Final = 3.0
+"""Seconds :func:`unreachable` waits for a connection: a host that drops packets answers nothing."""
+
+
+def address(target: str) -> tuple[str, int]:
+    """The host and port behind a target (``host:port`` or an http(s) URL; 80/443 by default)."""
+    parts = urllib.parse.urlsplit(target if "://" in target else f"//{target}")
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def unreachable(target: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """Why nothing can be sent to ``target`` now (one TCP connection), or None when it opens.
+
+    An open port says nothing of the protocol behind it; the exporter's own errors say the rest.
+    Asked before sending, so a dead endpoint is one short line within ``timeout``, not the
+    exporter's retries and its long gRPC status text."""
+    host, port = address(target)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror as exc:
+        return f"cannot resolve {host} ({exc.strerror})"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return str(exc.strerror or exc)

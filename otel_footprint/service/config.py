@@ -41,6 +41,7 @@ from otel_footprint.sdk.settings import (
     parse_size,
     validate,
 )
+from otel_footprint.service import tlsfiles
 from otel_footprint.service.otlp import LOGS_PATH, TRACES_PATH
 
 __all__ = [
@@ -139,12 +140,16 @@ def load_file(path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply to read") from None
     if raw is None:
         return {}
     try:
         return validate(expand_env(raw, environ))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply to read") from None
 
 
 def _nested(dotted: str, value: Any) -> dict[str, Any]:
@@ -165,6 +170,8 @@ def parse_set_option(item: str) -> dict[str, Any]:
         parsed = yaml.safe_load(value) if value.strip() else ""
     except yaml.YAMLError as exc:
         raise ConfigError(f"--set {item!r}: value is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"--set {key.strip()}: value nested too deeply to read") from None
     return _nested(key.strip(), parsed)
 
 
@@ -215,13 +222,18 @@ def otel_env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _split_url(text: str, path: str) -> urllib.parse.SplitResult:
-    parts = urllib.parse.urlsplit(text if "://" in text else f"//{text}")
+    try:
+        parts = urllib.parse.urlsplit(text if "://" in text else f"//{text}")
+    except ValueError as error:  # "Invalid IPv6 URL": an unclosed [
+        raise ConfigError(f"{path}: {text!r} cannot be read as a URL ({error})") from None
     if not parts.hostname:
         raise ConfigError(f"{path}: cannot read a host from {text!r}")
     return parts
 
 
 def _exporter(exp: OtlpExporterSettings, endpoint_source: str) -> Forward:
+    tls = exp.tls
+    _check_tls_files("exporters.otlp.tls", tls.cert_file, tls.key_file, tls.ca_file, "ca_file")
     base, traces_url, logs_url = exp.endpoint, exp.traces_endpoint, exp.logs_endpoint
     if not base and not traces_url:
         raise ConfigError(
@@ -265,6 +277,8 @@ def _exporter(exp: OtlpExporterSettings, endpoint_source: str) -> Forward:
             logs_target = logs_url
         elif exp.forward_logs and target.endswith(TRACES_PATH):
             logs_target = target[: -len(TRACES_PATH)] + LOGS_PATH
+    if exp.timeout <= 0:
+        raise ConfigError("exporters.otlp.timeout must be more than 0s")
     if exp.retry.max_interval < exp.retry.initial_interval:
         raise ConfigError("exporters.otlp.retry.max_interval must be >= initial_interval")
     if exp.queue.batch_max_size > exp.queue.max_size:
@@ -286,6 +300,23 @@ def _phoenix_annotations(section: PhoenixAnnotationsSettings) -> PhoenixAnnotati
     return section
 
 
+def _check_tls_files(
+    path: str, cert: Path | None, key: Path | None, ca: Path | None, ca_leaf: str
+) -> None:
+    """Each TLS file read now (``service/tlsfiles.py``), not when gRPC binds or connects."""
+    if cert is not None and key is None:
+        raise ConfigError(f"{path}: cert_file {cert} is given without key_file (its private key)")
+    if key is not None and cert is None:
+        raise ConfigError(f"{path}: key_file {key} is given without cert_file (its certificate)")
+    try:
+        if cert is not None and key is not None:
+            tlsfiles.check_pair(cert, key, path)
+        if ca is not None:
+            tlsfiles.check_certificates(ca, f"{path}.{ca_leaf}")
+    except tlsfiles.TlsFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _token(receivers: OtlpReceiverSettings) -> str | None:
     """The bearer token, once the TLS material and the bind rule are checked. A receiver serves
     TLS when ``cert_file`` is set (``key_file`` with it); off loopback it needs TLS and a bearer
@@ -298,11 +329,13 @@ def _token(receivers: OtlpReceiverSettings) -> str | None:
     for name, rec in protocols:
         path, tls = f"receivers.otlp.protocols.{name}.tls", rec.tls
         cert, key, ca = tls.cert_file, tls.key_file, tls.client_ca_file
-        if (cert, key, ca) != (None, None, None) and (cert is None or key is None):
-            raise ConfigError(f"{path}: cert_file and key_file must be given together")
-        for leaf, value in (("cert_file", cert), ("key_file", key), ("client_ca_file", ca)):
-            if value is not None and not value.is_file():
-                raise ConfigError(f"{path}.{leaf}: file {value} does not exist")
+        if ca is not None and cert is None and key is None:
+            raise ConfigError(
+                f"{path}.client_ca_file: clients are asked for certificates inside TLS, and this "
+                "receiver serves no TLS: give cert_file and key_file too (the server's certificate "
+                "and its key), or leave client_ca_file out"
+            )
+        _check_tls_files(path, cert, key, ca, "client_ca_file")
     token = _bearer_token(receivers.auth)
     for name, rec in protocols:
         if rec.endpoint.is_loopback or receivers.allow_insecure_non_loopback:
@@ -342,7 +375,8 @@ def _bearer_token(auth: model.AuthSettings) -> str | None:
         token = token_file.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ConfigError(
-            f"receivers.otlp.auth.bearer_token_file: cannot read {token_file}: {exc}"
+            f"receivers.otlp.auth.bearer_token_file: cannot read {token_file}: "
+            f"{exc.strerror or exc}"
         ) from exc
     if not token:
         raise ConfigError(f"receivers.otlp.auth.bearer_token_file: {token_file} is empty")

@@ -22,7 +22,7 @@ from otel_footprint.annotate.form import AnnotateOptions
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk.settings import ProcessingSettings
-from otel_footprint.service import jsonlog
+from otel_footprint.service import jsonlog, nexthop
 from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
 from otel_footprint.service.config import HopConfig, HostPort, serves_accounts
@@ -167,6 +167,7 @@ class Hop:
         ops_bound = self.ops.start()
         self._check_loop([grpc_bound, http_bound])
         self.bound = Bound(grpc_bound, http_bound, ops_bound)
+        nexthop.warn_if_unreachable(cfg.exporter)
         _log.info(
             "otel-footprint serve started",
             extra={
