@@ -603,6 +603,8 @@ class Pipeline:
         m.spans_queued.inc(spans)
         m.spans_annotated.inc(sum(d.annotated_spans for d in decisions))
         for d in decisions:
+            if d.verdict is not None:
+                m.verdicts.record(d.verdict, d.agent)
             if d.verdict is not None and d.verdict.rode_while_parked:
                 m.served_chars_while_parked.inc(sum(r.chars for r in d.verdict.rode_while_parked))
                 m.served_passes_while_parked.inc(
