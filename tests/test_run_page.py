@@ -4,6 +4,7 @@ plain HTTP; the page's memory and page size bounds; the bearer token and the off
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from otel_footprint.commands.run_page import RunPageHtml
 from otel_footprint.engine.verdict import RunVerdict
@@ -277,3 +280,48 @@ def test_the_page_is_off_when_the_setting_says_so(tmp_path: Path) -> None:
     finally:
         hop.kill()
         sink.stop()
+
+
+@given(
+    picks=st.lists(
+        st.tuples(st.integers(0, DEMO_RUNS - 1), st.sampled_from("abcdef")), max_size=40
+    ),
+    runs=st.integers(1, 8),
+    explained=st.integers(1, 4),
+    max_passes=st.integers(1, 80),
+)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_stores_bounds_hold_for_any_sequence_of_decisions(
+    verdicts: list[RunVerdict],
+    picks: list[tuple[int, str]],
+    runs: int,
+    explained: int,
+    max_passes: int,
+) -> None:
+    store = RunPageStore(
+        RunPageSettings(runs=runs, explained=explained, max_passes=max_passes), RunPageHtml()
+    )
+    recorded: list[RunVerdict] = []
+    for n, (index, run_id) in enumerate(picks):
+        verdict = dataclasses.replace(verdicts[index], run_id=run_id)
+        recorded.append(verdict)
+        store.record(_decision(verdict, n))
+    listing = store.listing(Filters(), limit=100)
+    assert listing.held == min(len(picks), runs)
+    assert [r.decided_unix_nano for r in listing.rows] == list(
+        range(len(picks) - 1, len(picks) - 1 - len(listing.rows), -1)
+    )
+    held = {v.run_id for v in recorded if store.legs(v.run_id) is not None}
+    assert len(held) <= explained
+    if recorded:
+        assert recorded[-1].run_id in held  # the newest run's view is always there
+        legs = {run_id: store.legs(run_id) or [] for run_id in held}
+        passes = sum(len(v.passes) for vs in legs.values() for v in vs)
+        newest_alone = len(held) == 1 and len(legs[recorded[-1].run_id]) == 1
+        assert passes <= max_passes or newest_alone
+        # a held run keeps every leg it had since it was last (re)admitted, in order
+        for run_id, kept in legs.items():
+            mine = [v for v in recorded if v.run_id == run_id]
+            assert kept == mine[-len(kept) :]

@@ -118,6 +118,10 @@ class RunPageStore:
             ):
                 _, dropped = self._legs.popitem(last=False)
                 self._passes -= sum(len(v.passes) for v in dropped)
+            # A run id used again and again (an agent that never changes it) keeps its newest
+            # legs only: the newest leg stays even when it alone is over the bound.
+            while len(legs) > 1 and self._passes > self.settings.max_passes:
+                self._passes -= len(legs.pop(0).passes)
 
     def _row(self, verdict: RunVerdict, decision: Decision) -> RunRow:
         account = verdict.account
