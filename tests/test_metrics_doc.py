@@ -37,12 +37,18 @@ Labels = frozenset[tuple[str, str]]
 Vector = dict[Labels, float]
 
 
-def _blocks(info: str) -> list[str]:
-    return re.findall(rf"```{info}\n(.*?)```", DOC.read_text(), re.S)
+COLLECTOR_WAY = "## The Collector way"
 
 
-def promql_lines() -> list[str]:
-    return [line for block in _blocks("promql") for line in block.splitlines() if line.strip()]
+def _blocks(info: str, collector: bool = False) -> list[str]:
+    hop, _, collector_way = DOC.read_text().partition(COLLECTOR_WAY)
+    return re.findall(rf"```{info}\n(.*?)```", collector_way if collector else hop, re.S)
+
+
+def promql_lines(collector: bool = False) -> list[str]:
+    """The queries over the hop's series (or, ``collector``, over the Collector recipe's)."""
+    blocks = _blocks("promql", collector)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
 
 
 def alert_rules() -> list[dict[str, Any]]:
@@ -151,7 +157,8 @@ def _run(query: str, series: dict[str, Vector]) -> dict[tuple[str, ...], float]:
 
 
 def test_every_query_and_alert_expression_parses() -> None:
-    queries = promql_lines() + [rule["expr"] for rule in alert_rules()]
+    queries = promql_lines() + promql_lines(collector=True)
+    queries += [rule["expr"] for rule in alert_rules()]
     assert len(queries) >= 10
     for query in queries:
         promql_parser.parse(query)
