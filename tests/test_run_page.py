@@ -26,7 +26,7 @@ from otel_footprint.sdk.settings import HostPort, RunPageSettings
 from otel_footprint.service.annotation import Decision
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.ops import OpsServer
-from otel_footprint.service.runpage import Filters, RunPageStore
+from otel_footprint.service.runpage import Filters, Listing, RunPageStore
 from tests.cdp import Browser
 from tests.hop_demo import DEMO_RUNS, demo_hop, send_demo
 from tests.servers import HopProcess
@@ -325,3 +325,23 @@ def test_the_stores_bounds_hold_for_any_sequence_of_decisions(
         for run_id, kept in legs.items():
             mine = [v for v in recorded if v.run_id == run_id]
             assert kept == mine[-len(kept) :]
+
+
+class _Broken(RunPageHtml):
+    def listing(self, listing: Listing) -> str:
+        raise RuntimeError("a renderer bug")
+
+
+def test_a_page_that_cannot_be_drawn_answers_500_and_the_endpoint_stays_up(
+    verdicts: list[RunVerdict],
+) -> None:
+    store = RunPageStore(RunPageSettings(), _Broken())
+    store.record(_decision(verdicts[0], 1))
+    server = _ops(store, None)
+    try:
+        status, _, body = _get(f"http://{server.bound}/runs")
+        assert status == 500 and "could not be drawn" in body
+        assert _get(f"http://{server.bound}/runs/{verdicts[0].run_id}")[0] == 200
+        assert _get(f"http://{server.bound}/health")[0] == 200
+    finally:
+        server.stop()

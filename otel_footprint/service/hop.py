@@ -272,7 +272,18 @@ class Hop:
         if isinstance(self.store, SqliteRunStore):
             hooks.append(self.store.flush)
         decided: list[Callable[[Decision], None]] = []
-        if self._run_page_renderer is not None:
+        telemetry = cfg.service.telemetry.endpoint
+        if self._run_page_renderer is not None and not (
+            telemetry.is_loopback or cfg.token is not None
+        ):
+            # The page quotes the user's prompt: off loopback only behind the bearer token, as
+            # the query service's accounts.
+            _log.warning(
+                "run page not served: the telemetry endpoint is off loopback without a bearer "
+                "token, and the page quotes the user's prompt",
+                extra={"telemetry": str(telemetry)},
+            )
+        elif self._run_page_renderer is not None:
             self.run_page = RunPageStore(
                 cfg.service.telemetry.run_page, self._run_page_renderer, annotate_options(proc)
             )

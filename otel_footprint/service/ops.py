@@ -108,13 +108,28 @@ class _OpsHandler(BaseHTTPRequestHandler):
     def _run_page(self, path: str) -> None:
         page = self.server.run_page
         if page is None:
-            self._text(404, "the run page is off (service.telemetry.run_page.enabled: false)")
+            self._text(
+                404,
+                "the run page is off (service.telemetry.run_page.enabled: false, or the telemetry "
+                "endpoint is off loopback without a bearer token)",
+            )
             return
         if not bearer_ok(self.headers.get("Authorization"), self.server.token):
             self._text(
                 401, "the run page needs the hop's bearer token", (("WWW-Authenticate", "Bearer"),)
             )
             return
+        try:
+            body = self._page_body(page, path)
+        except Exception:  # a page that cannot be drawn must not take the endpoint down
+            _log.exception("cannot draw the run page", extra={"path": path})
+            self._text(500, "the run page could not be drawn; see the hop's log")
+            return
+        if body is not None:
+            self._send(200, body.encode(), HTML_CONTENT_TYPE, _PAGE_HEADERS)
+
+    def _page_body(self, page: RunPageStore, path: str) -> str | None:
+        """The page's HTML, or None when an answer (400, 404) was already sent."""
         if path == "/runs":
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
 
@@ -125,24 +140,22 @@ class _OpsHandler(BaseHTTPRequestHandler):
             limit = one("limit")
             if limit is not None and not (limit.isdigit() and int(limit) > 0):
                 self._text(400, f"limit must be a positive whole number, not {limit!r}")
-                return
+                return None
             listing = page.listing(
                 Filters(agent=one("agent"), tone=one("tone"), check=one("check")),
                 int(limit) if limit is not None else None,
             )
-            body = page.renderer.listing(listing)
-        else:
-            run_id = urllib.parse.unquote(path[len("/runs/") :])
-            legs = page.legs(run_id)
-            if legs is None:
-                self._text(
-                    404,
-                    f"run {run_id!r} is not held: the page keeps the full view of the newest "
-                    f"{page.settings.explained} runs (service.telemetry.run_page.explained)",
-                )
-                return
-            body = page.renderer.run(run_id, legs)
-        self._send(200, body.encode(), HTML_CONTENT_TYPE, _PAGE_HEADERS)
+            return page.renderer.listing(listing)
+        run_id = urllib.parse.unquote(path[len("/runs/") :])
+        legs = page.legs(run_id)
+        if legs is None:
+            self._text(
+                404,
+                f"run {run_id!r} is not held: the page keeps the full view of the newest "
+                f"{page.settings.explained} runs (service.telemetry.run_page.explained)",
+            )
+            return None
+        return page.renderer.run(run_id, legs)
 
     def do_HEAD(self) -> None:
         self.do_GET()
