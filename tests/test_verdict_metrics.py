@@ -107,11 +107,15 @@ def _points(reader: InMemoryMetricReader, name: str) -> dict[frozenset[Any], flo
     }
 
 
-def test_in_process_the_processor_counts_the_same_verdicts() -> None:
+@pytest.mark.parametrize("decide_in", ["thread", "process"])
+def test_in_process_the_processor_counts_the_same_verdicts(decide_in: str) -> None:
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
     processor = FootprintSpanProcessor(
-        InMemorySpanExporter(), grace_seconds=0.05, meter_provider=meters
+        InMemorySpanExporter(),
+        grace_seconds=0.05,
+        meter_provider=meters,
+        decide_in=decide_in,  # type: ignore[arg-type]
     )
     provider = TracerProvider()
     provider.add_span_processor(processor)

@@ -26,7 +26,7 @@ from otel_footprint.runs.group import group_runs_steps
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
-from otel_footprint.sdk.verdict_metrics import VerdictMetrics, agent_of
+from otel_footprint.sdk.verdict_metrics import VerdictRecorder, agent_of
 
 LogEvents = Mapping[str, Sequence[SpanEventView]]
 """Footprint events that arrived as log records, by the span id (hex) they name."""
@@ -71,7 +71,7 @@ def make_decider(
     engine_options: EngineOptions | None = None,
     annotate_options: AnnotateOptions | None = None,
     on_verdict: Callable[[RunVerdict], None] | None = None,
-    verdict_metrics: VerdictMetrics | None = None,
+    verdict_metrics: VerdictRecorder | None = None,
 ) -> SteppedDecider:
     """The engine pipeline as a :class:`Decider`: group_runs -> decide_run -> annotations_for.
 
@@ -100,7 +100,7 @@ class _EngineDecider:
         engine: EngineOptions,
         annotate: AnnotateOptions,
         on_verdict: Callable[[RunVerdict], None] | None,
-        metrics: VerdictMetrics | None = None,
+        metrics: VerdictRecorder | None = None,
     ) -> None:
         self._store = store
         self._engine = engine

@@ -160,7 +160,9 @@ class FootprintSpanProcessor(SpanProcessor):
         self._process: ProcessDecider | None = None
         if decide_in == "process":
             decider = self._process = ProcessDecider(
-                engine_options=engine_options, annotate_options=annotate_options
+                engine_options=engine_options,
+                annotate_options=annotate_options,
+                verdict_metrics=verdict_metrics_on(meter_provider),
             )
         elif decider is None:
             decider = make_decider(

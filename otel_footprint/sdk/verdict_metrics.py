@@ -12,6 +12,7 @@ says how many values were folded.
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 from opentelemetry.metrics import Meter, MeterProvider
 
@@ -81,18 +82,59 @@ class VerdictMetrics:
 
     def record(self, verdict: RunVerdict, agent: str) -> None:
         """Count one decided run leg of ``agent``."""
-        account = verdict.account
-        tone = account.summary.tone if account is not None else NONE
+        self.add(tally(verdict, agent))
+
+    def add(self, counted: Tally) -> None:
+        """Count a leg from its :func:`tally` (decided here, or in the decision process)."""
+        agent, mode, tone, check, findings, riding = counted
         with self._lock:
             agent = self._agents(agent)
-            riding = [(self._maps(r.map_id), r) for r in verdict.rode_while_parked]
-        self.runs.inc(1, agent, verdict.mode or NONE, tone, check_1_result(verdict))
-        if verdict.integrity is not None:
-            for finding in verdict.integrity.findings:
-                self.integrity_findings.inc(1, agent, f"{finding.kind}@{finding.seam}")
-        for map_id, rode in riding:
-            self.served_chars_while_parked.inc(rode.chars, agent, map_id)
-            self.served_calls_while_parked.inc(rode.passes, agent, map_id)
+            maps = [(self._maps(map_id), chars, calls) for map_id, chars, calls in riding]
+        self.runs.inc(1, agent, mode, tone, check)
+        for row in findings:
+            self.integrity_findings.inc(1, agent, row)
+        for map_id, chars, calls in maps:
+            self.served_chars_while_parked.inc(chars, agent, map_id)
+            self.served_calls_while_parked.inc(calls, agent, map_id)
+
+
+Tally = tuple[str, str, str, str, tuple[str, ...], tuple[tuple[str, int, int], ...]]
+"""What one leg adds, as plain data (it crosses the decision process's pipe): agent, mode, tone,
+check 1, the integrity findings' rows, and per map the characters and calls that rode parked."""
+
+
+def tally(verdict: RunVerdict, agent: str) -> Tally:
+    """The leg's :data:`Tally`."""
+    account = verdict.account
+    findings = verdict.integrity.findings if verdict.integrity is not None else ()
+    return (
+        agent,
+        verdict.mode or NONE,
+        account.summary.tone if account is not None else NONE,
+        check_1_result(verdict),
+        tuple(f"{f.kind}@{f.seam}" for f in findings),
+        tuple((r.map_id, r.chars, r.passes) for r in verdict.rode_while_parked),
+    )
+
+
+class VerdictRecorder(Protocol):
+    """What a decider hands each decided leg to (:class:`VerdictMetrics`, :class:`Tallies`)."""
+
+    def record(self, verdict: RunVerdict, agent: str) -> None: ...
+
+
+class Tallies:
+    """The decision process's recorder: keeps the tallies until the answer carries them back."""
+
+    def __init__(self) -> None:
+        self._kept: list[Tally] = []
+
+    def record(self, verdict: RunVerdict, agent: str) -> None:
+        self._kept.append(tally(verdict, agent))
+
+    def take(self) -> list[Tally]:
+        kept, self._kept = self._kept, []
+        return kept
 
 
 def verdict_metrics_on(meter_provider: MeterProvider | None) -> VerdictMetrics | None:
