@@ -12,6 +12,10 @@ pre-serialized OTLP/gRPC requests of synthetic agent runs from a few threads, an
 OTLP/gRPC receiver counts what arrives. Usage::
 
     .venv/bin/python benchmarks/bench_hop.py [--spans 60000] [--held-spans 50000] [--json]
+
+``--run-page SECONDS`` measures instead what the live run page costs: annotating runs with the page
+open (a reader fetching ``/runs`` and the newest run's view every SECONDS) against runs with the
+page off (``service.telemetry.run_page.enabled=false``), alternating, as a ratio.
 """
 
 from __future__ import annotations
@@ -303,6 +307,7 @@ def throughput(
     warmup: list[bytes],
     requests: list[bytes],
     sets: tuple[str, ...] = (),
+    page_every: float | None = None,
 ) -> dict[str, float]:
     sink = CountingSink()
     hop = Hop(
@@ -317,6 +322,7 @@ def throughput(
         send_all(hop.addresses["grpc"], warmup, threads)
         if not sink.wait_for(warm_spans, 60):
             raise RuntimeError("warm-up spans did not arrive")
+        reader = _PageReader(hop.addresses["telemetry"], page_every) if page_every else None
         cpu0 = _cpu_seconds(hop.proc.pid)
         threads0 = _thread_cpu_seconds(hop.proc.pid)
         started = time.perf_counter()
@@ -325,6 +331,7 @@ def throughput(
         if not sink.wait_for(warm_spans + spans, 300):
             raise RuntimeError(f"only {sink.count - warm_spans} of {spans} spans arrived")
         done = time.perf_counter()
+        pages = reader.stop() if reader is not None else (0, 0)
         cpu = _cpu_seconds(hop.proc.pid) - cpu0
         by_thread = _thread_cpu_seconds(hop.proc.pid)
         busiest = max(
@@ -349,7 +356,42 @@ def throughput(
         "busiest_thread_cpu_share": round(busiest / cpu, 3) if cpu > 0 else 0.0,
         "spans_annotated": annotated,
         "mean_decision_ms": round(1000 * latency_sum / latency_count, 3) if latency_count else 0.0,
+        "pages_read": pages[0],
+        "page_bytes_read": pages[1],
     }
+
+
+class _PageReader:
+    """A person with the run page open: ``/runs`` and the newest run's view every ``every`` s."""
+
+    def __init__(self, telemetry: str, every: float) -> None:
+        self.base = f"http://{telemetry}/runs"
+        self.every = every
+        self.pages = 0
+        self.bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _get(self, url: str) -> str:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            body = resp.read()
+        self.pages += 1
+        self.bytes += len(body)
+        return body.decode()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            listing = self._get(self.base)
+            start = listing.find("class='open' href='")
+            if start >= 0:
+                href = listing[start + len("class='open' href='") :].split("'", 1)[0]
+                self._get(self.base.rsplit("/", 1)[0] + "/" + href)
+
+    def stop(self) -> tuple[int, int]:
+        self._stop.set()
+        self._thread.join(timeout=15)
+        return self.pages, self.bytes
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -609,6 +651,14 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="a hop setting for the throughput runs (repeatable), e.g. processing.account_lines=false",
     )
+    parser.add_argument(
+        "--run-page",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="measure the run page's cost instead: annotating with the page open and read every "
+        "SECONDS against the page off",
+    )
     parser.add_argument("--slow-connections", type=int, default=500)
     parser.add_argument("--slow-seconds", type=float, default=30.0)
     args = parser.parse_args()
@@ -619,6 +669,8 @@ def main() -> int:
     )
     warmup = build_requests(3000, 0)
     requests = build_requests(spans, 1_000_000)
+    if args.run_page is not None:
+        return run_page_main(args, spans, warmup, requests)
     with tempfile.TemporaryDirectory(prefix="bench-hop-") as d:
         tmp = Path(d)
         runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
@@ -697,12 +749,61 @@ def main() -> int:
     return 0
 
 
+def run_page_main(
+    args: argparse.Namespace, spans: int, warmup: list[bytes], requests: list[bytes]
+) -> int:
+    """Annotating throughput with the run page open and read, over the same with the page off."""
+    off = ("service.telemetry.run_page.enabled=false",)
+    runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory(prefix="bench-hop-page-") as d:
+        for i in range(max(1, args.repeat)):
+            tmp = Path(d) / str(i)
+            for page in (True, False):
+                (tmp / ("page" if page else "nopage")).mkdir(parents=True)
+                runs[page].append(
+                    throughput(
+                        tmp / ("page" if page else "nopage"),
+                        True,
+                        spans,
+                        args.threads,
+                        warmup,
+                        requests,
+                        tuple(args.set) + (() if page else off),
+                        page_every=args.run_page if page else None,
+                    )
+                )
+    with_page, without = _median(runs[True]), _median(runs[False])
+    result = {
+        "page_read_every_seconds": args.run_page,
+        "page_open": with_page,
+        "page_off": without,
+        "ratio_page_open_to_off": round(
+            with_page["spans_per_second"] / without["spans_per_second"], 3
+        ),
+        "ratio_per_hop_cpu_second": round(
+            with_page["spans_per_hop_cpu_second"] / without["spans_per_hop_cpu_second"], 3
+        ),
+        "runs_spans_per_second": {
+            "page_open": [r["spans_per_second"] for r in runs[True]],
+            "page_off": [r["spans_per_second"] for r in runs[False]],
+        },
+        "runs_spans_per_hop_cpu_second": {
+            "page_open": [r["spans_per_hop_cpu_second"] for r in runs[True]],
+            "page_off": [r["spans_per_hop_cpu_second"] for r in runs[False]],
+        },
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def http_main(args: argparse.Namespace) -> int:
     spans = (
         args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
     )
     warmup = build_requests(3000, 0)
     requests = build_requests(spans, 1_000_000)
+    if args.run_page is not None:
+        return run_page_main(args, spans, warmup, requests)
     with tempfile.TemporaryDirectory(prefix="bench-hop-http-") as d:
         tmp = Path(d)
         runs = []

@@ -588,6 +588,20 @@ METRIC_ATTR_COMPONENT: Final = "footprint.component"
 """Metric attribute: which buffer the measurement is of (``span_processor`` / ``otlp_exporter``)."""
 METRIC_ATTR_OUTCOME: Final = "footprint.outcome"
 """Metric attribute: what happened to a span or run (``passed``, ``annotated``, ``overflow``, ...)."""
+METRIC_VERDICT_RUNS: Final = "footprint.verdict.runs"
+METRIC_VERDICT_INTEGRITY_FINDINGS: Final = "footprint.verdict.integrity.findings"
+METRIC_VERDICT_SERVED_CHARS: Final = "footprint.verdict.served.chars.while.parked"
+METRIC_VERDICT_SERVED_CALLS: Final = "footprint.verdict.served.calls.while.parked"
+METRIC_VERDICT_NAMES_FOLDED: Final = "footprint.verdict.names.folded"
+METRIC_ATTR_CHECK_1: Final = "footprint.check.decided_delivered.result"
+"""Metric attribute: check 1 of a decided run as one word: ``pass``, ``fail`` (reachable, by its
+label), ``unreachable``, ``not-applicable``, or ``not-run`` (no account)."""
+METRIC_ATTR_INTEGRITY_CHECK: Final = "footprint.integrity.check"
+"""Metric attribute: the integrity row a finding belongs to, ``<kind>@<seam>``."""
+METRIC_ATTR_NAME_KIND: Final = "footprint.name.kind"
+"""Metric attribute of ``footprint.verdict.names.folded``: which label was folded (``agent``, ``map``)."""
+METRIC_OTHER: Final = "_other"
+"""The one value every agent or map name past the cap is folded into (verdict metrics)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,6 +635,15 @@ PROCESSOR_SPANS: Final = Metric(METRIC_PROCESSOR_SPANS, "counter", "{span}", _OU
 PROCESSOR_RUNS: Final = Metric(METRIC_PROCESSOR_RUNS, "counter", "{run}", _OUTCOME, "Runs released by the in-process processor, by footprint.outcome.")
 PROCESSOR_HELD_RUNS: Final = Metric(METRIC_PROCESSOR_HELD_RUNS, "gauge", "{run}", _COMPONENT, "Runs held in memory waiting for their run span (plus grace).")
 PROCESSOR_HELD_SPANS: Final = Metric(METRIC_PROCESSOR_HELD_SPANS, "gauge", "{span}", _COMPONENT, "Spans held in memory across all held runs.")
+
+_VERDICT_RUN = (GEN_AI_AGENT_NAME, RUN_MODE, SUMMARY_TONE, METRIC_ATTR_CHECK_1)
+_AGENT_MAP = (GEN_AI_AGENT_NAME, CH_MAP_ID)
+VERDICT_RUNS: Final = Metric(METRIC_VERDICT_RUNS, "counter", "{run}", _VERDICT_RUN, "Run legs decided, by agent (gen_ai.agent.name), mode, summary tone and check 1's result.")
+VERDICT_INTEGRITY_FINDINGS: Final = Metric(METRIC_VERDICT_INTEGRITY_FINDINGS, "counter", "{finding}", (GEN_AI_AGENT_NAME, METRIC_ATTR_INTEGRITY_CHECK), "Integrity findings (contradictions and advisories) of decided runs, by agent and row (kind@seam).")
+VERDICT_SERVED_CHARS_WHILE_PARKED: Final = Metric(METRIC_VERDICT_SERVED_CHARS, "counter", "{char}", _AGENT_MAP, "Shadow mode: characters that rode after the kernel would have parked their map, by agent and map.")
+VERDICT_SERVED_CALLS_WHILE_PARKED: Final = Metric(METRIC_VERDICT_SERVED_CALLS, "counter", "{call}", _AGENT_MAP, "Shadow mode: model calls on which some injection of a parked map still rode, by agent and map.")
+VERDICT_NAMES_FOLDED: Final = Metric(METRIC_VERDICT_NAMES_FOLDED, "counter", "{value}", (METRIC_ATTR_NAME_KIND,), "Verdict-metric values counted under _other because the cap on distinct agent or map names was reached.")
+VERDICT_METRICS: Final = (VERDICT_RUNS, VERDICT_INTEGRITY_FINDINGS, VERDICT_SERVED_CHARS_WHILE_PARKED, VERDICT_SERVED_CALLS_WHILE_PARKED, VERDICT_NAMES_FOLDED)
 
 HOP_SPANS_RECEIVED: Final = Metric("otel_footprint.spans.received", "counter", "{span}", ("transport",), "Spans accepted by a receiver.")
 HOP_LOG_RECORDS_RECEIVED: Final = Metric("otel_footprint.log.records.received", "counter", "{record}", ("transport",), "Log records accepted by a receiver.")

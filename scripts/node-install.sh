@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs and builds the JavaScript recorder (js/otel-footprint: `npm ci` + `npm run build`), then the
-# Node.js clients' pinned packages (tests/node, `npm ci` from package-lock.json; it links the built
-# recorder). Idempotent: each `npm ci` is skipped when node_modules already matches its lock file. Without node/npm it says so
+# Installs and builds the JavaScript recorder (js/otel-footprint: `npm ci` + `npm run build`), Grafana's
+# TraceQL grammar for the query tests (tests/node/traceql, `npm ci`), then the Node.js clients' pinned
+# packages (tests/node, `npm ci` from package-lock.json; it links the built recorder). Idempotent: each `npm ci` is skipped when node_modules already matches its lock file. Without node/npm it says so
 # and exits 0 (the Node.js tests then skip); NODE_INSTALL_REQUIRED=1 makes that an error instead.
 set -euo pipefail
 
@@ -38,6 +38,16 @@ fi
 # Always rebuilt (a second with tsc): tests/node links this folder and imports its dist/.
 (cd "$RECORDER" && npm run --silent build)
 say "js/otel-footprint built"
+
+readonly TRACEQL="$ROOT/tests/node/traceql"
+traceql_want=$(sha256sum "$TRACEQL/package-lock.json" | cut -d' ' -f1)
+traceql_stamp="$TRACEQL/node_modules/.otel-footprint-lock.sha256"
+if [[ -f "$traceql_stamp" && "$(cat "$traceql_stamp")" == "$traceql_want" ]]; then
+  say "tests/node/traceql/node_modules matches package-lock.json (skipped)"
+else
+  (cd "$TRACEQL" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  echo "$traceql_want" >"$traceql_stamp"
+fi
 
 want=$(sha256sum "$PROJECT/package-lock.json" | cut -d' ' -f1)
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then

@@ -34,8 +34,9 @@ KNOWN_COMPONENTS = {
     "processors": {"batch", "memory_limiter", "resource"},
     # The Collector's current names: `otlp_grpc`, `otlp_http`, `load_balancing` (the old `otlp`,
     # `otlphttp`, `loadbalancing` are deprecated aliases and are not used here).
-    "exporters": {"otlp_grpc", "otlp_http", "load_balancing", "debug", "file"},
+    "exporters": {"otlp_grpc", "otlp_http", "load_balancing", "debug", "file", "prometheus"},
     "extensions": {"health_check"},
+    "connectors": {"span_metrics"},
 }
 SIGNALS = {"traces", "logs", "metrics"}
 
@@ -91,7 +92,9 @@ def test_collector_files_are_well_formed(path: Path) -> None:
         assert set(pipeline) <= {"receivers", "processors", "exporters"}
         for role in ("receivers", "processors", "exporters"):
             for ref in pipeline.get(role, []):
-                assert ref in (cfg.get(role) or {}), (
+                # A connector is an exporter of one pipeline and a receiver of another.
+                connector = role != "processors" and ref in (cfg.get("connectors") or {})
+                assert ref in (cfg.get(role) or {}) or connector, (
                     f"{path.name}: pipeline {name} uses undefined {ref}"
                 )
         assert pipeline.get("receivers") and pipeline.get("exporters")
@@ -180,8 +183,9 @@ OTELCOL = ROOT / "scripts" / "otelcol"
 REQUIRED = {
     "receivers": {"otlp"},
     "processors": {"batch", "memory_limiter", "resource"},
-    "exporters": {"otlp_grpc", "otlp_http", "load_balancing", "file", "debug"},
+    "exporters": {"otlp_grpc", "otlp_http", "load_balancing", "file", "debug", "prometheus"},
     "extensions": {"health_check"},
+    "connectors": {"span_metrics"},
 }
 
 
@@ -273,7 +277,14 @@ def test_the_collector_build_pins_one_release() -> None:
     manifest = _load(OTELCOL / "builder-config.yaml")
     gomod = (OTELCOL / "go.mod").read_text()
     pinned: dict[str, str] = {}
-    for section in ("receivers", "processors", "exporters", "extensions", "providers"):
+    for section in (
+        "receivers",
+        "processors",
+        "exporters",
+        "connectors",
+        "extensions",
+        "providers",
+    ):
         for entry in manifest[section]:
             module, version = entry["gomod"].split()
             pinned[module] = version

@@ -44,6 +44,8 @@ class _Store:
         self.trace_requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
         self.log_requests: list[logs_service_pb2.ExportLogsServiceRequest] = []
         self.metric_names: set[str] = set()
+        self.metric_sums: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+        """The latest value of each sum data point, by metric name and (string) attributes."""
         self.changed = threading.Condition(self.lock)
 
     def add_traces(self, request: trace_service_pb2.ExportTraceServiceRequest) -> None:
@@ -114,6 +116,13 @@ class _MetricsServicer(metrics_service_pb2_grpc.MetricsServiceServicer):
             for rm in request.resource_metrics:
                 for sm in rm.scope_metrics:
                     self.store.metric_names.update(m.name for m in sm.metrics)
+                    for m in sm.metrics:
+                        for dp in m.sum.data_points if m.HasField("sum") else ():
+                            labels = frozenset(
+                                (kv.key, kv.value.string_value) for kv in dp.attributes
+                            )
+                            value = dp.as_int if dp.HasField("as_int") else dp.as_double
+                            self.store.metric_sums[(m.name, labels)] = value
             self.store.changed.notify_all()
         return metrics_service_pb2.ExportMetricsServiceResponse()
 

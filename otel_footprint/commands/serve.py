@@ -106,10 +106,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     # gRPC's C core prints its own "Failed to add port" line before our message when a port is
     # taken: find out first, and say it once, cleanly.
     _check_free(cfg.receivers.protocols.grpc.endpoint, "OTLP/gRPC")
+    from otel_footprint.commands.run_page import RunPageHtml
     from otel_footprint.service.hop import Hop, StartupError
 
     _tune_gc()
-    hop = Hop(cfg)
+    hop = Hop(cfg, run_page=RunPageHtml())
     stop = threading.Event()
     signals_seen = 0
 

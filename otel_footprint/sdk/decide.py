@@ -26,6 +26,7 @@ from otel_footprint.runs.group import group_runs_steps
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
+from otel_footprint.sdk.verdict_metrics import VerdictRecorder, agent_of
 
 LogEvents = Mapping[str, Sequence[SpanEventView]]
 """Footprint events that arrived as log records, by the span id (hex) they name."""
@@ -70,22 +71,28 @@ def make_decider(
     engine_options: EngineOptions | None = None,
     annotate_options: AnnotateOptions | None = None,
     on_verdict: Callable[[RunVerdict], None] | None = None,
+    verdict_metrics: VerdictRecorder | None = None,
 ) -> SteppedDecider:
     """The engine pipeline as a :class:`Decider`: group_runs -> decide_run -> annotations_for.
 
     ``incomplete`` (a timeout, a flush before the run span ended) marks every verdict of the trace
     ``complete=false`` with that reason: the decision stands on the spans that had arrived.
-    ``on_verdict`` sees every verdict before it is written (the demo prints them).
+    ``on_verdict`` sees every verdict before it is written (the demo prints them);
+    ``verdict_metrics`` counts each one.
     """
     return _EngineDecider(
-        store, engine_options or EngineOptions(), annotate_options or AnnotateOptions(), on_verdict
+        store,
+        engine_options or EngineOptions(),
+        annotate_options or AnnotateOptions(),
+        on_verdict,
+        verdict_metrics,
     )
 
 
 class _EngineDecider:
     """:func:`make_decider`'s decider: called, it decides in one go; :meth:`steps`, in steps."""
 
-    __slots__ = ("_annotate", "_engine", "_on_verdict", "_store")
+    __slots__ = ("_annotate", "_engine", "_metrics", "_on_verdict", "_store")
 
     def __init__(
         self,
@@ -93,11 +100,13 @@ class _EngineDecider:
         engine: EngineOptions,
         annotate: AnnotateOptions,
         on_verdict: Callable[[RunVerdict], None] | None,
+        metrics: VerdictRecorder | None = None,
     ) -> None:
         self._store = store
         self._engine = engine
         self._annotate = annotate
         self._on_verdict = on_verdict
+        self._metrics = metrics
 
     def __call__(
         self,
@@ -146,6 +155,8 @@ class _EngineDecider:
                 )
             if self._on_verdict is not None:
                 self._on_verdict(verdict)
+            if self._metrics is not None:
+                self._metrics.record(verdict, agent_of(run.run_span))
             notes = merge_notes(notes, (yield from annotation_steps(verdict, self._annotate)))
         return notes
 

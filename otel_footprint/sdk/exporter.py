@@ -42,6 +42,7 @@ from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
 from otel_footprint.sdk.processor import processor_limits
 from otel_footprint.sdk.settings import inprocess_settings
+from otel_footprint.sdk.verdict_metrics import verdict_metrics_on
 
 
 def otlp_span_exporter(protocol: str | None = None, **kwargs: Any) -> SpanExporter:
@@ -97,7 +98,10 @@ class FootprintOTLPSpanExporter(SpanExporter):
             self._export_released,
             decider
             or make_decider(
-                store=run_store, engine_options=engine_options, annotate_options=annotate_options
+                store=run_store,
+                engine_options=engine_options,
+                annotate_options=annotate_options,
+                verdict_metrics=verdict_metrics_on(meter_provider),
             ),
             limits=limits,
             span_limits=span_limits,

@@ -8,12 +8,16 @@ on its own MeterProvider. Nothing here needs more than ``opentelemetry-api``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from opentelemetry.metrics import Meter, MeterProvider, Observation
 
 from otel_footprint import semconv
-from otel_footprint.sdk.buffer import BufferStats
+
+if TYPE_CHECKING:  # sdk/decide imports the Counter below; the buffer imports sdk/decide
+    from otel_footprint.sdk.buffer import BufferStats
 
 # BufferStats field -> its footprint.outcome value
 _SPAN_OUTCOMES = {
@@ -46,6 +50,38 @@ def observe(
         else meter.create_observable_gauge
     )
     create(metric.name, [lambda _options: read()], metric.unit, metric.description)
+
+
+class Counter:
+    """A count per attribute-value tuple, observed as an OpenTelemetry counter.
+
+    Kept here and observed at collection: an increment is a dict update under a lock (about 0.5 µs,
+    against 3 to 5 µs for the SDK's synchronous ``Counter.add``), and a count stays readable in tests.
+    """
+
+    def __init__(self, meter: Meter, metric: semconv.Metric) -> None:
+        self.metric = metric
+        # An unlabelled counter is exposed (as 0) from the start, as Prometheus clients do.
+        self._counts: dict[tuple[str, ...], float] = {} if metric.attributes else {(): 0.0}
+        self._lock = threading.Lock()
+        observe(meter, metric, self._observations)
+
+    def inc(self, amount: float = 1.0, *labels: str) -> None:
+        if amount < 0 or len(labels) != len(self.metric.attributes):
+            raise ValueError(f"{self.metric.name}: inc({amount}, {labels}) cannot count")
+        with self._lock:
+            self._counts[labels] = self._counts.get(labels, 0.0) + amount
+
+    def value(self, *labels: str) -> float:
+        return self._counts.get(labels, 0.0)
+
+    def _observations(self) -> list[Observation]:
+        with self._lock:
+            counts = list(self._counts.items())
+        keys = self.metric.attributes
+        return [
+            Observation(value, dict(zip(keys, labels, strict=True))) for labels, value in counts
+        ]
 
 
 def register_metrics(

@@ -40,6 +40,7 @@ from otel_footprint.sdk.buffer import (
 )
 from otel_footprint.sdk.decide import Decider, make_decider
 from otel_footprint.sdk.metrics import register_metrics
+from otel_footprint.sdk.verdict_metrics import verdict_metrics_on
 from otel_footprint.sdk.worker import ProcessDecider
 
 _logger = logging.getLogger(__name__)
@@ -159,11 +160,16 @@ class FootprintSpanProcessor(SpanProcessor):
         self._process: ProcessDecider | None = None
         if decide_in == "process":
             decider = self._process = ProcessDecider(
-                engine_options=engine_options, annotate_options=annotate_options
+                engine_options=engine_options,
+                annotate_options=annotate_options,
+                verdict_metrics=verdict_metrics_on(meter_provider),
             )
         elif decider is None:
             decider = make_decider(
-                store=run_store, engine_options=engine_options, annotate_options=annotate_options
+                store=run_store,
+                engine_options=engine_options,
+                annotate_options=annotate_options,
+                verdict_metrics=verdict_metrics_on(meter_provider),
             )
         self._buffer = RunBuffer(
             self._enqueue,

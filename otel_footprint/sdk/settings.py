@@ -497,6 +497,18 @@ class OtlpMetricsSettings(_Model, frozen=True):
 
 class MetricsSettings(_Model, frozen=True):
     otlp: OtlpMetricsSettings = OtlpMetricsSettings()
+    max_names: Annotated[
+        int, doc("verdict metrics: distinct agent (and map) names; later ones count as _other")
+    ] = 100
+
+
+class RunPageSettings(_Model, frozen=True):
+    enabled: Annotated[bool, doc("GET /runs: the recent runs and their explain view")] = True
+    runs: Annotated[int, doc("decided runs listed (the newest are kept)")] = 1000
+    explained: Annotated[int, doc("newest runs whose full view is kept to open")] = 50
+    max_passes: Annotated[int, doc("passes those full views keep at most, together")] = 20000
+    page_size: Annotated[int, doc("rows on one page (?limit= asks fewer)")] = 100
+    refresh: Annotated[Duration, doc("how often the open page reloads itself")] = 5.0
 
 
 class LogsSettings(_Model, frozen=True):
@@ -510,6 +522,7 @@ class TelemetrySettings(_Model, frozen=True):
     allow_non_loopback: Annotated[bool, doc("no TLS or token here: opt in to expose")] = False
     logs: LogsSettings = LogsSettings()
     metrics: MetricsSettings = MetricsSettings()
+    run_page: RunPageSettings = RunPageSettings()
 
 
 class ServiceSettings(_Model, frozen=True):

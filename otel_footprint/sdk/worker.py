@@ -37,6 +37,7 @@ from otel_footprint.annotate.form import Anchor, AnnotateOptions, NoteEvent, Not
 from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.model import Reason
 from otel_footprint.sdk.decide import DecisionRequest, LogEvents
+from otel_footprint.sdk.verdict_metrics import Tallies, Tally, VerdictMetrics
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
@@ -144,9 +145,12 @@ class ProcessDecider:
         engine_options: EngineOptions | None = None,
         annotate_options: AnnotateOptions | None = None,
         timeout_seconds: float = 30.0,
+        verdict_metrics: VerdictMetrics | None = None,
     ) -> None:
         if not timeout_seconds > 0:
             raise ValueError(f"timeout_seconds must be > 0, not {timeout_seconds!r}")
+        self._metrics = verdict_metrics
+        """Counts the legs the child decided, from the tallies its answers carry."""
         options = (engine_options or EngineOptions(), annotate_options or AnnotateOptions())
         self._options = pickle.dumps(options, _PROTOCOL)
         self._timeout = timeout_seconds
@@ -236,7 +240,7 @@ class ProcessDecider:
                 assert child.stdin is not None and child.stdout is not None
                 deadline = time.monotonic() + self._timeout
                 _write(child.stdin.fileno(), message, deadline)
-                answers: list[tuple[str, Any]] = pickle.loads(
+                answers: list[tuple[str, Any, list[Tally]]] = pickle.loads(
                     _read(child.stdout.fileno(), deadline)
                 )
                 if len(answers) != len(requests):
@@ -246,11 +250,15 @@ class ProcessDecider:
                     self._stop(self._child, kill=True)
                 failed = WorkerError(f"the decision process failed: {exc!r}")
                 return [failed] * len(requests)
+        if self._metrics is not None:
+            for _, _, counted in answers:
+                for one in counted:
+                    self._metrics.add(one)
         return [
             {span_id: note_from_tuple(n) for span_id, n in payload.items()}
             if status == "ok"
             else WorkerError(payload)
-            for status, payload in answers
+            for status, payload, _ in answers
         ]
 
     def close(self, timeout_seconds: float = 5.0) -> None:
@@ -339,19 +347,23 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     if options is None:
         return
     engine_options, annotate_options = pickle.loads(options)
-    decide = make_decider(engine_options=engine_options, annotate_options=annotate_options)
+    tallies = Tallies()
+    decide = make_decider(
+        engine_options=engine_options, annotate_options=annotate_options, verdict_metrics=tallies
+    )
     while (message := _receive(source)) is not None:
-        answers: list[tuple[str, Any]] = []
+        answers: list[tuple[str, Any, list[Tally]]] = []
         for spans, incomplete, log_events in pickle.loads(message):
+            tallies.take()  # what a failed request decided is not counted
             try:
                 views = [span_from_tuple(s) for s in spans]
                 if log_events:
                     notes = decide(views, incomplete, log_events=log_events)
                 else:
                     notes = decide(views, incomplete)
-                answers.append(("ok", {k: note_tuple(v) for k, v in notes.items()}))
+                answers.append(("ok", {k: note_tuple(v) for k, v in notes.items()}, tallies.take()))
             except Exception as exc:  # reported to the parent, which counts it
-                answers.append(("error", f"{type(exc).__name__}: {exc}"))
+                answers.append(("error", f"{type(exc).__name__}: {exc}", []))
         _send(sink, pickle.dumps(answers, _PROTOCOL))
 
 

@@ -38,6 +38,7 @@ from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
+from otel_footprint.sdk.verdict_metrics import UNKNOWN_AGENT, agent_of
 from otel_footprint.service import jsonlog
 from otel_footprint.service.buffer import HeldSpan, LateSpan, Release, RunUnit
 
@@ -58,6 +59,8 @@ class Decision:
     """Notes by span id (bytes), kept so late spans of the run get the same annotation."""
     annotated_spans: int
     decided_unix_nano: int
+    agent: str = UNKNOWN_AGENT
+    """The run span's ``gen_ai.agent.name`` (the verdict metrics' agent label)."""
 
 
 class AnnotationStage(Protocol):
@@ -214,6 +217,7 @@ class FootprintAnnotation:
             notes=by_id,
             annotated_spans=annotated,
             decided_unix_nano=time.time_ns(),
+            agent=agent_of(run_span),
         )
 
     def annotate_late(self, late: LateSpan) -> bool:

@@ -35,6 +35,7 @@ from otel_footprint.sdk.settings import (
     PhoenixAnnotationsSettings,
     ProcessingSettings,
     ServiceSettings,
+    TelemetrySettings,
     parse_duration,
     parse_header_list,
     parse_hostport,
@@ -408,8 +409,16 @@ def _data_dir(svc: ServiceSettings, environ: Mapping[str, str]) -> Path:
             "health/metrics have neither TLS nor a token; bind it to loopback (scrape through a "
             "sidecar), or set service.telemetry.allow_non_loopback: true"
         )
+    _check_refresh(telemetry)
     state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return svc.data_dir or Path(state) / "otel-footprint"
+
+
+def _check_refresh(telemetry: TelemetrySettings) -> None:
+    """The run page reloads itself: a period of zero would have it reload without end."""
+    refresh = telemetry.run_page.refresh
+    if refresh <= 0:
+        raise ConfigError(f"service.telemetry.run_page.refresh must be positive, not {refresh}")
 
 
 def build(

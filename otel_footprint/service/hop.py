@@ -23,7 +23,12 @@ from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk.settings import ProcessingSettings
 from otel_footprint.service import jsonlog, nexthop
-from otel_footprint.service.annotation import AnnotationStage, FootprintAnnotation, NoAnnotation
+from otel_footprint.service.annotation import (
+    AnnotationStage,
+    Decision,
+    FootprintAnnotation,
+    NoAnnotation,
+)
 from otel_footprint.service.buffer import BufferLimits
 from otel_footprint.service.config import HopConfig, HostPort, serves_accounts
 from otel_footprint.service.deadletter import FILE_NAME as DEAD_LETTER_FILE
@@ -36,6 +41,7 @@ from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.pipeline import Pipeline, PipelineOptions, memory_shares
 from otel_footprint.service.receivers import GrpcReceiver, HttpReceiver
+from otel_footprint.service.runpage import RunPageRenderer, RunPageStore
 from otel_footprint.service.runstore import RedisRunStore, SqliteRunStore
 from otel_footprint.service.verdicts import VerdictLog
 
@@ -83,11 +89,23 @@ class Bound:
 class Hop:
     """The ``serve`` process's components; :meth:`start` then :meth:`stop`."""
 
-    def __init__(self, cfg: HopConfig, stage: AnnotationStage | None = None) -> None:
+    def __init__(
+        self,
+        cfg: HopConfig,
+        stage: AnnotationStage | None = None,
+        run_page: RunPageRenderer | None = None,
+    ) -> None:
         self.cfg = cfg
-        push = cfg.service.telemetry.metrics.otlp
-        self.metrics = HopMetrics(*([otlp_reader(push, push.endpoint)] if push.endpoint else []))
+        telemetry = cfg.service.telemetry
+        push = telemetry.metrics.otlp
+        self.metrics = HopMetrics(
+            *([otlp_reader(push, push.endpoint)] if push.endpoint else []),
+            max_names=telemetry.metrics.max_names,
+        )
         self._stage = stage
+        self._run_page_renderer = run_page if telemetry.run_page.enabled else None
+        """Draws the run page (``commands/run_page.py``); None: no run page."""
+        self.run_page: RunPageStore | None = None
         self._lock_fd: int | None = None
         self._started = time.monotonic()
         self._stopping = False
@@ -159,7 +177,13 @@ class Hop:
         self.ops = _bind(
             "health/metrics",
             cfg.service.telemetry.endpoint,
-            lambda: OpsServer(cfg.service.telemetry.endpoint, self.metrics, self.health),
+            lambda: OpsServer(
+                cfg.service.telemetry.endpoint,
+                self.metrics,
+                self.health,
+                self.run_page,
+                cfg.token,
+            ),
         )
         stack.callback(self.ops.stop)
         self._start_delivery(stack)
@@ -248,6 +272,23 @@ class Hop:
         hooks: list[Callable[[], None]] = [self.verdicts.flush]
         if isinstance(self.store, SqliteRunStore):
             hooks.append(self.store.flush)
+        decided: list[Callable[[Decision], None]] = []
+        telemetry = cfg.service.telemetry.endpoint
+        if self._run_page_renderer is not None and not (
+            telemetry.is_loopback or cfg.token is not None
+        ):
+            # The page quotes the user's prompt: off loopback only behind the bearer token, as
+            # the query service's accounts.
+            _log.warning(
+                "run page not served: the telemetry endpoint is off loopback without a bearer "
+                "token, and the page quotes the user's prompt",
+                extra={"telemetry": str(telemetry)},
+            )
+        elif self._run_page_renderer is not None:
+            self.run_page = RunPageStore(
+                cfg.service.telemetry.run_page, self._run_page_renderer, annotate_options(proc)
+            )
+            decided.append(self.run_page.record)
         self.phoenix = None
         if cfg.phoenix_annotations is not None and proc.annotate:
             self.phoenix = PhoenixAnnotations(cfg.phoenix_annotations, self.metrics)
@@ -262,6 +303,7 @@ class Hop:
             self.metrics,
             self.verdicts,
             commit_hooks=hooks,
+            decided_hooks=decided,
             phoenix=self.phoenix,
             memory=MemoryGuard(proc.memory_limit or proc.max_bytes),
         )

@@ -167,6 +167,7 @@ class Pipeline:
         clock: Callable[[], float] = time.monotonic,
         *,
         commit_hooks: Sequence[Callable[[], None]] = (),
+        decided_hooks: Sequence[Callable[[Decision], None]] = (),
         phoenix: PhoenixAnnotations | None = None,
         memory: MemoryGuard | None = None,
     ) -> None:
@@ -178,6 +179,8 @@ class Pipeline:
         self.clock = clock
         self.commit_hooks = tuple(commit_hooks)
         """Called at each group commit, before held input is retired (flush the run store...)."""
+        self.decided_hooks = tuple(decided_hooks)
+        """Called with each decided run, beside the query service's copy (the live run page)."""
         self.phoenix = phoenix
         self.memory = memory
         """The real-memory backstop (None: none): see :meth:`_admit`."""
@@ -548,6 +551,12 @@ class Pipeline:
                     self.verdicts.publish(d)
                 except Exception:  # the query service's copy must not hold the spans back
                     _log.exception("cannot record a decided run for the query service")
+        for hook in self.decided_hooks:
+            for d in decisions:
+                try:
+                    hook(d)
+                except Exception:  # a reader's copy must not hold the spans back
+                    _log.exception("cannot hand a decided run to a reader")
         spans = [h.info.span for h in release.spans()]
         if not spans:
             return _Decided(release, decisions, None, 0, [])
@@ -603,6 +612,8 @@ class Pipeline:
         m.spans_queued.inc(spans)
         m.spans_annotated.inc(sum(d.annotated_spans for d in decisions))
         for d in decisions:
+            if d.verdict is not None:
+                m.verdicts.record(d.verdict, d.agent)
             if d.verdict is not None and d.verdict.rode_while_parked:
                 m.served_chars_while_parked.inc(sum(r.chars for r in d.verdict.rode_while_parked))
                 m.served_passes_while_parked.inc(
