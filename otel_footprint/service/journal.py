@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from otel_footprint.service import jsonlog
+from otel_footprint.service.journalio import REAL_IO, FileIO
 
 KIND_HELD_TRACES: Final = 1
 KIND_HELD_LOGS: Final = 2
@@ -90,8 +91,11 @@ class Journal:
         max_bytes: int = 1 << 30,
         fsync: bool = True,
         cache_bytes: int = 64 << 20,
+        io: FileIO = REAL_IO,
     ) -> None:
         self.directory = directory
+        self.io = io
+        """Every file operation goes through this seam (tests inject faults and crashes there)."""
         self.segment_bytes = segment_bytes
         self.max_bytes = max_bytes
         self.fsync = fsync
@@ -121,22 +125,17 @@ class Journal:
 
     def open(self) -> Replay:
         """Scan existing segments, keep the pending records, start a new active segment."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.directory.chmod(0o700)
+        io = self.io
+        io.makedirs(self.directory)
         replay = Replay()
         max_seq = 0
-        for path in sorted(self.directory.glob("seg-*.log")):
-            try:
-                first = int(path.stem.split("-", 1)[1])
-            except ValueError:
-                _log.warning(
-                    "ignoring a file that is not a journal segment", extra={"path": str(path)}
-                )
-                continue
-            fd = os.open(path, os.O_RDWR)
+        names = sorted(n for n in io.listdir(self.directory) if _is_segment_name(n))
+        for path in (self.directory / n for n in names):
+            first = int(path.stem.split("-", 1)[1])
+            fd = io.open(path, os.O_RDWR)
             seg = _Segment(path, fd, first)
             self._last_first = max(self._last_first, first)
-            data = _read_all(fd)
+            data = _read_all(io, fd)
             offset = 0
             while offset < len(data):
                 parsed = _parse_record(data, offset)
@@ -147,14 +146,14 @@ class Journal:
                         "truncating an incomplete journal record",
                         extra={"path": str(path), "offset": offset, "bytes": len(data) - offset},
                     )
-                    os.ftruncate(fd, offset)
+                    io.ftruncate(fd, offset)
                     break
                 status, record, payload_at = parsed
                 max_seq = max(max_seq, record.seq)
                 if status == _PENDING and record.seq in self._where:
                     # A record compaction copied forward; the process died before the old
                     # segment was removed. The first copy stands; this one is done.
-                    os.pwrite(fd, bytes([_DONE]), offset + _STATUS_OFFSET)
+                    io.pwrite(fd, bytes([_DONE]), offset + _STATUS_OFFSET)
                 elif status == _PENDING:
                     seg.pending += 1
                     seg.live += _HEADER.size + record.length
@@ -184,18 +183,18 @@ class Journal:
         first = max(self._next_seq, self._last_first + 1)
         self._last_first = first
         path = self.directory / f"seg-{first:020d}.log"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = self.io.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         seg = _Segment(path, fd, first, active=True)
         self._segments[first] = seg
         self._active = seg
         if self.fsync:
             # The new file's directory entry must survive a crash too.
-            _fsync_dir(self.directory)
+            self.io.fsync_dir(self.directory)
 
     def _drop_segment(self, seg: _Segment) -> None:
-        os.close(seg.fd)
+        self.io.close(seg.fd)
         with contextlib.suppress(FileNotFoundError):
-            seg.path.unlink()
+            self.io.unlink(seg.path)
         self._disk_bytes -= seg.size
         self._segments.pop(seg.first_seq, None)
 
@@ -248,7 +247,7 @@ class Journal:
                         self._cache[seq] = payload
                         self._cached_bytes += len(payload)
             data = b"".join(chunks)
-            _write_all(seg.fd, data, seg.size)
+            _write_all(self.io, seg.fd, data, seg.size)
             seg.size += len(data)
             self._disk_bytes += len(data)
             self._last_written = seqs[-1] if seqs else self._last_written
@@ -265,7 +264,7 @@ class Journal:
         old = self._active
         assert old is not None
         if self.fsync:
-            os.fdatasync(old.fd)
+            self.io.fdatasync(old.fd)
             self._synced = max(self._synced, self._last_written)
         old.active = False
         self._new_active()
@@ -313,14 +312,14 @@ class Journal:
         offset = active.size
         placed: list[tuple[int, Record]] = []
         for old_offset, record in moved:
-            data = os.pread(seg.fd, _HEADER.size + record.length, old_offset)
+            data = self.io.pread(seg.fd, _HEADER.size + record.length, old_offset)
             chunks.append(data)
             placed.append((offset, record))
             offset += len(data)
         data = b"".join(chunks)
-        _write_all(active.fd, data, active.size)
+        _write_all(self.io, active.fd, data, active.size)
         if self.fsync:
-            os.fdatasync(active.fd)
+            self.io.fdatasync(active.fd)
         for new_offset, record in placed:
             self._where[record.seq] = (active, new_offset, record)
             active.pending += 1
@@ -331,7 +330,7 @@ class Journal:
         seg.live = 0
         self._drop_segment(seg)
         if self.fsync:
-            _fsync_dir(self.directory)
+            self.io.fsync_dir(self.directory)
         self.compacted_segments += 1
 
     def sync(self, seq: int) -> None:
@@ -349,7 +348,7 @@ class Journal:
                 fd = self._active.fd
                 self._sync_cv.release()
                 try:
-                    os.fdatasync(fd)
+                    self.io.fdatasync(fd)
                 finally:
                     self._sync_cv.acquire()
                     self._syncing = False
@@ -366,7 +365,7 @@ class Journal:
                 if where is None:
                     continue
                 seg, offset, record = where
-                os.pwrite(seg.fd, bytes([_DONE]), offset + _STATUS_OFFSET)
+                self.io.pwrite(seg.fd, bytes([_DONE]), offset + _STATUS_OFFSET)
                 seg.pending -= 1
                 seg.live -= _HEADER.size + record.length
                 self._pending_bytes -= record.length
@@ -420,7 +419,7 @@ class Journal:
                 raise KeyError(f"journal record {record.seq} is not pending")
             seg, offset, _ = where
             # Under the lock: compaction may move the record and close its old segment.
-            data = os.pread(seg.fd, record.length, offset + _HEADER.size)
+            data = self.io.pread(seg.fd, record.length, offset + _HEADER.size)
         if len(data) != record.length:
             raise OSError(f"journal segment {seg.path} is shorter than its index says")
         return data
@@ -471,11 +470,11 @@ class Journal:
             self._closed = True
             for seg in list(self._segments.values()):
                 if self.fsync:
-                    os.fdatasync(seg.fd)
+                    self.io.fdatasync(seg.fd)
                 if seg.pending == 0:
                     self._drop_segment(seg)
                 else:
-                    os.close(seg.fd)
+                    self.io.close(seg.fd)
             self._segments.clear()
             self._out_cv.notify_all()
 
@@ -494,28 +493,29 @@ def _parse_record(data: bytes, offset: int) -> tuple[int, Record, int] | None:
     return status, Record(seq, kind, count, length), start
 
 
-def _read_all(fd: int) -> bytes:
+def _is_segment_name(name: str) -> bool:
+    if not (name.startswith("seg-") and name.endswith(".log")):
+        return False
+    if not name[4:-4].isdigit():
+        _log.warning("ignoring a file that is not a journal segment", extra={"path": name})
+        return False
+    return True
+
+
+def _read_all(io: FileIO, fd: int) -> bytes:
     chunks: list[bytes] = []
     offset = 0
     while True:
-        chunk = os.pread(fd, 1 << 20, offset)
+        chunk = io.pread(fd, 1 << 20, offset)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         offset += len(chunk)
 
 
-def _write_all(fd: int, data: bytes, offset: int) -> None:
+def _write_all(io: FileIO, fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     while view:
-        written = os.pwrite(fd, view, offset)
+        written = io.pwrite(fd, view, offset)
         view = view[written:]
         offset += written
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
