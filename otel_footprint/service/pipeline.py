@@ -228,9 +228,8 @@ class Pipeline:
                 if record.kind == KIND_HELD_TRACES:
                     request = ExportTraceServiceRequest.FromString(payload)
                     infos = classify(request)
-                    forced = self.buffer.hold(infos, record.seq, now)
-                    self._forced.extend(forced)
-                    if self._unreferenced(record.seq, forced):
+                    self._forced.extend(self.buffer.hold(infos, record.seq, now))
+                    if not self.buffer.holds_record(record.seq):
                         # Every span a duplicate of one held from an earlier record.
                         self.journal.mark_done([record.seq])
                     spans += len(infos)
@@ -337,7 +336,7 @@ class Pipeline:
                 held_seq = last - len(records) + 1
                 releases = self.buffer.hold(hold, held_seq, self.clock())
                 self._queue_releases(releases)
-                if self._unreferenced(held_seq, releases):
+                if not self.buffer.holds_record(held_seq):
                     duplicate = held_seq
         self.journal.sync(last)
         if duplicate is not None:
@@ -352,12 +351,6 @@ class Pipeline:
         if passed or late:
             self.metrics.spans_queued.inc(len(passed) + len(late))
         return total
-
-    def _unreferenced(self, seq: int, releases: Sequence[Release]) -> bool:
-        """Whether no held span refers to record ``seq`` and no pending release will retire it."""
-        if self.buffer.holds_record(seq):
-            return False
-        return not any(seq in r.seqs_done for r in releases)
 
     def _annotate_late(self, item: LateSpan) -> bool:
         try:
@@ -587,6 +580,9 @@ class Pipeline:
             for d in queued:
                 # Every decided trace is counted in the cache's share, notes or not.
                 self.buffer.remember_packed(d.release.trace_id, d.pack, d.notes, d.count)
+            # Written out: the input records nothing held or releasing refers to any more are
+            # retired (after the fsync below). Not at release time: see RunBuffer.retire.
+            retire = [seq for d in batch for seq in self.buffer.retire(d.release)]
         for hook in self.commit_hooks:
             try:
                 hook()
@@ -594,7 +590,6 @@ class Pipeline:
                 _log.exception("cannot write decided run state; going on without it")
         if last:
             self.journal.sync(last)
-        retire = [seq for d in batch for seq in d.release.seqs_done]
         if retire:
             self.journal.mark_done(retire)
 
