@@ -59,6 +59,8 @@ class FaultyIO(FileIO):
     fault: Callable[[str, int], OSError | None] | None = None
     """Asked before each numbered call ``(op, number)``: an error to raise instead (the call does
     nothing, or for ``pwrite`` a short write of half the data first when the error says so)."""
+    short: bool = False
+    """A ``pwrite`` fault writes half its data before raising (a short write)."""
     calls: list[str] = field(default_factory=list)
     """Each numbered call's name, in order."""
     dead: bool = False
@@ -117,7 +119,12 @@ class FaultyIO(FileIO):
         return super().pread(fd, size, offset)
 
     def pwrite(self, fd: int, data: bytes | memoryview, offset: int) -> int:
-        n = self._numbered("pwrite")
+        try:
+            n = self._numbered("pwrite")
+        except OSError:
+            if self.short and len(data) > 1:
+                super().pwrite(fd, bytes(data[: len(data) // 2]), offset)
+            raise
         if n == self.crash_at and self.mode == "torn" and len(data) > 1:
             super().pwrite(fd, bytes(data[: len(data) // 2]), offset)
             self.dead = True
