@@ -26,12 +26,15 @@ from journal_faults import (
     Ledger,
     Mode,
     Sink,
+    Spans,
     check,
     recover,
+    request,
     workload,
 )
 
 from otel_footprint.service import pipeline as pipeline_module
+from otel_footprint.service.journalscan import QUARANTINE
 from otel_footprint.service.metrics import HopMetrics
 
 
@@ -117,6 +120,54 @@ def test_a_held_record_outlives_the_long_decision_sharing_it(
     marks = [n for n, op in enumerate(io.calls) if op == "pwrite"]
     for n in marks[:12]:
         _run(tmp_path / "q", metrics, (n, "after"))
+
+
+def test_a_recovery_setting_damage_aside_crashed_at_each_of_its_calls(
+    tmp_path: Path, metrics: HopMetrics
+) -> None:
+    """A restart that finds a damaged record copies it aside (quarantine: directory, file, write,
+    fsync, rename, directory fsync) and goes on; killed at each of those calls and restarted, only
+    the damaged record's spans are lost, and its bytes are kept, once."""
+    base, clock, ledger, make = tmp_path / "base", Clock(), Ledger(), Spans()
+    io = FaultyIO()
+    hop = Instance(base, io, clock, Sink(), metrics)
+    batches = [make.run(trace, 2, pad=50) for trace in range(1, 5)]
+    for spans in batches:
+        hop.ingest(ledger, request(*spans))
+    io.abandon()  # killed with all four held
+    needle = batches[1][1].SerializeToString()
+    (segment,) = [p for p in base.glob("seg-*.log") if needle in p.read_bytes()]
+    data = bytearray(segment.read_bytes())
+    second = data.index(needle)  # inside the second request's record
+    data[second] ^= 0x01
+    segment.write_bytes(bytes(data))
+    damaged = {int.from_bytes(s.span_id, "big") for s in batches[1]}
+    probe = FaultyIO()
+    shutil.copytree(base, tmp_path / "probe")
+    recover(Instance(tmp_path / "probe", probe, clock, Sink(), metrics))  # numbers its calls
+    probe.abandon()
+    points = list(probe.points())
+    assert {"rename", "makedirs"} <= set(probe.calls)
+    for point in points:
+        directory = tmp_path / "q"
+        shutil.rmtree(directory, ignore_errors=True)
+        shutil.copytree(base, directory)
+        sink, crashed = Sink(), FaultyIO(*point)
+        try:
+            recover(Instance(directory, crashed, clock, sink, metrics))
+        except Crash:
+            pass
+        finally:
+            crashed.abandon()
+        last = FaultyIO()
+        recover(Instance(directory, last, clock, sink, metrics))
+        last.abandon()
+        survivors = Ledger(ledger.sent, ledger.acked - damaged)
+        check(survivors, sink)
+        (kept,) = (directory / QUARANTINE).glob("*.bad")
+        assert kept.read_bytes()[second - int(kept.name.rsplit("@", 1)[1][:-4]) :].startswith(
+            bytes(data[second : second + 8])
+        )
 
 
 @pytest.mark.slow
