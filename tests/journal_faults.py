@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -182,10 +183,17 @@ def disk_full(op: str, _n: int) -> OSError | None:
 
 
 class Sink:
-    """What the next hop received, by span id (kept across every crash and restart)."""
+    """What the next hop received, by span id and log record (kept across every crash and restart)."""
 
     def __init__(self) -> None:
         self.spans: dict[int, int] = {}
+        self.logs: set[int] = set()
+
+    def take_logs(self, payload: bytes) -> None:
+        request = ExportLogsServiceRequest.FromString(payload)
+        for rl in request.resource_logs:
+            for sl in rl.scope_logs:
+                self.logs.update(r.time_unix_nano for r in sl.log_records)
 
     def take(self, payload: bytes) -> None:
         request = ExportTraceServiceRequest.FromString(payload)
@@ -205,6 +213,8 @@ class SinkSender:
     def send(self, kind: int, payload: bytes) -> Outcome:
         if kind == KIND_OUT_TRACES:
             self.sink.take(payload)
+        else:
+            self.sink.take_logs(payload)
         return Outcome("ok")
 
     def close(self) -> None:
@@ -246,6 +256,9 @@ class Ledger:
 
     sent: set[int] = field(default_factory=set)
     acked: set[int] = field(default_factory=set)
+    logs_sent: set[int] = field(default_factory=set)
+    """Log records, by their (unique) time stamp."""
+    logs_acked: set[int] = field(default_factory=set)
 
 
 class Instance:
@@ -280,6 +293,20 @@ class Instance:
         except (OverloadedError, OSError):
             return  # refused: the sender would retry; not acknowledged
         ledger.acked |= ids
+
+    def ingest_logs(self, ledger: Ledger, request: ExportLogsServiceRequest) -> None:
+        ids = {
+            r.time_unix_nano
+            for rl in request.resource_logs
+            for sl in rl.scope_logs
+            for r in sl.log_records
+        }
+        ledger.logs_sent |= ids
+        try:
+            self.pipeline.ingest_logs(request, None, "test")
+        except (OverloadedError, OSError):
+            return
+        ledger.logs_acked |= ids
 
     def settle(self) -> None:
         """Let every held trace fall due and decide, release and commit it."""
@@ -326,6 +353,20 @@ class Spans:
         return [run] + [self.span(trace, "chat", run, pad=pad) for _ in range(children)]
 
 
+_log_ids = itertools.count(1)
+
+
+def footprint_logs(*spans: Span) -> ExportLogsServiceRequest:
+    """One footprint event as a log record per span (held for the join with its span)."""
+    req = ExportLogsServiceRequest()
+    scope = req.resource_logs.add().scope_logs.add()
+    for span in spans:
+        record = scope.log_records.add(event_name=semconv.EV_CONTEXT_EVALUATED)
+        record.trace_id, record.span_id = span.trace_id, span.span_id
+        record.time_unix_nano = next(_log_ids)
+    return req
+
+
 def request(*spans: Span) -> ExportTraceServiceRequest:
     req = ExportTraceServiceRequest()
     req.resource_spans.add().scope_spans.add().spans.extend(spans)
@@ -341,6 +382,8 @@ def workload(hop: Instance, ledger: Ledger) -> None:
     first = request(*long_run, *short_run, make.span(3, None))
     hop.ingest(ledger, first)
     hop.ingest(ledger, request(*make.run(4, 2, pad=200)))
+    # Footprint events as log records: two join the long run; one names a span that never comes.
+    hop.ingest_logs(ledger, footprint_logs(long_run[1], long_run[2], make.span(10, "chat")))
     hop.ingest(ledger, first)  # a sender's retry of spans still held
     hop.settle()
     hop.ingest(ledger, request(make.span(1, "chat", long_run[0])))  # late: its run is decided
@@ -371,3 +414,6 @@ def check(ledger: Ledger, sink: Sink) -> None:
     assert not lost, f"{len(lost)} acknowledged spans never delivered: {sorted(lost)}"
     invented = set(sink.spans) - ledger.sent
     assert not invented, f"delivered spans that were never sent: {sorted(invented)}"
+    lost_logs = ledger.logs_acked - sink.logs
+    assert not lost_logs, f"acknowledged log records never delivered: {sorted(lost_logs)}"
+    assert sink.logs <= ledger.logs_sent

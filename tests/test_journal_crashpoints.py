@@ -83,6 +83,8 @@ def _run(
     finally:
         last.abandon()
     check(ledger, sink)
+    # ... and nothing leaks: after the last clean run every record was retired.
+    assert list(directory.glob("seg-*.log")) == []
     return io, second
 
 

@@ -20,6 +20,7 @@ from journal_faults import (
     Sink,
     Spans,
     check,
+    recover,
     request,
 )
 
@@ -207,3 +208,22 @@ def test_a_torn_tail_is_cut_off_not_quarantined(tmp_path: Path) -> None:
     assert len(replay.held) == 2 and replay.damaged == []
     assert replay.truncated_bytes == 10
     assert not (tmp_path / QUARANTINE).exists()
+
+
+def test_stopping_on_a_full_disk_keeps_what_is_held_for_the_next_start(tmp_path: Path) -> None:
+    full = DiskFull()
+    io = FaultyIO(fault=full)
+    clock, sink, ledger, metrics = Clock(), Sink(), Ledger(), HopMetrics()
+    hop = Instance(tmp_path / "q", io, clock, sink, metrics)
+    make = Spans()
+    for trace in range(1, 4):
+        hop.ingest(ledger, request(*make.run(trace, 2)))
+    full.on = True
+    hop.pipeline.flush()  # a shutdown that cannot write its decided runs: no exception, no wait
+    hop.journal.close()
+    io.abandon()
+    full.on = False
+    again = FaultyIO()
+    recover(Instance(tmp_path / "q", again, clock, sink, metrics))
+    again.abandon()
+    check(ledger, sink)

@@ -695,7 +695,14 @@ class Pipeline:
             releases, orphans = self._take_due()
             releases += self.buffer.release_everything(self.clock())
             orphans += self.buffer.take_orphan_done()
-        self._settle(releases, orphans)
+        try:
+            self._settle(releases, orphans)
+        except OSError as exc:  # a commit that still cannot be written is not retried now
+            _log.error(
+                "stopping while the disk queue cannot write; the runs held stay in the journal "
+                "and are replayed at the next start",
+                extra={"error": str(exc), "waiting_for": self.journal.blocked},
+            )
 
     @property
     def is_running(self) -> bool:
