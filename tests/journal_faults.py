@@ -100,7 +100,7 @@ class FaultyIO(FileIO):
         return super().listdir(path)
 
     def open(self, path: Path, flags: int, mode: int = 0o600) -> int:
-        n = self._numbered("open")
+        n = self._numbered("create" if flags & os.O_CREAT else "open")
         fd = super().open(path, flags, mode)
         self.fds.add(fd)
         self._after(n)

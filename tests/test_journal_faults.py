@@ -37,7 +37,7 @@ class DiskFull:
         self.on = False
 
     def __call__(self, op: str, _n: int) -> OSError | None:
-        if self.on and op in ("pwrite", "open"):
+        if self.on and op in ("pwrite", "create"):
             return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return None
 
@@ -227,3 +227,26 @@ def test_stopping_on_a_full_disk_keeps_what_is_held_for_the_next_start(tmp_path:
     recover(Instance(tmp_path / "q", again, clock, sink, metrics))
     again.abandon()
     check(ledger, sink)
+
+
+def test_a_hop_started_on_a_full_disk_replays_and_waits_for_space(tmp_path: Path) -> None:
+    clock, sink, ledger, metrics = Clock(), Sink(), Ledger(), HopMetrics()
+    first = FaultyIO()
+    hop = Instance(tmp_path / "q", first, clock, sink, metrics)
+    make = Spans()
+    hop.ingest(ledger, request(*make.run(1, 2)))
+    first.abandon()  # killed with the run held
+    full = DiskFull()
+    full.on = True
+    io = FaultyIO(fault=full)
+    hop = Instance(tmp_path / "q", io, clock, sink, metrics)  # starts: no new segment possible
+    assert hop.journal.blocked is not None and metrics.queue_blocked.value() == 1
+    with pytest.raises(OverloadedError, match="cannot write"):
+        hop.pipeline.ingest_traces(request(*make.run(2, 1)), None, "test")
+    full.on = False
+    hop.settle()  # the release worker's write creates the segment once there is space
+    hop.forward()
+    check(ledger, sink)
+    assert hop.journal.blocked is None
+    hop.journal.close()
+    io.abandon()

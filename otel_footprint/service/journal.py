@@ -213,7 +213,12 @@ class Journal:
                 self._segments[first] = seg
         self._next_seq = max_seq + 1
         self._last_written = self._synced = max_seq
-        self._install(self._create_segment())
+        try:
+            self._install(self._create_segment())
+        except OSError as exc:
+            # Started on a full disk: replay what is here, refuse input, and create the
+            # segment at the first write that can (the release worker's, or a probe).
+            self._failed(exc)
         return replay
 
     def _set_aside(self, path: Path, offset: int, region: bytes) -> Damage:
@@ -330,6 +335,8 @@ class Journal:
     def _write(self, items: Sequence[tuple[int, bytes, int]], total: int) -> list[int]:
         """Write ``items`` at the active segment's end, then index them (the lock held). Nothing
         is indexed, counted or numbered for good until the write succeeded."""
+        if self._active is None:
+            self._install(self._create_segment())
         assert self._active is not None
         if self._active.size > 0 and self._active.size + total > self.segment_bytes:
             self._rotate()
