@@ -62,10 +62,16 @@ class FaultyIO(FileIO):
     nothing, or for ``pwrite`` a short write of half the data first when the error says so)."""
     short: bool = False
     """A ``pwrite`` fault writes half its data before raising (a short write)."""
+    power: bool = False
+    """The crash is a power loss, not only the process dying: what was written to a file since
+    its last ``fdatasync`` is lost (the file goes back to what that sync made durable)."""
     calls: list[str] = field(default_factory=list)
     """Each numbered call's name, in order."""
     dead: bool = False
     fds: set[int] = field(default_factory=set)
+    _paths: dict[int, Path] = field(default_factory=dict)
+    _durable: dict[Path, bytes] = field(default_factory=dict)
+    _dirty: set[Path] = field(default_factory=set)
 
     def _numbered(self, op: str) -> int:
         if self.dead:
@@ -73,8 +79,7 @@ class FaultyIO(FileIO):
         n = len(self.calls)
         self.calls.append(op)
         if n == self.crash_at and self.mode == "before":
-            self.dead = True
-            raise Crash
+            self._die()
         if self.fault is not None:
             error = self.fault(op, n)
             if error is not None:
@@ -83,8 +88,20 @@ class FaultyIO(FileIO):
 
     def _after(self, n: int) -> None:
         if n == self.crash_at:
-            self.dead = True
-            raise Crash
+            self._die()
+
+    def _die(self) -> None:
+        self.dead = True
+        if self.power:
+            for path in self._dirty:
+                if path.exists():
+                    path.write_bytes(self._durable.get(path, b""))
+        raise Crash
+
+    def _written(self, fd: int) -> None:
+        path = self._paths.get(fd)
+        if path is not None:
+            self._dirty.add(path)
 
     def _alive(self) -> None:
         if self.dead:
@@ -101,8 +118,11 @@ class FaultyIO(FileIO):
 
     def open(self, path: Path, flags: int, mode: int = 0o600) -> int:
         n = self._numbered("create" if flags & os.O_CREAT else "open")
+        if path not in self._durable:
+            self._durable[path] = path.read_bytes() if path.exists() else b""
         fd = super().open(path, flags, mode)
         self.fds.add(fd)
+        self._paths[fd] = path
         self._after(n)
         return fd
 
@@ -126,10 +146,10 @@ class FaultyIO(FileIO):
             if self.short and len(data) > 1:
                 super().pwrite(fd, bytes(data[: len(data) // 2]), offset)
             raise
+        self._written(fd)
         if n == self.crash_at and self.mode == "torn" and len(data) > 1:
             super().pwrite(fd, bytes(data[: len(data) // 2]), offset)
-            self.dead = True
-            raise Crash
+            self._die()
         written = super().pwrite(fd, data, offset)
         self._after(n)
         return written
@@ -137,10 +157,15 @@ class FaultyIO(FileIO):
     def fdatasync(self, fd: int) -> None:
         n = self._numbered("fdatasync")
         super().fdatasync(fd)
+        path = self._paths.get(fd)
+        if path is not None:
+            self._durable[path] = path.read_bytes()
+            self._dirty.discard(path)
         self._after(n)
 
     def ftruncate(self, fd: int, length: int) -> None:
         n = self._numbered("ftruncate")
+        self._written(fd)
         super().ftruncate(fd, length)
         self._after(n)
 

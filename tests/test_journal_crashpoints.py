@@ -56,12 +56,15 @@ def _run(
     metrics: HopMetrics,
     crash: tuple[int, Mode] | None,
     recovery_crash: tuple[int, Mode] | None = None,
+    *,
+    power: bool = False,
 ) -> tuple[FaultyIO, FaultyIO | None]:
-    """The workload crashed at ``crash``, a restart crashed at ``recovery_crash``, then a clean
-    restart; checks the invariant and returns the two crashed runs' I/O (their call lists)."""
+    """The workload crashed at ``crash`` (with ``power``: a power loss, unsynced writes lost), a
+    restart crashed at ``recovery_crash``, then a clean restart; checks the invariant and returns
+    the two crashed runs' I/O (their call lists)."""
     shutil.rmtree(directory, ignore_errors=True)
     clock, sink, ledger = Clock(), Sink(), Ledger()
-    io = FaultyIO(*(crash or (None, "before")))
+    io = FaultyIO(*(crash or (None, "before")), power=power)
     try:
         workload(Instance(directory, io, clock, sink, metrics), ledger)
     except Crash:
@@ -102,12 +105,14 @@ def test_the_workload_without_a_crash_delivers_everything(
     assert len(io.calls) > 50
 
 
-def test_a_sample_of_crash_points(tmp_path: Path, metrics: HopMetrics) -> None:
-    """Every seventh call of the workload, killed before, after and mid-write (seconds)."""
+@pytest.mark.parametrize("power", [False, True], ids=["kill", "power-loss"])
+def test_a_sample_of_crash_points(tmp_path: Path, metrics: HopMetrics, power: bool) -> None:
+    """Every seventh call of the workload, killed before, after and mid-write (seconds); and the
+    same points as a power loss (what was not fdatasync'd is lost too)."""
     io, _ = _run(tmp_path / "q", metrics, None)
     points = [p for p in io.points() if p[0] % 7 == 3]
     for point in points:
-        _run(tmp_path / "q", metrics, point)
+        _run(tmp_path / "q", metrics, point, power=power)
     assert len(points) > 20
 
 
@@ -182,7 +187,8 @@ def test_every_crash_point_of_the_workload_and_of_recovery(
     points = list(io.points())
     for point in points:
         _run(tmp_path / "q", metrics, point)
-    covered = len(points)
+        _run(tmp_path / "q", metrics, point, power=True)
+    covered = 2 * len(points)
     for point in points[::5]:
         _, recovery = _run(tmp_path / "q", metrics, point, (10**9, "before"))  # numbers its calls
         assert recovery is not None
@@ -191,6 +197,7 @@ def test_every_crash_point_of_the_workload_and_of_recovery(
             covered += 1
     print(
         f"\ncrash points covered: {covered} ({len(points)} in the workload's {len(io.calls)} "
-        f"file-changing calls, {covered - len(points)} in recoveries)"
+        f"file-changing calls, each as a kill and as a power loss; {covered - 2 * len(points)} "
+        "in recoveries)"
     )
     assert covered > len(points)
