@@ -352,31 +352,6 @@ def test_the_same_request_twice_within_the_grace_leaves_nothing_held(tmp_path: P
     again.close()
 
 
-def test_a_failed_write_out_stops_counting_the_released_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Released runs count against max_bytes until written out; if writing them out fails (a full
-    disk), they leave memory all the same and must not keep the hop refusing senders."""
-    clock = Clock()
-    pipeline, journal, _ = _pipeline(tmp_path, clock)
-    for trace in range(40, 43):
-        run = _span(trace, "invoke_agent", footprint__run__id=f"r{trace}")
-        pipeline.ingest_traces(_request(run, _span(trace, "chat", parent=run.span_id)), None, "t")
-    held = pipeline.buffer.core.bytes_held
-    assert held > 0
-
-    def full_disk(*_: object, **__: object) -> list[int]:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(journal, "append", full_disk)
-    clock.now += 2.0
-    with pytest.raises(OSError, match="No space"):
-        pipeline.process_due()
-    assert pipeline.buffer.releasing_bytes == 0
-    assert pipeline.buffer.core.bytes_held == 0
-    journal.close()
-
-
 def test_batches_waiting_for_the_forwarder_in_memory_count_against_max_bytes(
     tmp_path: Path,
 ) -> None:

@@ -168,8 +168,9 @@ class Release(Generic[K, T, E]):
     """The decision cache's notes for ``late`` items that have one, by span id."""
     events: list[E] = field(default_factory=list)
     """Every event item leaving with this release (joined or not), for the adapter's bookkeeping."""
-    seqs_done: list[int] = field(default_factory=list)
-    """The adapter's own bookkeeping (the hop: journal records no longer referenced)."""
+    seqs: list[int] = field(default_factory=list)
+    """The adapter's own bookkeeping (the hop: the journal record of each item leaving, retired
+    only once the release is written out)."""
     size: int = 0
 
     def spans(self) -> Iterator[T]:

@@ -2,7 +2,9 @@
 
 The core decides which spans wait and when runs are released (one rule for both delivery paths);
 this adapter classifies protobuf spans for it, counts the journal records each held span or event
-still references (a record is retired once nothing of it is held), and names spans of decided runs
+still references (a record is retired once nothing of it is held or releasing: the journal's rule,
+docs/design.md, is that a record is retired only when everything it holds is journaled further or
+delivered), and names spans of decided runs
 *late* with the decision cache's note. Not thread-safe: the hop calls it under one lock. Times are
 passed in (monotonic seconds).
 """
@@ -206,7 +208,8 @@ class RunBuffer:
     # -- state (the counts and gauges are the core's: ``buffer.core``) -------------------------
 
     def holds_record(self, seq: int) -> bool:
-        """Whether a held span or event still refers to journal record ``seq``."""
+        """Whether a span or event held, or released and not yet written out, refers to journal
+        record ``seq``."""
         return seq in self._refs
 
     @property
@@ -368,13 +371,22 @@ class RunBuffer:
                 release.late_notes = {
                     sid: _unpacked(n, sid) for sid, n in release.late_notes.items()
                 }
-            done: list[int] = []
-            for held in release.spans():
-                self._unref(held.seq, done)
-            for event in release.events:
-                self._unref(event.seq, done)
-            release.seqs_done = done
+            # Still referenced: the records are retired when the release is written out
+            # (:meth:`retire`), not now. Releases are decided in slices and committed in the
+            # order their decisions end, so a short trace's commit must not retire a record that
+            # a longer trace of the same request, still being decided, came from.
+            release.seqs = [held.seq for held in release.spans()]
+            release.seqs += [event.seq for event in release.events]
         return releases
+
+    def retire(self, release: Release) -> list[int]:
+        """``release`` is written out (journaled further): the journal records nothing held or
+        releasing refers to any more, to be marked done once that write is durable."""
+        done: list[int] = []
+        for seq in release.seqs:
+            self._unref(seq, done)
+        release.seqs = []
+        return done
 
     def _ref(self, seq: int) -> None:
         self._refs[seq] = self._refs.get(seq, 0) + 1

@@ -396,6 +396,7 @@ class Hop:
             # bytes, and what the segment files take on disk (compaction keeps it near pending).
             "queue_bytes": pending,
             "queue_disk_bytes": disk,
+            "queue_blocked": self.journal.blocked,
             "dead_letter_bytes": self.dead_letter.size,
             "forward_last_error": self.forwarder.last_error,
         }

@@ -9,43 +9,76 @@ records copied forward) so the files stay within twice the pending bytes plus th
 After a crash the pending records are replayed: held input goes back into
 the run buffer, outbound batches back to the forwarder. Delivery is therefore at-least-once: a
 crash between forwarding and marking may send a batch twice, never zero times.
+
+The rules it keeps (docs/design.md, "The journal's rules"): a record is retired only when
+everything it holds is journaled further or delivered (the callers' side: ``service/buffer.py``);
+a write that fails (a full disk, an I/O error, a short write) leaves the journal as it was before
+it, refuses new input (:class:`QueueFullError`, with what it waits for) and is tried again, by the
+release worker's re-queues and by new input at most once a :data:`PROBE_SECONDS`, so a full disk
+recovers by itself when space returns; damage costs the damaged record only
+(``service/journalscan.py``). Every file operation goes through one seam (``journalio.FileIO``),
+where the crash-point tests inject their faults.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
+import errno
 import os
-import struct
 import threading
+import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from otel_footprint.service import jsonlog
+from otel_footprint.service.journalio import REAL_IO, FileIO
+from otel_footprint.service.journalscan import (
+    DONE,
+    HEADER,
+    HELD_KINDS,
+    KIND_HELD_LOGS,
+    KIND_HELD_TRACES,
+    KIND_OUT_LOGS,
+    KIND_OUT_TRACES,
+    MAGIC,
+    MAX_RECORD,
+    MAX_TRACE_IDS,
+    OUT_KINDS,
+    PENDING,
+    STATUS_OFFSET,
+    Damage,
+    Record,
+    describe,
+    quarantine,
+    scan,
+)
 
-KIND_HELD_TRACES: Final = 1
-KIND_HELD_LOGS: Final = 2
-KIND_OUT_TRACES: Final = 3
-KIND_OUT_LOGS: Final = 4
-OUT_KINDS: Final = frozenset({KIND_OUT_TRACES, KIND_OUT_LOGS})
-HELD_KINDS: Final = frozenset({KIND_HELD_TRACES, KIND_HELD_LOGS})
+__all__ = [
+    "HELD_KINDS",
+    "KIND_HELD_LOGS",
+    "KIND_HELD_TRACES",
+    "KIND_OUT_LOGS",
+    "KIND_OUT_TRACES",
+    "OUT_KINDS",
+    "Damage",
+    "Journal",
+    "QueueFullError",
+    "Record",
+    "Replay",
+]
 
-_MAGIC: Final = 0xF07F
-_PENDING: Final = 0
-_DONE: Final = 1
-# magic, status, kind, seq, payload length, item count (spans or log records), crc32 of payload
-_HEADER = struct.Struct("<HBBQIII")
-_STATUS_OFFSET: Final = 2
-_MAX_RECORD: Final = 1 << 30
+PROBE_SECONDS: Final = 1.0
+"""While writes fail, new input tries one write at most this often (the rest are refused)."""
+_DONE_MARK: Final = bytes([DONE])
 
 _log = jsonlog.get("journal")
 
 
 class QueueFullError(Exception):
-    """The journal would exceed its size bound: the sender should retry later."""
+    """The journal would exceed its size bound, or cannot write now: the sender should retry later."""
 
 
 @dataclass(eq=False, slots=True)
@@ -58,16 +91,8 @@ class _Segment:
     live: int = 0
     """Bytes (header and payload) of this segment's pending records."""
     active: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """A pending record's place in the journal (payload read on demand)."""
-
-    seq: int
-    kind: int
-    count: int
-    length: int
+    dirty: bool = False
+    """A failed write may have left bytes past ``size`` that could not be cut off yet."""
 
 
 @dataclass(slots=True)
@@ -77,6 +102,9 @@ class Replay:
     held: list[tuple[Record, bytes]] = field(default_factory=list)
     outbound: int = 0
     truncated_bytes: int = 0
+    """Bytes of torn tails cut off (writes the crash interrupted: never acknowledged)."""
+    damaged: list[Damage] = field(default_factory=list)
+    """Damaged regions set aside in the quarantine directory (their records are lost)."""
 
 
 class Journal:
@@ -90,8 +118,11 @@ class Journal:
         max_bytes: int = 1 << 30,
         fsync: bool = True,
         cache_bytes: int = 64 << 20,
+        io: FileIO = REAL_IO,
     ) -> None:
         self.directory = directory
+        self.io = io
+        """Every file operation goes through this seam (tests inject faults and crashes there)."""
         self.segment_bytes = segment_bytes
         self.max_bytes = max_bytes
         self.fsync = fsync
@@ -114,50 +145,58 @@ class Journal:
         self._out_pending = 0
         self._closed = False
         self._last_first = 0
+        self._failure: str | None = None
+        self._failed_since = 0.0
+        self._failed_at = 0.0
         self.compacted_segments = 0
         """Segments rewritten by compaction (their pending records copied forward)."""
+        self.on_write_failure: Callable[[str], None] = lambda _error: None
+        """Told of each failed write, fsync or file creation (by error name: ``ENOSPC``, ...)."""
 
     # -- opening and replay --------------------------------------------------------------------
 
     def open(self) -> Replay:
-        """Scan existing segments, keep the pending records, start a new active segment."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.directory.chmod(0o700)
+        """Scan existing segments, keep the pending records, start a new active segment.
+
+        A torn tail (the write a crash interrupted, never acknowledged) is cut off; damaged bytes
+        anywhere else are copied into the quarantine directory and skipped, the records around
+        them kept (``journalscan``)."""
+        io = self.io
+        io.makedirs(self.directory)
         replay = Replay()
         max_seq = 0
-        for path in sorted(self.directory.glob("seg-*.log")):
-            try:
-                first = int(path.stem.split("-", 1)[1])
-            except ValueError:
-                _log.warning(
-                    "ignoring a file that is not a journal segment", extra={"path": str(path)}
-                )
-                continue
-            fd = os.open(path, os.O_RDWR)
+        names = sorted(n for n in io.listdir(self.directory) if _is_segment_name(n))
+        for path in (self.directory / n for n in names):
+            first = int(path.stem.split("-", 1)[1])
+            fd = io.open(path, os.O_RDWR)
             seg = _Segment(path, fd, first)
             self._last_first = max(self._last_first, first)
-            data = _read_all(fd)
-            offset = 0
-            while offset < len(data):
-                parsed = _parse_record(data, offset)
-                if parsed is None:
-                    # A torn tail (killed mid-write): that record was never acknowledged.
-                    replay.truncated_bytes += len(data) - offset
+            data = _read_all(io, fd)
+            found = scan(data)
+            for offset, size in found.damage:
+                replay.damaged.append(self._set_aside(path, offset, data[offset : offset + size]))
+            cut = found.end < len(data)
+            if cut and found.damage and found.damage[-1][0] == found.end:
+                # Trailing damage: cut off only once its bytes are safe in the quarantine.
+                cut = replay.damaged[-1].file is not None
+            if cut:
+                if found.torn:
+                    replay.truncated_bytes += found.torn
                     _log.warning(
-                        "truncating an incomplete journal record",
-                        extra={"path": str(path), "offset": offset, "bytes": len(data) - offset},
+                        "truncating an incomplete journal record (a write the crash interrupted)",
+                        extra={"path": str(path), "offset": found.end, "bytes": found.torn},
                     )
-                    os.ftruncate(fd, offset)
-                    break
-                status, record, payload_at = parsed
+                io.ftruncate(fd, found.end)
+            for status, record, payload_at in found.records:
+                offset = payload_at - HEADER.size
                 max_seq = max(max_seq, record.seq)
-                if status == _PENDING and record.seq in self._where:
+                if status == PENDING and record.seq in self._where:
                     # A record compaction copied forward; the process died before the old
                     # segment was removed. The first copy stands; this one is done.
-                    os.pwrite(fd, bytes([_DONE]), offset + _STATUS_OFFSET)
-                elif status == _PENDING:
+                    io.pwrite(fd, _DONE_MARK, offset + STATUS_OFFSET)
+                elif status == PENDING:
                     seg.pending += 1
-                    seg.live += _HEADER.size + record.length
+                    seg.live += HEADER.size + record.length
                     self._where[record.seq] = (seg, offset, record)
                     self._pending_bytes += record.length
                     if record.kind in OUT_KINDS:
@@ -166,8 +205,7 @@ class Journal:
                         replay.outbound += 1
                     else:
                         replay.held.append((record, data[payload_at : payload_at + record.length]))
-                offset = payload_at + record.length
-            seg.size = min(offset, len(data))
+            seg.size = found.end if cut else len(data)
             self._disk_bytes += seg.size
             if seg.pending == 0:
                 self._drop_segment(seg)
@@ -175,29 +213,83 @@ class Journal:
                 self._segments[first] = seg
         self._next_seq = max_seq + 1
         self._last_written = self._synced = max_seq
-        self._new_active()
+        try:
+            self._install(self._create_segment())
+        except OSError as exc:
+            # Started on a full disk: replay what is here, refuse input, and create the
+            # segment at the first write that can (the release worker's, or a probe).
+            self._failed(exc)
         return replay
 
-    def _new_active(self) -> None:
+    def _set_aside(self, path: Path, offset: int, region: bytes) -> Damage:
+        kind, seq, items, trace_ids = describe(region)
+        kept = quarantine(self.io, self.directory, path, offset, region)
+        damage = Damage(path.name, offset, len(region), kept, kind, seq, items, trace_ids)
+        _log.error(
+            "a damaged journal record was set aside; what it held is lost"
+            if kept is not None
+            else "a damaged journal record could not be copied aside; it is skipped and left in "
+            "its segment",
+            extra={
+                "path": str(path),
+                "offset": offset,
+                "bytes": len(region),
+                "quarantine_file": kept,
+                "kind": kind,
+                "seq": seq,
+                "items": items,
+                "trace_ids": list(trace_ids[:MAX_TRACE_IDS]),
+            },
+        )
+        return damage
+
+    def _create_segment(self) -> _Segment:
+        """A new, empty segment file, durable in its directory (not yet the active one)."""
         # Named by the next sequence number, kept strictly increasing: compaction can start a
         # segment before any new record was numbered, and replay reads segments in name order.
         first = max(self._next_seq, self._last_first + 1)
-        self._last_first = first
         path = self.directory / f"seg-{first:020d}.log"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        seg = _Segment(path, fd, first, active=True)
-        self._segments[first] = seg
-        self._active = seg
+        fd = self.io.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self._last_first = first
         if self.fsync:
             # The new file's directory entry must survive a crash too.
-            _fsync_dir(self.directory)
+            try:
+                self.io.fsync_dir(self.directory)
+            except OSError:
+                self._close_quietly(fd)
+                self._unlink_quietly(path)
+                raise
+        return _Segment(path, fd, first)
+
+    def _install(self, seg: _Segment) -> None:
+        seg.active = True
+        self._segments[seg.first_seq] = seg
+        self._active = seg
 
     def _drop_segment(self, seg: _Segment) -> None:
-        os.close(seg.fd)
-        with contextlib.suppress(FileNotFoundError):
-            seg.path.unlink()
+        """Close and remove a segment none of whose records is pending. A removal that fails
+        leaves a file of done records (or of copies compaction made): harmless at replay."""
+        self._close_quietly(seg.fd)
+        self._unlink_quietly(seg.path)
         self._disk_bytes -= seg.size
         self._segments.pop(seg.first_seq, None)
+
+    def _close_quietly(self, fd: int) -> None:
+        try:
+            self.io.close(fd)
+        except OSError as exc:
+            _log.warning("cannot close a journal segment", extra={"error": str(exc)})
+
+    def _unlink_quietly(self, path: Path) -> None:
+        try:
+            self.io.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            _log.warning(
+                "cannot remove a finished journal segment",
+                extra={"path": str(path), "error": str(exc)},
+            )
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -207,68 +299,156 @@ class Journal:
         Not yet durable: call :meth:`sync` with the last sequence before acknowledging. With
         ``admit`` the size bound is checked first (raises :class:`QueueFullError`); internal re-queues
         (released runs) pass ``admit=False`` because refusing them would lose acknowledged data.
+
+        A write that fails (``OSError``: a full disk, an I/O error, a short write) leaves the
+        journal as it was before it and raises; the journal then refuses admitted input
+        (:class:`QueueFullError`, saying what it waits for) except one try a
+        :data:`PROBE_SECONDS`, until a write succeeds again.
         """
-        total = sum(len(p) + _HEADER.size for _, p, _ in items)
+        total = sum(len(p) + HEADER.size for _, p, _ in items)
         with self._lock:
             if self._closed:
                 raise QueueFullError("journal is closed")
-            if admit and self._disk_bytes + total > self.max_bytes:
-                raise QueueFullError(
-                    f"disk queue is full ({self._disk_bytes} of {self.max_bytes} bytes)"
-                )
-            assert self._active is not None
-            if self._active.size > 0 and self._active.size + total > self.segment_bytes:
-                self._rotate()
-            seg = self._active
-            assert seg is not None
-            seqs: list[int] = []
-            chunks: list[bytes] = []
-            offset = seg.size
-            for kind, payload, count in items:
-                if len(payload) >= _MAX_RECORD:
-                    raise ValueError(f"record of {len(payload)} bytes is too large for the journal")
-                seq = self._next_seq
-                self._next_seq += 1
-                record = Record(seq, kind, count, len(payload))
-                header = _HEADER.pack(
-                    _MAGIC, _PENDING, kind, seq, len(payload), count, zlib.crc32(payload)
-                )
-                chunks.append(header)
-                chunks.append(payload)
-                self._where[seq] = (seg, offset, record)
-                offset += _HEADER.size + len(payload)
-                seg.pending += 1
-                seg.live += _HEADER.size + len(payload)
-                self._pending_bytes += len(payload)
-                seqs.append(seq)
-                if kind in OUT_KINDS:
-                    self._out.append(record)
-                    self._out_pending += 1
-                    if self._cached_bytes + len(payload) <= self.cache_bytes:
-                        self._cache[seq] = payload
-                        self._cached_bytes += len(payload)
-            data = b"".join(chunks)
-            _write_all(seg.fd, data, seg.size)
-            seg.size += len(data)
-            self._disk_bytes += len(data)
-            self._last_written = seqs[-1] if seqs else self._last_written
+            if admit:
+                self._admit(total)
+            try:
+                seqs = self._write(items, total)
+            except OSError as exc:
+                self._failed(exc)
+                raise
+            if self._failure is not None:
+                self._recovered()
             if any(kind in OUT_KINDS for kind, _, _ in items):
                 self._out_cv.notify_all()
             return seqs
 
+    def _admit(self, total: int) -> None:
+        if self._failure is not None and time.monotonic() - self._failed_at < PROBE_SECONDS:
+            raise QueueFullError(
+                f"the disk queue cannot write ({self._failure}); waiting for {_waiting_for(self._failure)}"
+            )
+        if self._disk_bytes + total > self.max_bytes:
+            raise QueueFullError(
+                f"disk queue is full ({self._disk_bytes} of {self.max_bytes} bytes)"
+            )
+
+    def _write(self, items: Sequence[tuple[int, bytes, int]], total: int) -> list[int]:
+        """Write ``items`` at the active segment's end, then index them (the lock held). Nothing
+        is indexed, counted or numbered for good until the write succeeded."""
+        if self._active is None:
+            self._install(self._create_segment())
+        assert self._active is not None
+        if self._active.size > 0 and self._active.size + total > self.segment_bytes:
+            self._rotate()
+        seg = self._active
+        assert seg is not None
+        if seg.dirty:
+            self._cut(seg)
+        chunks: list[bytes] = []
+        placed: list[tuple[Record, int, bytes]] = []
+        offset = seg.size
+        seq = self._next_seq
+        for kind, payload, count in items:
+            if len(payload) >= MAX_RECORD:
+                raise ValueError(f"record of {len(payload)} bytes is too large for the journal")
+            record = Record(seq, kind, count, len(payload))
+            seq += 1
+            chunks.append(
+                HEADER.pack(
+                    MAGIC, PENDING, kind, record.seq, len(payload), count, zlib.crc32(payload)
+                )
+            )
+            chunks.append(payload)
+            placed.append((record, offset, payload))
+            offset += HEADER.size + len(payload)
+        data = b"".join(chunks)
+        # Numbers are never given twice, even to records whose write failed: a failed write's
+        # bytes that could not be cut off must not pass for a later record at replay.
+        self._next_seq = seq
+        try:
+            _write_all(self.io, seg.fd, data, seg.size)
+        except OSError:
+            self._cut(seg, failing=True)
+            raise
+        for record, at, payload in placed:
+            self._where[record.seq] = (seg, at, record)
+            seg.pending += 1
+            seg.live += HEADER.size + record.length
+            self._pending_bytes += record.length
+            if record.kind in OUT_KINDS:
+                self._out.append(record)
+                self._out_pending += 1
+                if self._cached_bytes + record.length <= self.cache_bytes:
+                    self._cache[record.seq] = payload
+                    self._cached_bytes += record.length
+        seg.size += len(data)
+        self._disk_bytes += len(data)
+        if placed:
+            self._last_written = placed[-1][0].seq
+        return [record.seq for record, _, _ in placed]
+
+    def _cut(self, seg: _Segment, *, failing: bool = False) -> None:
+        """Cut off whatever a failed write left past the segment's known end."""
+        try:
+            self.io.ftruncate(seg.fd, seg.size)
+        except OSError:
+            seg.dirty = True
+            if not failing:
+                raise
+        else:
+            seg.dirty = False
+
+    def _failed(self, exc: OSError) -> None:
+        name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+        now = time.monotonic()
+        self._failed_at = now
+        self.on_write_failure(name)
+        if self._failure is None:
+            self._failure = f"{name}: {exc.strerror or exc}"
+            self._failed_since = now
+            _log.error(
+                "the disk queue cannot write; refusing new input until it can, and trying again",
+                extra={
+                    "error": self._failure,
+                    "waiting_for": _waiting_for(self._failure),
+                    "directory": str(self.directory),
+                },
+            )
+
+    def _recovered(self) -> None:
+        _log.info(
+            "the disk queue writes again; taking new input",
+            extra={
+                "was": self._failure,
+                "blocked_seconds": round(time.monotonic() - self._failed_since, 3),
+            },
+        )
+        self._failure = None
+
+    @property
+    def blocked(self) -> str | None:
+        """What the journal waits for while its writes fail (None: it writes)."""
+        failure = self._failure
+        return None if failure is None else f"{_waiting_for(failure)} ({failure})"
+
     def _rotate(self) -> None:
         self._roll()
-        self._compact()
+        try:
+            self._compact()
+        except OSError as exc:  # compaction only reclaims disk: the records stay where they are
+            _log.warning("cannot compact the disk queue now", extra={"error": str(exc)})
 
     def _roll(self) -> None:
-        # Called with the lock held: make the old segment durable, then start a new one.
+        # Called with the lock held: make the old segment durable, then start a new one. A
+        # failure on the way leaves the old one active.
         old = self._active
         assert old is not None
         if self.fsync:
-            os.fdatasync(old.fd)
+            self.io.fdatasync(old.fd)
             self._synced = max(self._synced, self._last_written)
+        new = self._create_segment()
         old.active = False
-        self._new_active()
+        self._install(new)
         if old.pending == 0:
             self._drop_segment(old)
 
@@ -313,29 +493,41 @@ class Journal:
         offset = active.size
         placed: list[tuple[int, Record]] = []
         for old_offset, record in moved:
-            data = os.pread(seg.fd, _HEADER.size + record.length, old_offset)
+            data = self.io.pread(seg.fd, HEADER.size + record.length, old_offset)
             chunks.append(data)
             placed.append((offset, record))
             offset += len(data)
         data = b"".join(chunks)
-        _write_all(active.fd, data, active.size)
-        if self.fsync:
-            os.fdatasync(active.fd)
+        if active.dirty:
+            self._cut(active)
+        try:
+            _write_all(self.io, active.fd, data, active.size)
+            if self.fsync:
+                self.io.fdatasync(active.fd)
+        except OSError:
+            self._cut(active, failing=True)  # the copies are not indexed: as if never made
+            raise
         for new_offset, record in placed:
             self._where[record.seq] = (active, new_offset, record)
             active.pending += 1
-            active.live += _HEADER.size + record.length
+            active.live += HEADER.size + record.length
         active.size += len(data)
         self._disk_bytes += len(data)
         seg.pending = 0
         seg.live = 0
         self._drop_segment(seg)
         if self.fsync:
-            _fsync_dir(self.directory)
+            try:
+                self.io.fsync_dir(self.directory)
+            except OSError as exc:  # the old file may come back after a crash: its copies are
+                _log.warning("cannot sync the disk queue's directory", extra={"error": str(exc)})
         self.compacted_segments += 1
 
     def sync(self, seq: int) -> None:
-        """Return once every record up to ``seq`` is on disk (one fsync serves many waiters)."""
+        """Return once every record up to ``seq`` is on disk (one fsync serves many waiters).
+
+        Raises ``OSError`` when the fsync fails: nothing is acknowledged on it (the journal then
+        refuses admitted input as for a failed write, until a write or fsync succeeds)."""
         if not self.fsync:
             return
         with self._sync_cv:
@@ -348,27 +540,42 @@ class Journal:
                 assert self._active is not None
                 fd = self._active.fd
                 self._sync_cv.release()
+                error: OSError | None = None
                 try:
-                    os.fdatasync(fd)
+                    self.io.fdatasync(fd)
+                except OSError as exc:
+                    error = exc
                 finally:
                     self._sync_cv.acquire()
                     self._syncing = False
                     self._sync_cv.notify_all()
+                if error is not None:
+                    self._failed(error)
+                    raise error
                 self._synced = max(self._synced, target)
+                if self._failure is not None:
+                    self._recovered()
 
     # -- completing ----------------------------------------------------------------------------
 
     def mark_done(self, seqs: Iterable[int]) -> None:
-        """Mark records done (their content is safe elsewhere); drop segments that empty."""
+        """Mark records done (their content is safe elsewhere); drop segments that empty.
+
+        Never raises for the disk: a done mark that cannot be written leaves the record pending
+        on disk, so it is replayed (sent again) after a restart: a duplicate, never a loss."""
         with self._lock:
+            failed: OSError | None = None
             for seq in seqs:
                 where = self._where.pop(seq, None)
                 if where is None:
                     continue
                 seg, offset, record = where
-                os.pwrite(seg.fd, bytes([_DONE]), offset + _STATUS_OFFSET)
+                try:
+                    self.io.pwrite(seg.fd, _DONE_MARK, offset + STATUS_OFFSET)
+                except OSError as exc:
+                    failed = exc
                 seg.pending -= 1
-                seg.live -= _HEADER.size + record.length
+                seg.live -= HEADER.size + record.length
                 self._pending_bytes -= record.length
                 if record.kind in OUT_KINDS:
                     self._out_pending -= 1
@@ -377,11 +584,19 @@ class Journal:
                     self._cached_bytes -= len(cached)
                 if seg.pending == 0 and not seg.active:
                     self._drop_segment(seg)
+            if failed is not None:
+                _log.warning(
+                    "cannot mark journal records done; they will be sent again after a restart",
+                    extra={"error": str(failed)},
+                )
             if self._closed or self._active is None:
                 return
             # A cheap test first (pending payload without headers); the exact one in _compact.
             if self._disk_bytes - self._active.size > 2 * self._pending_bytes:
-                self._compact()
+                try:
+                    self._compact()
+                except OSError as exc:
+                    _log.warning("cannot compact the disk queue now", extra={"error": str(exc)})
 
     # -- the forwarder's side ------------------------------------------------------------------
 
@@ -420,7 +635,7 @@ class Journal:
                 raise KeyError(f"journal record {record.seq} is not pending")
             seg, offset, _ = where
             # Under the lock: compaction may move the record and close its old segment.
-            data = os.pread(seg.fd, record.length, offset + _HEADER.size)
+            data = self.io.pread(seg.fd, record.length, offset + HEADER.size)
         if len(data) != record.length:
             raise OSError(f"journal segment {seg.path} is shorter than its index says")
         return data
@@ -470,52 +685,54 @@ class Journal:
                 return
             self._closed = True
             for seg in list(self._segments.values()):
-                if self.fsync:
-                    os.fdatasync(seg.fd)
                 if seg.pending == 0:
                     self._drop_segment(seg)
-                else:
-                    os.close(seg.fd)
+                    continue
+                if self.fsync:
+                    try:
+                        self.io.fdatasync(seg.fd)
+                    except OSError as exc:  # what was acknowledged was synced before its ack
+                        _log.warning(
+                            "cannot sync a journal segment at close",
+                            extra={"path": str(seg.path), "error": str(exc)},
+                        )
+                self._close_quietly(seg.fd)
             self._segments.clear()
             self._out_cv.notify_all()
 
 
-def _parse_record(data: bytes, offset: int) -> tuple[int, Record, int] | None:
-    if offset + _HEADER.size > len(data):
-        return None
-    magic, status, kind, seq, length, count, crc = _HEADER.unpack_from(data, offset)
-    start = offset + _HEADER.size
-    if magic != _MAGIC or status not in (_PENDING, _DONE) or length >= _MAX_RECORD:
-        return None
-    if start + length > len(data) or zlib.crc32(data[start : start + length]) != crc:
-        return None
-    if kind not in OUT_KINDS and kind not in HELD_KINDS:
-        return None
-    return status, Record(seq, kind, count, length), start
+def _is_segment_name(name: str) -> bool:
+    if not (name.startswith("seg-") and name.endswith(".log")):
+        return False
+    if not name[4:-4].isdigit():
+        _log.warning("ignoring a file that is not a journal segment", extra={"path": name})
+        return False
+    return True
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(io: FileIO, fd: int) -> bytes:
     chunks: list[bytes] = []
     offset = 0
     while True:
-        chunk = os.pread(fd, 1 << 20, offset)
+        chunk = io.pread(fd, 1 << 20, offset)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         offset += len(chunk)
 
 
-def _write_all(fd: int, data: bytes, offset: int) -> None:
+def _write_all(io: FileIO, fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     while view:
-        written = os.pwrite(fd, view, offset)
+        written = io.pwrite(fd, view, offset)
+        if written <= 0:
+            raise OSError(errno.EIO, "a write to the disk queue wrote nothing")
         view = view[written:]
         offset += written
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _waiting_for(failure: str) -> str:
+    """What a failed write waits for, in words for the log line and the health answer."""
+    if failure.startswith(("ENOSPC", "EDQUOT")):
+        return "space on the disk queue's file system"
+    return "the disk queue's file system to accept writes again"

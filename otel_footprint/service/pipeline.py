@@ -69,6 +69,10 @@ GROUP_COMMIT_RELEASES = 64
 """At most this many decided traces share one journal append and fsync (when that many are due)."""
 GROUP_COMMIT_SECONDS = 0.05
 """... and a decided trace waits at most about this long for the others of its group."""
+RETRY_FIRST = 0.05
+"""A journal write that failed (a full disk) is tried again after this long, then twice as long
+each time up to :data:`RETRY_MAX`."""
+RETRY_MAX = 2.0
 
 
 @dataclass(slots=True)
@@ -208,6 +212,8 @@ class Pipeline:
         m.queue_bytes.set_reader(lambda: journal.pending_bytes)
         m.queue_disk_bytes.set_reader(lambda: journal.disk_bytes)
         m.queue_batches.set_reader(lambda: journal.outbound_count)
+        m.queue_blocked.set_reader(lambda: journal.blocked is not None)
+        journal.on_write_failure = lambda error: m.queue_write_failures.inc(1, error)
         if memory is not None:
             m.resident_bytes.set_reader(lambda: memory.rss)
             m.memory_limit_bytes.set_reader(lambda: memory.limit)
@@ -231,9 +237,8 @@ class Pipeline:
                 if record.kind == KIND_HELD_TRACES:
                     request = ExportTraceServiceRequest.FromString(payload)
                     infos = classify(request)
-                    forced = self.buffer.hold(infos, record.seq, now)
-                    self._forced.extend(forced)
-                    if self._unreferenced(record.seq, forced):
+                    self._forced.extend(self.buffer.hold(infos, record.seq, now))
+                    if not self.buffer.holds_record(record.seq):
                         # Every span a duplicate of one held from an earlier record.
                         self.journal.mark_done([record.seq])
                     spans += len(infos)
@@ -246,6 +251,9 @@ class Pipeline:
                     events += kept
                     if kept == 0:
                         self.journal.mark_done([record.seq])
+        for damage in replay.damaged:
+            self.metrics.queue_quarantined.inc()
+            self.metrics.queue_quarantined_bytes.inc(damage.size)
         if replay.held or replay.outbound:
             _log.info(
                 "recovered from the journal",
@@ -254,6 +262,7 @@ class Pipeline:
                     "held_log_events": events,
                     "outbound_batches": replay.outbound,
                     "truncated_bytes": replay.truncated_bytes,
+                    "quarantined_regions": len(replay.damaged),
                 },
             )
 
@@ -340,7 +349,7 @@ class Pipeline:
                 held_seq = last - len(records) + 1
                 releases = self.buffer.hold(hold, held_seq, self.clock())
                 self._queue_releases(releases)
-                if self._unreferenced(held_seq, releases):
+                if not self.buffer.holds_record(held_seq):
                     duplicate = held_seq
         self.journal.sync(last)
         if duplicate is not None:
@@ -355,12 +364,6 @@ class Pipeline:
         if passed or late:
             self.metrics.spans_queued.inc(len(passed) + len(late))
         return total
-
-    def _unreferenced(self, seq: int, releases: Sequence[Release]) -> bool:
-        """Whether no held span refers to record ``seq`` and no pending release will retire it."""
-        if self.buffer.holds_record(seq):
-            return False
-        return not any(seq in r.seqs_done for r in releases)
 
     def _annotate_late(self, item: LateSpan) -> bool:
         try:
@@ -415,6 +418,10 @@ class Pipeline:
             seqs = self.journal.append(records)
         except QueueFullError as exc:
             raise OverloadedError(str(exc), retry_after=2.0) from exc
+        except OSError as exc:
+            # The journal is as it was before this write and refuses input until a write
+            # succeeds (it logged what it waits for): this sender retries like the next ones.
+            raise OverloadedError(f"the disk queue cannot write: {exc}", retry_after=2.0) from exc
         return seqs[-1]
 
     def _append_and_sync(self, records: list[tuple[int, bytes, int]]) -> None:
@@ -578,34 +585,76 @@ class Pipeline:
             # Counted before the forwarder can see the records: whoever sees the spans arrive
             # downstream sees them counted.
             self._account(d.release, d.decisions, d.count)
-        last = 0
-        with self._lock:
-            try:
-                with self.phoenix.registering() if self.phoenix is not None else nullcontext():
-                    if records:
-                        seqs = self.journal.append(records, admit=False)
-                        last = seqs[-1]
-                        if self.phoenix is not None:
-                            for d, seq in zip(queued, seqs, strict=True):
-                                self.phoenix.expect(seq, d.annotations)
-            finally:
-                # Written out or not (a failed append replays from the journal after a restart),
-                # these releases no longer sit in memory.
-                for d in batch:
-                    self.buffer.releasing_bytes -= d.release.size
-            for d in queued:
-                # Every decided trace is counted in the cache's share, notes or not.
-                self.buffer.remember_packed(d.release.trace_id, d.pack, d.notes, d.count)
+        last, retire = self._write_out(batch, queued, records)
         for hook in self.commit_hooks:
             try:
                 hook()
             except Exception:  # a state store that cannot write must not stop the spans
                 _log.exception("cannot write decided run state; going on without it")
         if last:
-            self.journal.sync(last)
-        retire = [seq for d in batch for seq in d.release.seqs_done]
+            self._retrying(lambda: self.journal.sync(last), batch, counted=False)
         if retire:
             self.journal.mark_done(retire)
+
+    def _write_out(
+        self, batch: list[_Decided], queued: list[_Decided], records: list[tuple[int, bytes, int]]
+    ) -> tuple[int, list[int]]:
+        """Append the decided traces' spans as outbound records (tried until it succeeds: a
+        decided run is never dropped from memory); returns the last sequence number and the
+        input records to retire once it is durable."""
+        out: list[int] = []
+
+        def append() -> None:
+            with self.phoenix.registering() if self.phoenix is not None else nullcontext():
+                if records:
+                    seqs = self.journal.append(records, admit=False)
+                    out.append(seqs[-1])
+                    if self.phoenix is not None:
+                        for d, seq in zip(queued, seqs, strict=True):
+                            self.phoenix.expect(seq, d.annotations)
+
+        self._retrying(append, batch, counted=True, locked=True)
+        with self._lock:
+            for d in batch:
+                self.buffer.releasing_bytes -= d.release.size
+            for d in queued:
+                # Every decided trace is counted in the cache's share, notes or not.
+                self.buffer.remember_packed(d.release.trace_id, d.pack, d.notes, d.count)
+            # Written out: the input records nothing held or releasing refers to any more are
+            # retired (after the fsync). Not at release time: see RunBuffer.retire.
+            retire = [seq for d in batch for seq in self.buffer.retire(d.release)]
+        return (out[0] if out else 0), retire
+
+    def _retrying(
+        self,
+        write: Callable[[], None],
+        batch: list[_Decided],
+        *,
+        counted: bool,
+        locked: bool = False,
+    ) -> None:
+        """Run a journal ``write`` until it succeeds, waiting (off the lock, backing off) while
+        it fails: the journal stays as it was before each failed try and refuses new input
+        meanwhile, so what waits here is bounded. At shutdown a failing write is given up on:
+        the held input records stay pending and replay after the restart."""
+        delay = RETRY_FIRST
+        while True:
+            try:
+                if locked:
+                    with self._lock:
+                        write()
+                else:
+                    write()
+                return
+            except OSError:
+                with self._lock:
+                    if self._stop:
+                        if counted:  # they leave memory with this frame
+                            for d in batch:
+                                self.buffer.releasing_bytes -= d.release.size
+                        raise
+                    self._wake.wait(delay)
+                delay = min(delay * 2, RETRY_MAX)
 
     def _account(self, release: Release, decisions: list[Decision], spans: int) -> None:
         m = self.metrics
@@ -657,7 +706,14 @@ class Pipeline:
             releases, orphans = self._take_due()
             releases += self.buffer.release_everything(self.clock())
             orphans += self.buffer.take_orphan_done()
-        self._settle(releases, orphans)
+        try:
+            self._settle(releases, orphans)
+        except OSError as exc:  # a commit that still cannot be written is not retried now
+            _log.error(
+                "stopping while the disk queue cannot write; the runs held stay in the journal "
+                "and are replayed at the next start",
+                extra={"error": str(exc), "waiting_for": self.journal.blocked},
+            )
 
     @property
     def is_running(self) -> bool:
