@@ -240,7 +240,8 @@ def test_nested_framework_agent_spans_do_not_split_or_make_runs() -> None:
             run.evaluated(["billing"], cursor_to="billing", moved_by="entry")
             with oi("generation", "LLM"), oi("ChatCompletion", "LLM"):
                 pass
-        # A framework run of no footprint run at all: no run, no verdict.
+        # A framework run with no recorder input at all (its own trace): an observed run of its
+        # own, never a part of the recorded one.
         with (
             tracer.start_as_current_span(
                 "invoke_agent other", attributes={semconv.GEN_AI_OPERATION_NAME: "invoke_agent"}
@@ -252,7 +253,11 @@ def test_nested_framework_agent_spans_do_not_split_or_make_runs() -> None:
             pass
 
     spans = _record(build)
-    (verdict,) = explain_spans(spans)
+    verdict, observed = sorted(explain_spans(spans), key=lambda v: v.mode == "observed")
+    assert observed.mode == "observed" and len(observed.passes) == 1
+    assert observed.run_span_id == next(
+        format(s.context.span_id, "016x") for s in spans if s.name == "invoke_agent other"
+    )
     assert verdict.run_id == "r"
     facts = verdict_facts(verdict)
     assert [p[0] for p in facts["passes"]] == [1] and facts["complete"]

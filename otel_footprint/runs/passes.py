@@ -192,6 +192,8 @@ class RunFacts:
     plan_event: FootprintEvent | None = None
     undecodable_types: frozenset[str] = frozenset()
     """Types of the events left out because an attribute could not be decoded."""
+    unrecorded_passes: tuple[int, ...] = ()
+    """Passes whose tool calls are recorded nowhere (the ``tool-calls-unrecorded`` reason)."""
 
     def of_type(self, event_type: str) -> tuple[FootprintEvent, ...]:
         """The run's events of one type, in order."""
@@ -456,6 +458,7 @@ def read_run_steps(
         reasons=tuple(rd.reasons),
         plan_event=plan_event,
         undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),
+        unrecorded_passes=unrecorded_at,
     )
 
 
