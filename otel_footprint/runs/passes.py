@@ -941,8 +941,8 @@ def _output_tool_calls(
     unrecorded: list[int] = []
     for view in run.passes:
         iteration = span_iteration[view.span_id]
-        if iteration in with_spans:
-            continue
+        if iteration in with_spans or _status_failed(view):
+            continue  # a model call that failed answered nothing: it asked for no tool
         calls = output_tool_calls(view)
         if calls is None:
             asked = asked_for_tools(view)
