@@ -110,8 +110,13 @@ def test_an_empty_lookup_is_flagged(stack: tuple[str, Any, Any]) -> None:
     _, raw, _ = stack
     (verdict,) = by_scenario(raw)["empty"]
     assert verdict.account is not None
-    assert [s.signal_id for s in verdict.account.signals] == ["undeclared-empty-used"]
+    (signal,) = verdict.account.signals
+    assert signal.signal_id == "undeclared-empty-used"
     assert checks(verdict)["empty-results"] == "reachable"
+    # Its evidence is where the model read the empty result: the next call's input messages.
+    (pointer,) = signal.pointers
+    assert pointer.span_id == verdict.passes[2].span_id
+    assert pointer.attribute in ("gen_ai.input.messages", "llm.input_messages")
 
 
 def test_two_agent_spans_are_two_runs_and_the_guard_is_no_pass(

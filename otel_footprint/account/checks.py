@@ -273,7 +273,9 @@ def _judge(
     if span.error:
         return Call(name, span, events, items, "failed", None, None)
     # An attribute of the span itself (the tool's result): a pointer without an event.
-    where = Pointer(span.trace_id, span.span_id, None, None, semconv.GEN_AI_TOOL_CALL_RESULT, None)
+    where = span.result_at or Pointer(
+        span.trace_id, span.span_id, None, None, semconv.GEN_AI_TOOL_CALL_RESULT, None
+    )
     emptiness: Emptiness
     rows: int | None = None
     counted_by: str | None = None

@@ -53,6 +53,9 @@ class ToolCall:
     """The tool span: evidence pointers to the result name it, with no event."""
     iteration: int | None
     """``footprint.pass.iteration``: the pass whose model output asked for the call."""
+    result_at: Pointer | None = None
+    """Where ``result`` was read when not the span's ``gen_ai.tool.call.result`` (a call read
+    from a model call's output: its result is in a later call's input messages)."""
 
 
 @quick_init

@@ -24,7 +24,8 @@ from otel_footprint.account.input import (
 from otel_footprint.account.input import ToolCall as AccountToolCall
 from otel_footprint.account.integrity import ParkState, check_integrity
 from otel_footprint.account.integrity.model import IntegrityResult
-from otel_footprint.account.model import AccountResult
+from otel_footprint.account.model import AccountResult, Pointer
+from otel_footprint.account.pointers import json_path
 from otel_footprint.account.riding import RodeWhileParked, with_riding
 from otel_footprint.account.understood import verdict_to_carry
 from otel_footprint.engine.observed import observed_turn
@@ -37,6 +38,7 @@ from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngage
 from otel_footprint.runs.group import RunSpans, may_be_run_span, run_id_of, session_id_of
 from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
+from otel_footprint.runs.outputs import Ref
 from otel_footprint.runs.passes import (
     Batch,
     Carry,
@@ -527,9 +529,25 @@ def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
             call.trace_id,  # trace_id
             call.span_id,  # span_id
             call.iteration,  # iteration
+            _result_at(call.result_ref),
         )
         for call in facts.tool_calls
     ]
+
+
+def _result_at(ref: Ref | None) -> Pointer | None:
+    """A model call's input message as an account pointer (attribute + message index)."""
+    if ref is None:
+        return None
+    index = ref.message_index
+    return Pointer(
+        ref.trace_id,
+        ref.span_id,
+        None,
+        None,
+        ref.attribute,
+        json_path(index) if index is not None else None,
+    )
 
 
 def _account_of(

@@ -40,6 +40,7 @@ from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.outputs import (
     OutputToolCall,
+    Ref,
     asked_for_tools,
     instrumented,
     loads,
@@ -121,6 +122,9 @@ class ToolCall:
     """Why the call's picks cannot be told (e.g. read_skill arguments that are not JSON)."""
     status: str | None = None
     """The tool's own declared status, when the agent recorded one (not in the schema yet)."""
+    result_ref: Ref | None = None
+    """Where ``result`` was read when not on the call's own span: a later model call's input
+    message (a call read from a pass's output has no tool span)."""
 
 
 @quick_init
@@ -989,12 +993,14 @@ def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputTo
 def _with_results_and_picks(found: list[ToolCall], passes: Sequence[SpanView]) -> list[ToolCall]:
     """Calls read from the output, with their results from the passes' input messages and the
     picks of the read_skill ones."""
-    results: dict[str, str] = {}
+    results: dict[str, tuple[str, Ref]] = {}
     for view in passes:
-        for call_id, text in tool_results(view):
-            results.setdefault(call_id, text)
+        for call_id, text, where in tool_results(view):
+            results.setdefault(call_id, (text, where))
     found = [
-        replace(call, result=results[call.call_id]) if call.call_id in results else call
+        replace(call, result=results[call.call_id][0], result_ref=results[call.call_id][1])
+        if call.call_id in results
+        else call
         for call in found
     ]
     return [
