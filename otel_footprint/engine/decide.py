@@ -239,7 +239,8 @@ def _decide(
     verdict_reasons = tuple(_dedupe(reasons))
     complete = decided_all and not any(r.code in INCOMPLETE_CODES for r in verdict_reasons)
     findings: tuple[str, ...] = ()
-    if store is not None and turn is not None:
+    if store is not None and turn is not None and not run.observed:
+        # (An observed run reads and writes no run store: it waits for no other decision.)
         yield from turn.wait()
     if options.findings and store is not None and not run.observed:
         findings = _cross_turn_findings(run, facts, passes, store)
