@@ -304,7 +304,7 @@ class RunBuffer:
                 and not core.has_runs(trace_id)
             )
             hold = footprint or (marked and notable) or observed
-            runish = role is not SpanRole.OTHER or footprint
+            runish = (role is not SpanRole.OTHER and role is not SpanRole.AGENT) or footprint
             releases: list[_Release] = []
             # Evidence is handed on at once (the export queue holds it too): counted flat.
             size = span_size(span, footprint) if hold else SPAN_BYTES
