@@ -4,7 +4,8 @@ Each scenario is its own trace, named by its top span: ``clean`` (a customer's o
 order's status, both values copied from what the model was shown), ``invented`` (the second call
 uses an order id nothing served), ``empty`` (the status lookup comes back ``[]``), ``two-agents``
 (two agent spans in one trace, each with its own loop, and a guard model call outside both), and
-``bare`` (one model call with no span around it: the call is its own trace). The child process
+``bare`` (one model call with no span around it: the call is its own trace); and, apart, an
+OpenAI Agents SDK agent whose tool call uses an invented order id. The child process
 instruments the client with one instrumentation, adds only the in-process processor (as
 ``otel_footprint.sdk.setup()`` does) and writes the raw and the annotated spans as OTLP.
 """
@@ -59,6 +60,10 @@ SCRIPT: dict[str, list[dict[str, Any]]] = {
     "empty-m": _loop(ORDER, "I could not find a status for your order."),
     "first-m": _loop(ORDER, "Order ORD-1234 has shipped."),
     "second-m": _loop(ORDER, "Order ORD-1234 has shipped."),
+    "agents-m": [
+        {"tool_calls": [{"id": "c9", "name": "order_status", "arguments": {"order_id": INVENTED}}]},
+        {"content": "Order ORD-9999 has shipped."},
+    ],
     "guard-m": [{"content": "safe"}],
     "bare-m": [{"content": "Hello."}],
 }
@@ -131,6 +136,29 @@ def agents(client: Any, tracer: Any) -> None:
     client.chat.completions.create(model="bare-m", messages=[{"role": "user", "content": "hi"}])
 
 
+def agents_sdk(url: str) -> None:
+    """An OpenAI Agents SDK agent (chat completions model) whose tool call uses an order id
+    nothing served: no footprint code (the SDK's own spans through OpenInference)."""
+    import asyncio
+
+    import openai
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+
+    @function_tool
+    def order_status(order_id: str) -> str:
+        """the status of an order"""
+        return _tool("order_status", {"order_id": order_id}, False)
+
+    client = openai.AsyncOpenAI(base_url=url, api_key="test", max_retries=0)
+    agent = Agent(
+        name="support",
+        instructions="You answer questions about orders.",
+        tools=[order_status],
+        model=OpenAIChatCompletionsModel(model="agents-m", openai_client=client),
+    )
+    asyncio.run(Runner.run(agent, PROMPT))
+
+
 def _child(stack: str, url: str, out: str) -> None:
     import importlib
 
@@ -143,6 +171,12 @@ def _child(stack: str, url: str, out: str) -> None:
     from otel_footprint.sdk import setup
 
     provider = TracerProvider()
+    sdk = stack == "openai-agents"
+    if sdk:
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+        stack = "openinference"  # the client's spans too: each call has two
     importlib.import_module(INSTRUMENTORS[stack]).OpenAIInstrumentor().instrument(
         tracer_provider=provider
     )
@@ -150,8 +184,11 @@ def _child(stack: str, url: str, out: str) -> None:
     provider.add_span_processor(SimpleSpanProcessor(raw))
     # The one line of ours: setup() (here with an in-memory exporter to read what it wrote).
     processor = setup(provider, annotated, grace_seconds=0.05)
-    client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
-    agents(client, provider.get_tracer("app"))
+    if sdk:
+        agents_sdk(url)
+    else:
+        client = openai.OpenAI(base_url=url, api_key="test", max_retries=0)
+        agents(client, provider.get_tracer("app"))
     assert processor.force_flush(10_000)
     first = encode_spans(list(raw.get_finished_spans())).SerializeToString()
     second = encode_spans(list(annotated.get_finished_spans())).SerializeToString()

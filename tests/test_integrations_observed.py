@@ -186,3 +186,24 @@ def _facts(verdict: RunVerdict) -> str:
             sorted(r["code"] for r in body["reasons"]),
         )
     )
+
+
+def test_an_agents_sdk_run_is_one_observed_run_and_its_invented_id_fires() -> None:
+    """The OpenAI Agents SDK under OpenInference (framework and client spans), no footprint code:
+    the outermost agent span is the run, the framework's model-call spans its passes (the client
+    spans under them are second views), and the invented order id fires at pass 1."""
+    pytest.importorskip("openinference.instrumentation.openai_agents", reason="integrations")
+    with FakeOpenAI(SCRIPT) as server:
+        raw, annotated = run_observed("openai-agents", server.url)
+    spans = views(raw)
+    (verdict,) = explain_requests(Loaded([raw], []))
+    (top,) = [v for v in spans if v.parent_span_id is None]
+    assert verdict.mode == "observed" and verdict.run_span_id == top.span_id
+    names = {v.span_id: v.name for v in spans}
+    assert [names[p.span_id or ""] for p in verdict.passes] == ["generation", "generation"]
+    assert verdict.integrity is not None
+    (finding,) = verdict.integrity.findings
+    assert finding.kind == "unsupported-argument" and finding.iteration == 1
+    assert INVENTED in finding.message
+    out = {v.span_id: v for v in views(annotated)}
+    assert out[top.span_id].attribute(semconv.RUN_MODE) == "observed"
