@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -149,3 +152,93 @@ def test_one_unrecorded_pass_takes_only_what_reads_every_call() -> None:
     assert states["decided-delivered"] == "not-applicable"
     assert states["empty-results"] == "unreachable"
     assert any("pass 1" in line.text for line in verdict.account.lines)
+
+
+# ── laws over random trees ───────────────────────────────────────────────────────────────────
+
+ROLES = {
+    "agent": AGENT,
+    "llm": CHAT,
+    "tool": {semconv.GEN_AI_OPERATION_NAME: semconv.OP_EXECUTE_TOOL},
+    "plain": {},
+}
+
+
+@dataclass(frozen=True)
+class _View:
+    """A span as grouping reads it (ids, times, attributes), no SDK needed."""
+
+    span_id: str
+    parent_span_id: str | None
+    attrs: tuple[tuple[str, Any], ...]
+    start_time_unix_nano: int
+    trace_id: str = "0" * 31 + "1"
+    end_time_unix_nano: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.span_id
+
+    def attribute(self, key: str) -> Any | None:
+        return dict(self.attrs).get(key)
+
+    def events(self) -> tuple[()]:
+        return ()
+
+
+@st.composite
+def _trees(draw: st.DrawFn) -> list[_View]:
+    """A trace: each span's parent is an earlier span (or none, for the first)."""
+    size = draw(st.integers(1, 14))
+    views: list[_View] = []
+    for i in range(size):
+        parent = None if i == 0 else f"{draw(st.integers(0, i - 1)):016x}"
+        kind = draw(st.sampled_from(sorted(ROLES)))
+        views.append(_View(f"{i:016x}", parent, tuple(ROLES[kind].items()), i))
+    return views
+
+
+def _ancestors(view: _View, by_id: dict[str, _View]) -> list[str]:
+    out: list[str] = []
+    parent = view.parent_span_id
+    while parent is not None:
+        out.append(parent)
+        parent = by_id[parent].parent_span_id
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(tree=_trees(), order=st.randoms())
+def test_every_model_call_is_a_pass_of_at_most_one_run_under_its_run_span(
+    tree: list[_View], order: Any
+) -> None:
+    by_id = {v.span_id: v for v in tree}
+    runs = group_runs(tree, observed=True)
+    shuffled = list(tree)
+    order.shuffle(shuffled)
+    # The arrival order decides nothing.
+    again = group_runs(shuffled, observed=True)
+    assert [(r.run_span_id, [p.span_id for p in r.passes]) for r in runs] == [
+        (r.run_span_id, [p.span_id for p in r.passes]) for r in again
+    ]
+    seen: set[str] = set()
+    agents = {v.span_id for v in tree if v.attrs == tuple(AGENT.items())}
+    for run in runs:
+        assert run.observed and run.passes
+        run_id = run.run_span_id or ""
+        # The run span is an outermost agent span, or (no agent span at all) the top span.
+        above = _ancestors(by_id[run_id], by_id)
+        if agents:
+            assert run_id in agents and not agents & set(above)
+        else:
+            assert not above
+        for call in (*run.passes, *run.unmarked_calls):
+            assert call.span_id not in seen
+            seen.add(call.span_id)
+            assert call.span_id == run_id or run_id in _ancestors(by_id[call.span_id], by_id)
+    # And every model call under a run span is in that run: none is lost.
+    run_ids = {r.run_span_id for r in runs}
+    for view in tree:
+        if view.attrs == tuple(CHAT.items()):
+            under = view.span_id in run_ids or run_ids & set(_ancestors(view, by_id))
+            assert bool(under) == (view.span_id in seen)
