@@ -963,7 +963,8 @@ def _output_tool_calls(
             f"the model call(s) of pass(es) {', '.join(map(str, unrecorded))} record no tool calls "
             "(no tool span, no tool calls in the recorded output); switch on the "
             "instrumentation's message content capture or record tool spans. Which tools were "
-            "called cannot be told; passes after them are not decided",
+            "called cannot be told: what reads every call cannot be judged, and the engagement "
+            "kernel (when a plan is mounted) cannot replay the passes after them",
         )
     if found:
         found = _with_results_and_picks(found, run.passes)
