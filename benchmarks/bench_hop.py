@@ -68,7 +68,37 @@ def _event(span: Span, name: str, payload: dict[str, Any], t: int) -> None:
         to_any_value(value, ev.attributes.add(key=key).value)
 
 
-def _trace(n: int, with_run_span: bool = True) -> list[Span]:
+def _content(chat: Span, i: int, n: int) -> None:
+    """What an instrumentation with content capture records on model call ``i`` of 4: the
+    question and the earlier tool results in, a tool call (or, last, the answer) out."""
+    inputs: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"type": "text", "content": "why was order ORD-42 late?"}]}
+    ]
+    for j in range(1, i):
+        call = {"type": "tool_call", "id": f"call-{n}-{j}", "name": "lookup"}
+        call["arguments"] = {"order_id": "ORD-42"}
+        inputs.append({"role": "assistant", "parts": [call]})
+        response = {"type": "tool_call_response", "id": f"call-{n}-{j}"}
+        response["response"] = '[{"order_id": "ORD-42", "status": "delayed"}]'
+        inputs.append({"role": "tool", "parts": [response]})
+    if i < 4:
+        out = {"type": "tool_call", "id": f"call-{n}-{i}", "name": "lookup"}
+        out["arguments"] = {"order_id": "ORD-42"}
+    else:
+        out = {"type": "text", "content": "ORD-42 was delayed at the depot."}
+    _attr(chat, semconv.GEN_AI_INPUT_MESSAGES, json.dumps(inputs))
+    _attr(chat, semconv.GEN_AI_OUTPUT_MESSAGES, json.dumps([{"role": "assistant", "parts": [out]}]))
+    _attr(chat, semconv.GEN_AI_RESPONSE_FINISH_REASONS, ["tool_calls" if i < 4 else "stop"])
+    tools = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
+    _attr(chat, semconv.GEN_AI_TOOL_DEFINITIONS, json.dumps(tools))
+
+
+def _trace(
+    n: int, with_run_span: bool = True, *, recorder: bool = True, content: bool = False
+) -> list[Span]:
+    """One agent run. ``recorder=False``: the same run with its instrumentation only (no
+    ``footprint.*`` event, no run id, no pass numbers: an observed run); ``content``: the model
+    calls carry their messages and offered tools (content capture on)."""
     trace_id = (n + 1).to_bytes(16, "big")
     base = 1_700_000_000_000_000_000 + n * 1_000_000
 
@@ -89,8 +119,13 @@ def _trace(n: int, with_run_span: bool = True) -> list[Span]:
         chat = new(i, run_id, "chat mock-model", i * 1000, i * 1000 + 500)
         _attr(chat, semconv.GEN_AI_OPERATION_NAME, "chat")
         _attr(chat, semconv.GEN_AI_REQUEST_MODEL, "mock-model")
-        _attr(chat, semconv.PASS_ITERATION, i)
         _attr(chat, semconv.GEN_AI_USAGE_INPUT_TOKENS, 1200)
+        if content:
+            _content(chat, i, n)
+        spans.append(chat)
+        if not recorder:
+            continue
+        _attr(chat, semconv.PASS_ITERATION, i)
         _event(
             chat,
             semconv.EV_CONTEXT_EVALUATED,
@@ -113,13 +148,13 @@ def _trace(n: int, with_run_span: bool = True) -> list[Span]:
             },
             base + i * 1000,
         )
-        spans.append(chat)
     for j, k in enumerate((5, 6)):
         tool = new(k, run_id, "execute_tool lookup", 1600 + j * 1000, 1700 + j * 1000)
         _attr(tool, semconv.GEN_AI_OPERATION_NAME, "execute_tool")
         _attr(tool, semconv.GEN_AI_TOOL_NAME, "lookup")
         _attr(tool, semconv.GEN_AI_TOOL_CALL_ID, f"call-{n}-{j}")
-        _attr(tool, semconv.PASS_ITERATION, j + 1)
+        if recorder:
+            _attr(tool, semconv.PASS_ITERATION, j + 1)
         spans.append(tool)
         for m in range(2 if j == 0 else 1):
             http = new(
@@ -133,6 +168,9 @@ def _trace(n: int, with_run_span: bool = True) -> list[Span]:
         run = new(0, b"", "invoke_agent ops-assistant", 0, 6000)
         _attr(run, semconv.GEN_AI_OPERATION_NAME, "invoke_agent")
         _attr(run, semconv.GEN_AI_AGENT_NAME, "ops-assistant")
+        spans.append(run)  # ends last, exported last (as a BatchSpanProcessor would)
+        if not recorder:
+            return spans
         _attr(run, semconv.RUN_ID, f"bench-{n}")
         _event(
             run,
@@ -150,11 +188,17 @@ def _trace(n: int, with_run_span: bool = True) -> list[Span]:
             },
             base,
         )
-        spans.append(run)  # ends last, exported last (as a BatchSpanProcessor would)
     return spans
 
 
-def build_requests(total_spans: int, offset: int, with_run_span: bool = True) -> list[bytes]:
+def build_requests(
+    total_spans: int,
+    offset: int,
+    with_run_span: bool = True,
+    *,
+    recorder: bool = True,
+    content: bool = False,
+) -> list[bytes]:
     traces = total_spans // SPANS_PER_TRACE
     out: list[bytes] = []
     for first in range(0, traces, TRACES_PER_REQUEST):
@@ -164,7 +208,7 @@ def build_requests(total_spans: int, offset: int, with_run_span: bool = True) ->
         ss = rs.scope_spans.add()
         ss.scope.name = "bench"
         for n in range(first, min(first + TRACES_PER_REQUEST, traces)):
-            ss.spans.extend(_trace(offset + n, with_run_span))
+            ss.spans.extend(_trace(offset + n, with_run_span, recorder=recorder, content=content))
         out.append(req.SerializeToString())
     return out
 
@@ -659,11 +703,19 @@ def main() -> int:
         help="measure the run page's cost instead: annotating with the page open and read every "
         "SECONDS against the page off",
     )
+    parser.add_argument(
+        "--zero-code",
+        action="store_true",
+        help="compare, both annotating, a stream of zero-code runs (instrumentation only, content "
+        "capture on: observed runs) with the same stream written with the recorder",
+    )
     parser.add_argument("--slow-connections", type=int, default=500)
     parser.add_argument("--slow-seconds", type=float, default=30.0)
     args = parser.parse_args()
     if args.http:
         return http_main(args)
+    if args.zero_code:
+        return zero_code_main(args)
     spans = (
         args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
     )
@@ -793,6 +845,72 @@ def run_page_main(
         },
     }
     print(json.dumps(result, indent=2))
+    return 0
+
+
+def zero_code_main(args: argparse.Namespace) -> int:
+    """Throughput, annotating, of zero-code runs against the same runs with the recorder."""
+    spans = (
+        args.spans // (SPANS_PER_TRACE * TRACES_PER_REQUEST) * SPANS_PER_TRACE * TRACES_PER_REQUEST
+    )
+    streams = {
+        "recorder": (True, build_requests(spans, 1_000_000, recorder=True, content=True)),
+        "zero_code": (False, build_requests(spans, 2_000_000, recorder=False, content=True)),
+    }
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in streams}
+    with tempfile.TemporaryDirectory(prefix="bench-hop-") as d:
+        tmp = Path(d)
+        for i in range(max(1, args.repeat)):
+            for name, (recorder, requests) in streams.items():
+                warmup = build_requests(3000, 0, recorder=recorder, content=True)
+                (tmp / f"{i}-{name}").mkdir()
+                runs[name].append(
+                    throughput(
+                        tmp / f"{i}-{name}",
+                        True,
+                        spans,
+                        args.threads,
+                        warmup,
+                        requests,
+                        tuple(args.set),
+                    )
+                )
+    recorded, zero = _median(runs["recorder"]), _median(runs["zero_code"])
+    result: dict[str, Any] = {
+        "workload": f"{SPANS_PER_TRACE} spans/trace (agent span, 4 model calls with their messages "
+        f"and offered tools, 2 tools, 3 plain), {TRACES_PER_REQUEST} traces/request, "
+        f"{args.threads} client threads; recorder: + run id, pass numbers, 2 events per call, "
+        "the plan",
+        "recorder": recorded,
+        "zero_code": zero,
+        "ratio_zero_code_to_recorder": round(
+            zero["spans_per_second"] / recorded["spans_per_second"], 3
+        ),
+        "ratio_per_hop_cpu_second": round(
+            zero["spans_per_hop_cpu_second"] / recorded["spans_per_hop_cpu_second"], 3
+        )
+        if recorded["spans_per_hop_cpu_second"]
+        else 0.0,
+        "runs_spans_per_second": {k: [r["spans_per_second"] for r in v] for k, v in runs.items()},
+        "runs_spans_per_hop_cpu_second": {
+            k: [r["spans_per_hop_cpu_second"] for r in v] for k, v in runs.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"workload: {result['workload']}")
+    for name in ("recorder", "zero_code"):
+        r = result[name]
+        print(
+            f"{name:>10}: {r['spans_per_second']:>10,.0f} spans/s end to end, "
+            f"{r['spans_per_hop_cpu_second']:,.0f} spans per hop-CPU-second, "
+            f"{r['spans_annotated']:.0f} spans annotated, mean decision {r['mean_decision_ms']} ms"
+        )
+    print(
+        f"     ratio: zero-code / recorder = {result['ratio_zero_code_to_recorder']} end to end, "
+        f"{result['ratio_per_hop_cpu_second']} per hop-CPU-second"
+    )
     return 0
 
 

@@ -490,6 +490,8 @@ RUN_SERVED_CHARS_WHILE_PARKED_BY_MAP: Final = "footprint.run.served_chars_while_
 
 MODE_VERIFY: Final = "verify"
 MODE_SHADOW: Final = "shadow"
+MODE_OBSERVED: Final = "observed"
+"""An observed run: read from the instrumentation's spans alone, no recorder input (no kernel)."""
 
 CHECK_DECIDED_DELIVERED: Final = "footprint.check.decided_delivered"
 CHECK_DECIDED_DELIVERED_OUTCOME: Final = "footprint.check.decided_delivered.outcome"

@@ -110,7 +110,7 @@ def test_the_pass_reading_and_the_integrity_view_read_one_span_alike() -> None:
     assert [(m.index, m.role, m.tool_call_id, m.texts) for m in whole.messages or ()] == [
         (1, "tool", "a", ("refunded",))
     ]
-    assert list(tool_results(view)) == [("a", "refunded")]
+    assert [r[:2] for r in tool_results(view)] == [("a", "refunded")]
     chosen = [(c.name, c.call_id, c.arguments) for m in whole.output or () for c in m.calls]
     assert chosen == [("lookup", "b", {"id": 7})]
     assert [(c.name, c.call_id, c.arguments_text) for c in output_tool_calls(view) or ()] == [
@@ -182,7 +182,7 @@ def test_tool_results_offered_tools_and_skills() -> None:
     inputs = [
         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}
     ]
-    assert list(tool_results(_view({"gen_ai.input.messages": json.dumps(inputs)}))) == [
+    assert [r[:2] for r in tool_results(_view({"gen_ai.input.messages": json.dumps(inputs)}))] == [
         ("c1", "ok")
     ]
     oi_inputs = _view(
@@ -192,7 +192,7 @@ def test_tool_results_offered_tools_and_skills() -> None:
             "llm.input_messages.1.message.content": "refunded",
         }
     )
-    assert list(tool_results(oi_inputs)) == [("a", "refunded")]
+    assert [r[:2] for r in tool_results(oi_inputs)] == [("a", "refunded")]
     definitions = [{"type": "function", "name": "lookup"}, {"type": "function", "name": "track"}]
     assert offered_tools(_view({semconv.GEN_AI_TOOL_DEFINITIONS: json.dumps(definitions)})) == (
         "lookup",
@@ -263,7 +263,8 @@ def test_nested_framework_agent_spans_do_not_split_or_make_runs() -> None:
             run.evaluated(["billing"], cursor_to="billing", moved_by="entry")
             with oi("generation", "LLM"), oi("ChatCompletion", "LLM"):
                 pass
-        # A framework run of no footprint run at all: no run, no verdict.
+        # A framework run with no recorder input at all (its own trace): an observed run of its
+        # own, never a part of the recorded one.
         with (
             tracer.start_as_current_span(
                 "invoke_agent other", attributes={semconv.GEN_AI_OPERATION_NAME: "invoke_agent"}
@@ -275,7 +276,11 @@ def test_nested_framework_agent_spans_do_not_split_or_make_runs() -> None:
             pass
 
     spans = _record(build)
-    (verdict,) = explain_spans(spans)
+    verdict, observed = sorted(explain_spans(spans), key=lambda v: v.mode == "observed")
+    assert observed.mode == "observed" and len(observed.passes) == 1
+    assert observed.run_span_id == next(
+        format(s.context.span_id, "016x") for s in spans if s.name == "invoke_agent other"
+    )
     assert verdict.run_id == "r"
     facts = verdict_facts(verdict)
     assert [p[0] for p in facts["passes"]] == [1] and facts["complete"]

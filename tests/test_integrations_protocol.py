@@ -10,12 +10,15 @@ import asyncio
 from typing import Any
 
 from integration_agents import explain_spans, verdict_facts
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_footprint import record as footprint
 from otel_footprint import semconv
+from otel_footprint.commands.explain import Loaded, explain_requests
+from otel_footprint.engine.decide import EngineOptions
 
 MAPS = [footprint.MountedMap("billing-map", ("billing",), ("lookup",))]
 CHAT = {semconv.GEN_AI_OPERATION_NAME: "chat", semconv.GEN_AI_REQUEST_MODEL: "m"}
@@ -47,10 +50,16 @@ def test_events_staged_with_no_model_call_following_are_a_reason() -> None:
     assert [p[0] for p in facts["passes"]] == [1]
 
 
-def test_a_model_call_with_no_run_is_no_run() -> None:
+def test_a_model_call_with_no_run_is_no_recorded_run() -> None:
     provider, exporter = _provider()
     _call(provider.get_tracer("t"))
-    assert explain_spans(exporter.get_finished_spans()) == []
+    spans = exporter.get_finished_spans()
+    # No recorder input: an observed run of its own (test_runs_observed.py), or, switched off,
+    # no run at all.
+    (verdict,) = explain_spans(spans)
+    assert verdict.mode == "observed" and len(verdict.passes) == 1
+    request = encode_spans(list(spans))
+    assert explain_requests(Loaded([request], []), EngineOptions(observed=False)) == []
 
 
 def test_two_runs_interleaved_on_one_thread_say_so() -> None:

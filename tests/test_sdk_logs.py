@@ -25,6 +25,7 @@ from otel_footprint import semconv as sc
 from otel_footprint.annotate.form import SpanNote
 from otel_footprint.codec import encode_payload
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
+from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.spans import SpanEventView
@@ -319,7 +320,9 @@ def test_the_event_name_attribute_and_the_upstream_prefix_are_read(
 
 
 def test_log_records_of_a_trace_with_no_run_hold_nothing(pipeline: Callable[..., Pipeline]) -> None:
-    p = pipeline(grace_seconds=30)
+    # Observed runs off: with them on, the model call's trace waits for its root as an observed
+    # run (test_integrations_observed.py).
+    p = pipeline(grace_seconds=30, engine_options=EngineOptions(observed=False))
     evaluated = encode_payload({"iteration": 1, "activeIds": ["billing"]})
     with p.tracer.start_as_current_span("GET /orders"):
         p.emit(sc.EV_CONTEXT_EVALUATED, evaluated)  # a span of no run

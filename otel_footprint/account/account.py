@@ -43,7 +43,7 @@ def account_for(inp: AccountInput) -> AccountResult:
     understood = read_understood(inp, view, writer)
     calls, unreadable_items = calls_of(inp, view)
     existence = check_existence(calls, writer)
-    empty = check_empty_results(calls, writer)
+    empty = check_empty_results(calls, writer, inp.unrecorded_passes)
     rows = [
         *asked,
         *understood.lines,

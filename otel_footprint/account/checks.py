@@ -273,7 +273,9 @@ def _judge(
     if span.error:
         return Call(name, span, events, items, "failed", None, None)
     # An attribute of the span itself (the tool's result): a pointer without an event.
-    where = Pointer(span.trace_id, span.span_id, None, None, semconv.GEN_AI_TOOL_CALL_RESULT, None)
+    where = span.result_at or Pointer(
+        span.trace_id, span.span_id, None, None, semconv.GEN_AI_TOOL_CALL_RESULT, None
+    )
     emptiness: Emptiness
     rows: int | None = None
     counted_by: str | None = None
@@ -384,14 +386,32 @@ def check_existence(calls: tuple[Call, ...], writer: Writer) -> CheckOutcome:
 # ── check 3: empty results ───────────────────────────────────────────────────────────────────
 
 
-def check_empty_results(calls: tuple[Call, ...], writer: Writer) -> CheckOutcome:
+def check_empty_results(
+    calls: tuple[Call, ...], writer: Writer, unrecorded: tuple[int, ...] = ()
+) -> CheckOutcome:
     """Judged calls (ran, with a span): reachable when there is one; an undeclared shape or a
-    result not in the record makes it unreachable; each undeclared empty result is a signal."""
+    result not in the record makes it unreachable; each undeclared empty result is a signal.
+    ``unrecorded``: passes whose calls are recorded nowhere make it unreachable too (the calls
+    that are recorded are still judged, and their empty results still signalled)."""
     state: CheckState = "not-applicable"
     findings: list[Finding] = []
     count = 0
     why: list[Line] = []
     pointers: list[Pointer] = []
+    if unrecorded:
+        state = "unreachable"
+        passes = ", ".join(map(str, unrecorded))
+        label = f"pass {passes}" if len(unrecorded) == 1 else f"passes {passes}"
+        why.append(
+            writer.say(
+                "anything-wrong",
+                "unreachable.calls",
+                {"passes": Var(label)},
+                status="not-recorded",
+                missing="no-event",
+                item=True,
+            )
+        )
     for call in calls:
         if call.outcome != "ran" or call.emptiness is None:
             continue

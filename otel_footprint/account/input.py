@@ -53,6 +53,9 @@ class ToolCall:
     """The tool span: evidence pointers to the result name it, with no event."""
     iteration: int | None
     """``footprint.pass.iteration``: the pass whose model output asked for the call."""
+    result_at: Pointer | None = None
+    """Where ``result`` was read when not the span's ``gen_ai.tool.call.result`` (a call read
+    from a model call's output: its result is in a later call's input messages)."""
 
 
 @quick_init
@@ -366,6 +369,18 @@ def _score(value: object, path: str) -> Score | None:
     return Score(_opt(obj, "id", str, path), score)
 
 
+@quick_init
+@dataclass(frozen=True, slots=True)
+class ObservedTurn:
+    """What an observed run's instrumentation recorded of the turn (no recorder events): the
+    person's question as the first model call was shown it, and the answer its last call gave."""
+
+    question: str | None
+    question_pointer: Pointer | None
+    answered: bool
+    """The last model call answered (text, no tool call asked for)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AccountInput:
     """One run leg as the account reads it. Build with :func:`leg_input` unless testing flags."""
@@ -383,6 +398,11 @@ class AccountInput:
     carried: CarriedVerdict | None = None
     """The verdict an earlier leg of the same run had (used on resumed legs only)."""
     declarations: Declarations = field(default_factory=Declarations)
+    observed: ObservedTurn | None = None
+    """An observed run (read from its instrumentation alone): what it recorded of the turn."""
+    unrecorded_passes: tuple[int, ...] = ()
+    """Passes whose tool calls are recorded nowhere (``tool-calls-unrecorded``): their calls are
+    missing from ``tool_calls``, so a check over every call cannot be complete."""
     memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     """What the account's readers derive from this input once and share (the indexed leg, the
     routing verdict): ``account_for`` and ``verdict_to_carry`` read the same leg. A cache only:
@@ -411,6 +431,8 @@ def leg_input(
     answering_iteration: int | None,
     carried: CarriedVerdict | None = None,
     declarations: Declarations | None = None,
+    observed: ObservedTurn | None = None,
+    unrecorded_passes: tuple[int, ...] = (),
 ) -> AccountInput:
     """An :class:`AccountInput` with ``answered``, ``resumed`` and ``held`` read off the events.
 
@@ -419,8 +441,10 @@ def leg_input(
     """
     ordered = tuple(events)
     view = LegView(ordered)  # indexed once here; the account's readers share it (``memo``)
-    answered = view.has(semconv.T_TURN_END)
-    resumed = view.has(semconv.T_PAUSE_RESUME) or (answered and not view.has(semconv.T_TURN_START))
+    answered = view.has(semconv.T_TURN_END) or (observed is not None and observed.answered)
+    resumed = view.has(semconv.T_PAUSE_RESUME) or (
+        observed is None and answered and not view.has(semconv.T_TURN_START)
+    )
     resume = view.first(semconv.T_PAUSE_RESUME)
     inp = AccountInput(
         events=ordered,
@@ -431,6 +455,8 @@ def leg_input(
         held=held_state_of((resume,)) if resume is not None else None,
         carried=carried,
         declarations=declarations if declarations is not None else Declarations(),
+        observed=observed,
+        unrecorded_passes=unrecorded_passes,
     )
     inp.memo["view"] = view
     return inp

@@ -27,6 +27,10 @@ def asked_lines(inp: AccountInput, view: LegView, writer: Writer) -> list[Line]:
     if start is not None and prompt is not None:
         question = writer.quote(prompt, "person", at_event(start, "userPrompt"))
         return [writer.say("asked", "asked.question", {"question": question})]
+    observed = inp.observed
+    if start is None and observed is not None and observed.question is not None:
+        question = writer.quote(observed.question, "person", observed.question_pointer)
+        return [writer.say("asked", "asked.question", {"question": question})]
     if inp.resumed and start is None:
         held = inp.held
         message = as_str(held.state.get("userMessage")) if held and held.state else None

@@ -94,6 +94,11 @@ _ALL: Final[tuple[Template, ...]] = (
     _t("understood.notConfigured", "This app does not send questions to skills."),
     _t("understood.notRecorded", "The record does not say how the question was routed."),
     _t(
+        "understood.observed",
+        "This run was read from its instrumentation alone, which records no routing decision: "
+        "there is no chosen skill to check.",
+    ),
+    _t(
         "understood.resumed",
         "The question was routed before the pause; that part is missing from this record.",
     ),
@@ -216,6 +221,11 @@ _ALL: Final[tuple[Template, ...]] = (
     _t(
         "unreachable.result",
         "Whether {tool} came back empty cannot be shown: this record does not hold what the model read.",
+    ),
+    _t(
+        "unreachable.calls",
+        "Which tools {passes} called is not in this record, so whether their results came back "
+        "empty cannot be shown.",
     ),
     # ── Check explanations (gen_ai.evaluation.explanation; ours) ────────────────────────────
     _t(

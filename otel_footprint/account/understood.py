@@ -421,6 +421,10 @@ def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Underst
     refusals = _refusals(view)
     facts = _routing_facts(configured, delivered, refusals)
     app = _app_lines(inp, writer)
+    if inp.observed is not None and verdict is None:
+        # An observed run records no routing: check 1 has nothing to judge, and says why.
+        line = writer.say("understood", "understood.observed", status="not-applicable")
+        return _without_verdict(facts, unread, [], line, None)
     if verdict is not None:
         context = _Context(inp, view, writer, delivered, _Skills(view, inp), refusals)
         return _with_verdict(context, verdict, facts, unread, app)

@@ -342,7 +342,7 @@ def _witnesses_of(verdict: RunVerdict) -> tuple[str, ...]:
 
 
 def _pass_note(pass_: PassVerdict, verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
-    if verdict.mode is None:
+    if verdict.mode is None or verdict.mode == semconv.MODE_OBSERVED:  # no kernel ran
         builder.put(semconv.PASS_ITERATION, pass_.iteration)
         return
     strings = shaper.strings
@@ -482,7 +482,10 @@ def _riding_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> Non
 
 
 def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
-    builder.put(semconv.RUN_ID, shaper.value(verdict.run_id))
+    if verdict.mode != semconv.MODE_OBSERVED:
+        # An observed run's id is its run span's own id: written, it would name a run on a span
+        # the agent never named, and our output read back would look like recorder input.
+        builder.put(semconv.RUN_ID, shaper.value(verdict.run_id))
     builder.put(semconv.RUN_PASSES, len(verdict.passes))
     builder.put(semconv.RUN_PARKED_MAPS, shaper.strings(verdict.parked_maps))
     builder.put(semconv.RUN_COMPLETE, verdict.complete)

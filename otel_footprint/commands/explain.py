@@ -156,7 +156,8 @@ def explain_requests(loaded: Loaded, options: EngineOptions | None = None) -> li
                         logs.setdefault(record.span_id.hex(), []).append(event)
     store = MemoryRunStore()
     chosen = options or EngineOptions()
-    return [decide_run(leg, store, chosen) for leg in group_runs(views, logs)]
+    legs = group_runs(views, logs, observed=chosen.observed)
+    return [decide_run(leg, store, chosen) for leg in legs]
 
 
 # ── JSON ─────────────────────────────────────────────────────────────────────────────────────

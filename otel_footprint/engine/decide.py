@@ -18,14 +18,17 @@ from otel_footprint.account.input import (
     AccountInput,
     CarriedVerdict,
     CarriedVerdictError,
+    ObservedTurn,
     leg_input,
 )
 from otel_footprint.account.input import ToolCall as AccountToolCall
 from otel_footprint.account.integrity import ParkState, check_integrity
 from otel_footprint.account.integrity.model import IntegrityResult
-from otel_footprint.account.model import AccountResult
+from otel_footprint.account.model import AccountResult, Pointer
+from otel_footprint.account.pointers import json_path
 from otel_footprint.account.riding import RodeWhileParked, with_riding
 from otel_footprint.account.understood import verdict_to_carry
+from otel_footprint.engine.observed import observed_turn
 from otel_footprint.engine.riding import rode_while_parked
 from otel_footprint.engine.verdict import Mode, PassVerdict, RunVerdict
 from otel_footprint.kernel.ladder import is_tentative
@@ -35,8 +38,8 @@ from otel_footprint.kernel.types import EngagedChange, EngagementPlan, MapEngage
 from otel_footprint.runs.group import RunSpans, may_be_run_span, run_id_of, session_id_of
 from otel_footprint.runs.integrity_inputs import read_integrity_inputs
 from otel_footprint.runs.model import Reason, RunStore
+from otel_footprint.runs.outputs import Ref
 from otel_footprint.runs.passes import (
-    UNRECORDED_TOOL_CALLS,
     Batch,
     Carry,
     PassFacts,
@@ -74,6 +77,9 @@ class EngineOptions:
     """Look for cross-turn findings through the store (needs a store and a session id)."""
     integrity: bool = True
     """Run the integrity checks (offered tools, frames and calls against each other)."""
+    observed: bool = True
+    """Decide observed runs: a trace with no recorder input is read from its instrumentation
+    alone (``runs/group.py``); off, such a trace is handed on undecided and unannotated."""
 
 
 def decide_run(
@@ -205,7 +211,11 @@ def _decide(
     engagement: tuple[MapEngagementRecord, ...] = ()
     decided_all = True
     batches = batches_of(facts, carry)
-    if plan is None:
+    if run.observed:
+        # No recorder input: no plan and no kernel to replay; each pass is numbered on its span.
+        mode = "observed"
+        passes = [_observed_pass(p, run.trace_id) for p in facts.passes]
+    elif plan is None:
         reasons.append(
             Reason(
                 "no-plan",
@@ -229,9 +239,10 @@ def _decide(
     verdict_reasons = tuple(_dedupe(reasons))
     complete = decided_all and not any(r.code in INCOMPLETE_CODES for r in verdict_reasons)
     findings: tuple[str, ...] = ()
-    if store is not None and turn is not None:
+    if store is not None and turn is not None and not run.observed:
+        # (An observed run reads and writes no run store: it waits for no other decision.)
         yield from turn.wait()
-    if options.findings and store is not None:
+    if options.findings and store is not None and not run.observed:
         findings = _cross_turn_findings(run, facts, passes, store)
     # The verdict is built once, from the parts below (a `dataclasses.replace` of it per part
     # cost ≈ 4.7 µs each); the reasons keep their order: the run's, integrity's, the account's.
@@ -247,7 +258,9 @@ def _decide(
         # Only a leg that pauses or resumes keeps leg state (`_remember`): the verdict to carry
         # is read for those alone.
         hand_on = store is not None and (facts.paused or facts.resumed)
-        account, more, carried = _account_of(run.run_id, facts, leg, hand_on=hand_on)
+        account, more, carried = _account_of(
+            run.run_id, facts, leg, hand_on=hand_on, observed=observed_turn(facts)
+        )
         verdict_reasons += more
         yield None
     rode: tuple[RodeWhileParked, ...] = ()
@@ -271,12 +284,19 @@ def _decide(
         rode,
         integrity,
     )
-    if store is not None:
+    if store is not None and not run.observed:
         _remember(
             store,
             _Outcome(run, facts, plan, enforced, carry, batches, verdict, carried, decided_all),
         )
     return verdict
+
+
+def _observed_pass(pass_facts: PassFacts, trace_id: str) -> PassVerdict:
+    """An observed run's pass: its number and span, no engagement (no kernel ran)."""
+    return PassVerdict(
+        pass_facts.iteration, trace_id, pass_facts.span_id, (), (), (), (), (), 0, ()
+    )
 
 
 def _dedupe(reasons: Sequence[Reason]) -> list[Reason]:
@@ -510,22 +530,40 @@ def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
             call.trace_id,  # trace_id
             call.span_id,  # span_id
             call.iteration,  # iteration
+            _result_at(call.result_ref),
         )
         for call in facts.tool_calls
     ]
 
 
+def _result_at(ref: Ref | None) -> Pointer | None:
+    """A model call's input message as an account pointer (attribute + message index)."""
+    if ref is None:
+        return None
+    index = ref.message_index
+    return Pointer(
+        ref.trace_id,
+        ref.span_id,
+        None,
+        None,
+        ref.attribute,
+        json_path(index) if index is not None else None,
+    )
+
+
 def _account_of(
-    run_id: str, facts: RunFacts, leg: LegState | None, *, hand_on: bool = True
+    run_id: str,
+    facts: RunFacts,
+    leg: LegState | None,
+    *,
+    hand_on: bool = True,
+    observed: ObservedTurn | None = None,
 ) -> tuple[AccountResult | None, tuple[Reason, ...], Mapping[str, Any] | None]:
     """The leg's account (None: none can be made), the reasons to add to the run's, and the
     carried routing verdict the next leg of this run should see (only read when ``hand_on``:
-    without a run store there is no next leg to hand it to)."""
+    without a run store there is no next leg to hand it to). Passes whose tool calls are not
+    recorded make only what reads every call unreachable (the account is told which)."""
     carried_json = leg.carried_verdict if leg is not None else None
-    if any(r.code == UNRECORDED_TOOL_CALLS for r in facts.reasons):
-        # The account reads the run's tool calls: when they were not recorded it would say
-        # "no tool was called". The reason on the run span says why there is no account.
-        return None, (), carried_json
     reasons: tuple[Reason, ...] = ()
     try:
         carried = CarriedVerdict.from_dict(carried_json) if carried_json is not None else None
@@ -539,6 +577,8 @@ def _account_of(
             _account_tool_calls(facts),
             answering_iteration=last_pass,
             carried=carried,
+            observed=observed,
+            unrecorded_passes=facts.unrecorded_passes,
         )
         result = account_for(inp)
         next_carried = _next_carried(inp, carried_json) if hand_on else carried_json

@@ -16,7 +16,9 @@ from otel_footprint.codec import quick_init
 from otel_footprint.kernel.types import EngagementChange, MapEngagementRecord
 from otel_footprint.runs.model import Reason
 
-Mode: TypeAlias = Literal["verify", "shadow"]
+Mode: TypeAlias = Literal["verify", "shadow", "observed"]
+"""``observed``: a run read from its instrumentation alone (no recorder input): the account rows
+its record fills and the integrity checks, no engagement kernel and no check 1."""
 
 
 @quick_init
@@ -61,7 +63,7 @@ class RunVerdict:
     trace_id: str
     run_span_id: str | None
     mode: Mode | None
-    """None when no plan was mounted (no engagement to decide)."""
+    """None when no plan was mounted (no engagement to decide); ``observed`` for an observed run."""
     complete: bool
     passes: tuple[PassVerdict, ...]
     engagement: tuple[MapEngagementRecord, ...]

@@ -15,6 +15,19 @@ Agent stacks make more agent and model-call spans than an agent has runs and pas
   its span-start hook) or carrying footprint events; other model calls of the run (guards,
   routers, summarisers, the client span under a framework span that is the pass) are no pass.
   A run with no marked model call at all keeps every model call as a pass (older recordings).
+
+Observed runs (``observed=True``): a trace with no recorder input — no span names a run
+(``footprint.run.id``) and no span carries a footprint input event, as a span event or a log
+record — is read from its instrumentation alone. The rule, one for every instrumentation: each
+*outermost* agent span (``invoke_agent``, OpenInference ``AGENT``, OpenLLMetry ``agent``: one with
+no agent span above it) is a run, and agent spans nested in it (handoffs, sub-agents, a framework's
+workflow span) are parts of that run; a trace with no agent span is one run whose run span is its
+top span (the root, or the topmost span here when the trace continues a remote one). Every model
+call under a run span that has no model call above it within the run is a pass; a model call
+nested in another (a client span under a framework's) is a second view of it, no pass; a model
+call under no run span (a guard before the agent span) is no pass. Recorder input anywhere in a
+trace wins for the whole trace: its runs are the recorder's and no observed run is made there,
+so one agent run is never two.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from types import MappingProxyType
 from otel_footprint import semconv
 from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
+from otel_footprint.runs.observed import observed_runs
 from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
 from otel_footprint.runs.slices import Steps, finish
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
@@ -39,6 +53,7 @@ _PREFIXES = (semconv.PREFIX, semconv.UPSTREAM_PREFIX)
 # The roles as module constants: reading an Enum member off its class costs a descriptor call
 # (~80 ns on CPython 3.11), and grouping compares roles a few dozen times per trace.
 _RUN, _PASS, _TOOL, _OTHER = SpanRole.RUN, SpanRole.PASS, SpanRole.TOOL, SpanRole.OTHER
+_AGENT = SpanRole.AGENT
 
 
 def is_footprint_input_event(name: str) -> bool:
@@ -111,6 +126,9 @@ class RunSpans:
     """Model-call spans of the run that are no pass (the client span under a framework's pass
     span, guards, summarisers), by start time: read only as a second view of a pass (the
     integrity checks' wire seam), never as passes."""
+    observed: bool = False
+    """An observed run: read from the instrumentation's spans alone (no recorder input in its
+    trace; see the module docstring). Its run span is an agent span or the trace's top span."""
 
     @property
     def run_id(self) -> str:
@@ -137,12 +155,16 @@ class RunSpans:
         return min(starts, default=0)
 
     def spans(self) -> tuple[SpanView, ...]:
-        """Every span of the run: the run span first, then the others by start time."""
+        """Every span of the run: the run span first, then the others by start time (an observed
+        run whose top span is itself its one model call lists it once)."""
         rest = sorted(
             (*self.passes, *self.tools, *self.others),
             key=lambda s: (s.start_time_unix_nano, s.span_id),
         )
-        return ((self.run_span,) if self.run_span is not None else ()) + tuple(rest)
+        if self.run_span is None:
+            return tuple(rest)
+        run_id = self.run_span.span_id
+        return (self.run_span, *[s for s in rest if s.span_id != run_id])
 
 
 @dataclass(slots=True, eq=False)
@@ -208,6 +230,8 @@ def _start_key(view: SpanView) -> tuple[int, str]:
 def group_runs(
     spans: Iterable[SpanView],
     log_events: Mapping[str, Sequence[SpanEventView]] | None = None,
+    *,
+    observed: bool = False,
 ) -> list[RunSpans]:
     """Group spans into run legs, in the order the legs started.
 
@@ -215,13 +239,16 @@ def group_runs(
     trace has exactly one run span, it joins that one. Spans of a trace that has no run span (or an
     ambiguous broken chain) and that carry footprint events form a leg with ``run_span=None`` and a
     reason. ``log_events`` maps a span id (hex) to the events that arrived as log records for it.
+    ``observed``: a trace with no recorder input gives its observed runs (module docstring).
     """
-    return finish(group_runs_steps(spans, log_events))
+    return finish(group_runs_steps(spans, log_events, observed=observed))
 
 
 def group_runs_steps(
     spans: Iterable[SpanView],
     log_events: Mapping[str, Sequence[SpanEventView]] | None = None,
+    *,
+    observed: bool = False,
 ) -> Steps[list[RunSpans]]:
     """:func:`group_runs` in steps (one per span, one per trace): see ``runs/slices.py``."""
     logs: Mapping[str, Sequence[SpanEventView]] = log_events or {}
@@ -229,7 +256,9 @@ def group_runs_steps(
     for view in spans:
         role = role_of(view.attribute)
         # Only a span of no role needs its events looked at now: it matters only if it carries some.
-        carries = role is _OTHER and (view.span_id in logs or carries_footprint_events(view))
+        carries = (role is _OTHER or role is _AGENT) and (
+            view.span_id in logs or carries_footprint_events(view)
+        )
         iteration = pass_iteration_of(view) if role is _PASS else None
         marked = role is _PASS and (iteration is not None or _carries(view, logs))
         trace = traces.setdefault(view.trace_id, {})
@@ -239,9 +268,58 @@ def group_runs_steps(
 
     legs: list[RunSpans] = []
     for trace_id, nodes in traces.items():
-        legs.extend(_group_trace(trace_id, nodes, logs))
+        if observed and not _recorded(nodes, logs):
+            legs.extend(_observed_legs(trace_id, nodes))
+        else:
+            legs.extend(_group_trace(trace_id, nodes, logs))
         yield None
     legs.sort(key=lambda leg: (leg.start_time_unix_nano, leg.trace_id, leg.run_span_id or ""))
+    return legs
+
+
+def _recorded(nodes: Mapping[str, _Node], logs: Mapping[str, Sequence[SpanEventView]]) -> bool:
+    """Whether a trace has recorder input: a span naming a run, or a footprint input event on any
+    of its spans (a span event, or a log record naming it). A ``footprint.pass.iteration`` alone
+    is not: an observed run's own annotation writes it, and our output is never our input."""
+    for node in nodes.values():
+        if node.role is _RUN or node.carries:
+            return True
+        if node.role is not _OTHER and _carries(node.view, logs):
+            return True
+    return False
+
+
+def recorder_input(view: SpanView) -> bool:
+    """Whether a span is recorder input: it names a run, or carries a footprint input event."""
+    return view.attribute(semconv.RUN_ID) is not None or carries_footprint_events(view)
+
+
+def incomplete_for(run: RunSpans, reason: Reason | None) -> Reason | None:
+    """The release's incompleteness ``reason`` as it holds for ``run``: ``missing-spans`` (the
+    trace's root ended before some run span arrived) never holds for an observed run, whose run
+    span is its agent or top span, here; every other reason holds as it is."""
+    if reason is not None and run.observed and reason.code == "missing-spans":
+        return None
+    return reason
+
+
+def _observed_legs(trace_id: str, nodes: Mapping[str, _Node]) -> list[RunSpans]:
+    """The observed runs of a trace with no recorder input (see the module docstring)."""
+    found = observed_runs({sid: (n.view, n.role) for sid, n in nodes.items()})
+    legs: list[RunSpans] = []
+    for run_id, passes, unmarked, tools in found:
+        legs.append(
+            RunSpans(
+                trace_id=trace_id,
+                run_span=nodes[run_id].view,
+                passes=tuple(
+                    n.view for n in sorted((nodes[p] for p in passes), key=_node_pass_key)
+                ),
+                tools=tuple(sorted((nodes[t].view for t in tools), key=_start_key)),
+                unmarked_calls=tuple(sorted((nodes[u].view for u in unmarked), key=_start_key)),
+                observed=True,
+            )
+        )
     return legs
 
 
@@ -286,7 +364,7 @@ def _settle_runs(nodes: Mapping[str, _Node]) -> None:
             candidate = nodes.get(current)
             if candidate is None:
                 break
-            if candidate.role is _OTHER and is_agent_span(candidate.view.attribute):
+            if candidate.role is _AGENT:
                 candidate.role = _RUN
                 candidate.carries = False
                 break
@@ -303,6 +381,9 @@ def _group_trace(
     trace_id: str, nodes: Mapping[str, _Node], logs: Mapping[str, Sequence[SpanEventView]]
 ) -> list[RunSpans]:
     _settle_runs(nodes)
+    for node in nodes.values():
+        if node.role is _AGENT:  # a container of a recorded run
+            node.role = _OTHER
     run_ids = [span_id for span_id, node in nodes.items() if node.role is _RUN]
     only_run = run_ids[0] if len(run_ids) == 1 else None
     members: dict[str | None, list[_Node]] = {run_id: [] for run_id in run_ids}

@@ -314,6 +314,11 @@ class RunHolding(Generic[K, T, E]):
         self.bounded = True
         """False while an adapter restores what it held before a restart: recovered runs are
         released when due (``ended``), never as ``overflow`` because the backlog is large."""
+        self.wait_for_root = False
+        """Set by an adapter that holds observed runs (traces with no recorder input): a trace
+        with no footprint input then waits for its root span (or ``max_wait``), not
+        ``orphan_wait`` after its latest span: an observed run has no run span to wait for, and
+        its agent may still be running (a slow tool) when its spans pause."""
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -542,9 +547,10 @@ class RunHolding(Generic[K, T, E]):
         while self.bytes_held > self.limits.max_bytes and self._active and self.bounded:
             releases.append(self._release_all(self._entries[self._victim()], "overflow", "bytes"))
 
-    def discard(self, trace_id: K) -> None:
+    def discard(self, trace_id: K) -> list[T]:
         """Forget a held trace with nothing to decide (every run ended, no footprint events): no
-        release, no cache entry (a straggler of it then passes as a span of no run would)."""
+        release, no cache entry (a straggler of it then passes as a span of no run would).
+        Returns the items it held, for the adapter to hand on as they are."""
         entry = self._entries.get(trace_id)
         if entry is not None and entry.state is _State.ACTIVE and not entry.events:
             self._forget(trace_id)
@@ -552,6 +558,13 @@ class RunHolding(Generic[K, T, E]):
             self.bytes_held -= entry.size
             self.spans_held -= len(entry.held)
             self._left(entry.client)
+            return list(entry.held.values())
+        return []
+
+    def has_runs(self, trace_id: K) -> bool:
+        """Whether the held trace has a run span (started or arrived): recorder input."""
+        entry = self._entries.get(trace_id)
+        return entry is not None and entry.state is _State.ACTIVE and bool(entry.runs)
 
     def runs_pending(self, trace_id: K) -> bool:
         """Whether the held trace has a run span started that has not arrived yet."""
@@ -599,13 +612,17 @@ class RunHolding(Generic[K, T, E]):
             orphan = False
             if arrived is not None and run not in entry.released_runs:
                 due = min(due, arrived + lim.release_grace)
-        if orphan:
+        if orphan and self._orphan_waits(entry):
             due = min(due, entry.last_seen + self._orphan_wait)
         if due != entry.due:
             entry.due = due
             heapq.heappush(self._heap, (due, next(self._tick), entry.trace_id))
             if len(self._heap) > 4 * len(self._active) + 64:
                 self._compact()
+
+    def _orphan_waits(self, entry: _Entry[K, T, E]) -> bool:
+        """Whether ``orphan_wait`` bounds a trace with no run span (see :attr:`wait_for_root`)."""
+        return entry.footprint or not self.wait_for_root
 
     def _compact(self) -> None:
         """Drop superseded deadlines (skipped when due anyway; this bounds the heap)."""
@@ -672,7 +689,11 @@ class RunHolding(Generic[K, T, E]):
             # The trace is over. "root" only when some run never got its run span.
             runish = any(entry.held[s].runish for s in orphans)
             return [self._release_all(entry, "root" if runish else "ended", None)]
-        if not entry.runs and now >= entry.last_seen + self._orphan_wait:
+        if (
+            not entry.runs
+            and self._orphan_waits(entry)
+            and now >= entry.last_seen + self._orphan_wait
+        ):
             return [self._release_all(entry, "root", None)]
         groups = self._groups(entry, final=False)
         release: Release[K, T, E] = Release(entry.trace_id, "ended", None, [], [])

@@ -244,6 +244,9 @@ class IntegrityInputs:
     tool was called" cannot be said."""
     problems: tuple[str, ...] = field(default=())
     """Inputs present but unreadable (named), for the explanations."""
+    observed: bool = False
+    """An observed run (no recorder input, so no declarations): the checks that declarations arm
+    are armed by what the record itself holds, where it holds enough (``argument.py``)."""
 
     def grounds_for(self, iteration: int) -> tuple[ExternalGround, ...]:
         return tuple(g for g in self.grounds if g.iteration in (None, iteration))
@@ -607,9 +610,11 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         if kind in _SHAPE_TYPES:
             shape_events.setdefault(event.pointer.span_id, []).append(event)
     declarations = _declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems)
-    frames = any(d.arguments_from for d in declarations.values())
+    observed = run.observed
+    frames = observed or any(d.arguments_from for d in declarations.values())
     calls_needed = (
-        facts.plan is not None
+        observed
+        or facts.plan is not None
         or bool(declarations)
         or bool(run.unmarked_calls)
         or semconv.T_WIRE_MANIFEST in by_type
@@ -735,4 +740,5 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         disposition=_disposition(dispositions[-1], problems) if dispositions else None,
         calls_unknown=any(r.code == UNRECORDED_TOOL_CALLS for r in facts.reasons),
         problems=tuple(problems),
+        observed=observed,
     )

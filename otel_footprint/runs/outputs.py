@@ -495,10 +495,14 @@ def output_tool_calls(view: SpanView) -> tuple[OutputToolCall, ...] | None:
     return tuple(calls)
 
 
-def tool_results(view: SpanView) -> Iterator[tuple[str, str]]:
-    """(call id, result text) of every tool result the span's input messages hold."""
+def tool_results(view: SpanView) -> Iterator[tuple[str, str, Ref]]:
+    """(call id, result text, where it was read: the attribute and message index) of every tool
+    result the span's input messages hold."""
     found = _messages(_Indexed(view), _INPUT, [])
-    for _, message in found[2] if found else ():
+    if not found:
+        return
+    key = found[0]
+    for index, message in found[2]:
         for part in _parts(message):
             call_id, response = string(part.get("id")), _response(part)
             if (
@@ -506,7 +510,8 @@ def tool_results(view: SpanView) -> Iterator[tuple[str, str]]:
                 and call_id is not None
                 and response is not None
             ):
-                yield call_id, _compact(response)
+                where = Ref(view.trace_id, view.span_id, key, message_index=index)
+                yield call_id, _compact(response), where
 
 
 def offered_tools(view: SpanView) -> tuple[str, ...] | None:

@@ -40,6 +40,7 @@ from otel_footprint.runs.group import RunSpans, pass_iteration_of
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.outputs import (
     OutputToolCall,
+    Ref,
     asked_for_tools,
     instrumented,
     loads,
@@ -121,6 +122,9 @@ class ToolCall:
     """Why the call's picks cannot be told (e.g. read_skill arguments that are not JSON)."""
     status: str | None = None
     """The tool's own declared status, when the agent recorded one (not in the schema yet)."""
+    result_ref: Ref | None = None
+    """Where ``result`` was read when not on the call's own span: a later model call's input
+    message (a call read from a pass's output has no tool span)."""
 
 
 @quick_init
@@ -192,6 +196,8 @@ class RunFacts:
     plan_event: FootprintEvent | None = None
     undecodable_types: frozenset[str] = frozenset()
     """Types of the events left out because an attribute could not be decoded."""
+    unrecorded_passes: tuple[int, ...] = ()
+    """Passes whose tool calls are recorded nowhere (the ``tool-calls-unrecorded`` reason)."""
 
     def of_type(self, event_type: str) -> tuple[FootprintEvent, ...]:
         """The run's events of one type, in order."""
@@ -456,6 +462,7 @@ def read_run_steps(
         reasons=tuple(rd.reasons),
         plan_event=plan_event,
         undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),
+        unrecorded_passes=unrecorded_at,
     )
 
 
@@ -956,7 +963,8 @@ def _output_tool_calls(
             f"the model call(s) of pass(es) {', '.join(map(str, unrecorded))} record no tool calls "
             "(no tool span, no tool calls in the recorded output); switch on the "
             "instrumentation's message content capture or record tool spans. Which tools were "
-            "called cannot be told; passes after them are not decided",
+            "called cannot be told: what reads every call cannot be judged, and the engagement "
+            "kernel (when a plan is mounted) cannot replay the passes after them",
         )
     if found:
         found = _with_results_and_picks(found, run.passes)
@@ -986,12 +994,14 @@ def _output_tool_call(view: SpanView, iteration: int, index: int, call: OutputTo
 def _with_results_and_picks(found: list[ToolCall], passes: Sequence[SpanView]) -> list[ToolCall]:
     """Calls read from the output, with their results from the passes' input messages and the
     picks of the read_skill ones."""
-    results: dict[str, str] = {}
+    results: dict[str, tuple[str, Ref]] = {}
     for view in passes:
-        for call_id, text in tool_results(view):
-            results.setdefault(call_id, text)
+        for call_id, text, where in tool_results(view):
+            results.setdefault(call_id, (text, where))
     found = [
-        replace(call, result=results[call.call_id]) if call.call_id in results else call
+        replace(call, result=results[call.call_id][0], result_ref=results[call.call_id][1])
+        if call.call_id in results
+        else call
         for call in found
     ]
     return [

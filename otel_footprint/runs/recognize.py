@@ -5,8 +5,9 @@ One rule, first match wins: OTel GenAI ``gen_ai.operation.name``, then OpenInfer
 
 An agent span (``invoke_agent``, OpenInference ``AGENT``, OpenLLMetry ``agent``) is a run span only
 when it names a run (``footprint.run.id``): frameworks make one per agent, workflow and handoff,
-and those are containers. Grouping (:mod:`otel_footprint.runs.group`) still makes an agent span
-the run of footprint events that have no run above them (:func:`is_agent_span`).
+and those are containers (role ``AGENT``). Grouping (:mod:`otel_footprint.runs.group`) still makes
+an agent span the run of footprint events that have no run above them, and, in a trace with no
+recorder input at all, the run span of an *observed run* (the outermost agent span).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class SpanRole(Enum):
     RUN = "run"
     PASS = "pass"
     TOOL = "tool"
+    AGENT = "agent"
+    """An agent span that names no run: a container in a recorded run, the run span of an
+    observed one (a trace without recorder input)."""
     OTHER = "other"
 
 
@@ -65,7 +69,7 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
     operation = attribute(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
         if operation == semconv.OP_INVOKE_AGENT:
-            return SpanRole.RUN if named else SpanRole.OTHER
+            return SpanRole.RUN if named else SpanRole.AGENT
         if operation in semconv.MODEL_CALL_OPERATIONS:
             return SpanRole.PASS
         if operation == semconv.OP_EXECUTE_TOOL:
@@ -75,13 +79,13 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
     if oi_kind is not None:
         # CHAIN is a container, not an agent run: folding it into invoke_agent is too coarse.
         return {
-            semconv.OI_KIND_AGENT: SpanRole.RUN if named else SpanRole.OTHER,
+            semconv.OI_KIND_AGENT: SpanRole.RUN if named else SpanRole.AGENT,
             semconv.OI_KIND_LLM: SpanRole.PASS,
             semconv.OI_KIND_TOOL: SpanRole.TOOL,
         }.get(str(oi_kind).upper(), SpanRole.OTHER)
     tl_kind = attribute(semconv.TRACELOOP_SPAN_KIND)
     if tl_kind == semconv.TL_KIND_AGENT:
-        return SpanRole.RUN if named else SpanRole.OTHER
+        return SpanRole.RUN if named else SpanRole.AGENT
     if tl_kind == semconv.TL_KIND_TOOL:
         return SpanRole.TOOL
     if attribute(semconv.LLM_REQUEST_TYPE) in semconv.LLM_REQUEST_TYPE_MODEL_CALLS:

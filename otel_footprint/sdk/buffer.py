@@ -171,7 +171,11 @@ class RunBuffer:
         span_limits: SpanLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
         name: str = "footprint-runs",
+        observed: bool = False,
     ) -> None:
+        self._observed = observed
+        """Hold observed runs too (``EngineOptions.observed``): the model-call and agent spans of
+        a trace with no recorder input, and its root span, wait for the root and are decided."""
         self._sink = sink
         self._decide = decide
         self._limits = limits
@@ -203,6 +207,7 @@ class RunBuffer:
         """Fresh state and worker (at start, and in a child after ``os.fork``)."""
         self._lock = threading.Condition(threading.Lock())
         self._core: RunHolding[int, _Item, SpanEventView] = RunHolding(self._limits)
+        self._core.wait_for_root = self._observed
         self._live: dict[int, list[ReadableSpan]] = {}
         self._ready: list[_Release] = []
         self._busy = 0
@@ -250,7 +255,23 @@ class RunBuffer:
         context = span.context
         if context is None:
             return False
-        trace_id, span_id = context.trace_id, context.span_id
+        freed: list[_Item] = []
+        try:
+            return self._offer(span, context.trace_id, context.span_id, role, footprint, freed)
+        finally:
+            # Held for an observed run whose trace turned out to be a recorded run with nothing
+            # to decide: handed on as they are (outside the lock, as the worker hands on).
+            self._hand_on([i.span for i in freed if i.held])
+
+    def _offer(
+        self,
+        span: ReadableSpan,
+        trace_id: int,
+        span_id: int,
+        role: SpanRole,
+        footprint: bool,
+        freed: list[_Item],
+    ) -> bool:
         parent = span.parent
         # A remote parent never ends here: the span is this process's root of the trace.
         parent_id = parent.span_id if parent is not None and not parent.is_remote else 0
@@ -274,8 +295,16 @@ class RunBuffer:
             )
             if not marked and notable:
                 marked = self._live_footprint(trace_id)
-            hold = footprint or (marked and notable)
-            runish = role is not SpanRole.OTHER or footprint
+            # An observed run's notes go on its model-call and agent spans and on the trace's
+            # root (its run span when it has no agent span): they wait for the root.
+            observed = (
+                self._observed
+                and (role is SpanRole.PASS or role is SpanRole.AGENT or not parent_id)
+                and not marked
+                and not core.has_runs(trace_id)
+            )
+            hold = footprint or (marked and notable) or observed
+            runish = (role is not SpanRole.OTHER and role is not SpanRole.AGENT) or footprint
             releases: list[_Release] = []
             # Evidence is handed on at once (the export queue holds it too): counted flat.
             size = span_size(span, footprint) if hold else SPAN_BYTES
@@ -287,7 +316,10 @@ class RunBuffer:
                 releases,
                 # Only a run span or footprint events open a run here: a model call outside any
                 # run span started in this process has nothing to wait for.
-                opens=role is SpanRole.RUN or footprint,
+                # and, for observed runs, a model call or an agent span.
+                opens=role is SpanRole.RUN
+                or footprint
+                or (observed and (role is SpanRole.PASS or role is SpanRole.AGENT)),
                 footprint=marked,
                 now=self._clock(),
             )
@@ -299,10 +331,10 @@ class RunBuffer:
             counts["spans_held" if hold else "spans_passed"] += 1
             if role is SpanRole.RUN and not marked and not core.runs_pending(trace_id):
                 # Nothing to decide and nothing held: done now, no worker, no wait.
-                core.discard(trace_id)
+                freed += core.discard(trace_id)
                 self._live.pop(trace_id, None)
                 counts["runs_without_footprint"] += 1
-            elif releases or role is SpanRole.RUN or footprint:
+            elif releases or role is SpanRole.RUN or footprint or not parent_id:
                 self._queue(releases)  # a release, or a due time that may have come nearer
             return hold
 

@@ -22,7 +22,7 @@ from otel_footprint.annotate.form import (
 )
 from otel_footprint.engine.decide import EngineOptions, decide_run_steps, span_keys, store_keys
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.runs.group import group_runs_steps
+from otel_footprint.runs.group import group_runs_steps, incomplete_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.slices import Steps, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
@@ -134,7 +134,7 @@ class _EngineDecider:
         if turn is not None and self._store is not None:
             # Until its runs are grouped (several turns for a long run), a superset of their keys.
             turn.declare((yield from span_keys(views)))
-        runs = yield from group_runs_steps(views, log_events)
+        runs = yield from group_runs_steps(views, log_events, observed=self._engine.observed)
         if turn is not None:
             turn.declare(store_keys(runs))
         yield None
@@ -149,9 +149,10 @@ class _EngineDecider:
             verdict: RunVerdict = yield from decide_run_steps(
                 run, self._store, self._engine, turn=turn
             )
-            if incomplete is not None:
+            held = incomplete_for(run, incomplete)
+            if held is not None:
                 verdict = dataclasses.replace(
-                    verdict, complete=False, reasons=(*verdict.reasons, incomplete)
+                    verdict, complete=False, reasons=(*verdict.reasons, held)
                 )
             if self._on_verdict is not None:
                 self._on_verdict(verdict)

@@ -84,6 +84,8 @@ class FootprintOTLPSpanExporter(SpanExporter):
         env = inprocess_settings(os.environ)
         if annotate_options is None:
             annotate_options = AnnotateOptions(witness=env.witness, include_lines=env.account_lines)
+        if engine_options is None:
+            engine_options = EngineOptions(observed=env.observed_runs)
         self._inner = exporter or otlp_span_exporter(protocol, **otlp_kwargs)
         self._export_lock = threading.Lock()
         limits = processor_limits(
@@ -106,6 +108,7 @@ class FootprintOTLPSpanExporter(SpanExporter):
             limits=limits,
             span_limits=span_limits,
             name="footprint-otlp-exporter",
+            observed=engine_options.observed,
         )
         if meter_provider is not None:
             register_metrics(meter_provider, self.stats, "otlp_exporter")

@@ -177,6 +177,7 @@ class FootprintSpanProcessor(SpanProcessor):
             limits=limits,
             span_limits=span_limits,
             name="footprint-span-processor",
+            observed=(engine_options or EngineOptions()).observed,
         )
         # Created after the buffer has checked its bounds, so a refused setting leaks no thread.
         self._batch = BatchSpanProcessor(

@@ -132,6 +132,14 @@ class InProcessSettings(_Model, frozen=True):
             env="FOOTPRINT_ACCOUNT_LINES",
         ),
     ] = _A.include_lines
+    observed_runs: Annotated[
+        bool,
+        doc(
+            "decide observed runs: agents with instrumentation only (no recorder) get the account "
+            "and the integrity checks from their spans (false: such traces pass undecided)",
+            env="FOOTPRINT_OBSERVED_RUNS",
+        ),
+    ] = True
     protocol: Annotated[
         Protocol_,
         doc(
@@ -408,6 +416,10 @@ class ProcessingSettings(_Model, frozen=True):
     account_lines: Annotated[
         bool, doc("write the account's lines as `footprint.account.line` events on the run span")
     ] = _A.include_lines
+    observed_runs: Annotated[
+        bool,
+        doc("decide observed runs (instrumentation only, no recorder); false: pass them undecided"),
+    ] = True
     decision_cache: DecisionCacheSettings = DecisionCacheSettings()
     run_store: RunStoreSettings = RunStoreSettings()
     recent_verdicts: Annotated[int, doc("verdicts kept for StreamVerdicts' replay")] = 1000

@@ -32,7 +32,12 @@ from otel_footprint.engine.decide import (
     store_keys,
 )
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.runs.group import RunSpans, group_runs_steps
+from otel_footprint.runs.group import (
+    RunSpans,
+    group_runs_steps,
+    incomplete_for,
+    recorder_input,
+)
 from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
@@ -140,7 +145,9 @@ class FootprintAnnotation:
             # Until its runs are grouped, the keys of every span that may be a run span: a
             # release behind this one need not wait for the whole grouping of a long run.
             turn.declare((yield from span_keys(views.values())))
-        runs = yield from group_runs_steps(views.values(), log_events)
+        runs = yield from group_runs_steps(
+            views.values(), log_events, observed=self.engine_options.observed
+        )
         if turn is not None:
             turn.declare(store_keys(runs))
         yield None
@@ -148,15 +155,18 @@ class FootprintAnnotation:
         incomplete = reason_for(release.cause, release.limit, run_span=unit.run_span is not None)
         out: list[Decision] = []
         for run in runs:
-            out.append((yield from self._run(release, unit, run, views, incomplete, turn)))
+            held = incomplete_for(run, incomplete)
+            out.append((yield from self._run(release, unit, run, views, held, turn)))
         if not runs and incomplete is not None:
-            # Model-call / tool spans with no run span and no footprint events form no run; they
-            # still say why they leave undecided.
-            loose = [views[m.info.span_id] for m in members if m.info.runish]
+            # Spans of recorder input with no run span form no run; they still say why they
+            # leave undecided. A span that is no recorder input is told nothing: a trace that
+            # never had a run span is not missing one.
+            runish = (views[m.info.span_id] for m in members if m.info.runish)
+            loose = [view for view in runish if recorder_input(view)]
             for span_hex, note in unannotated_notes(loose, incomplete, complete=None).items():
-                view = views.get(bytes.fromhex(span_hex))
-                if view is not None:
-                    apply_note(view.pb, note)
+                target = views.get(bytes.fromhex(span_hex))
+                if target is not None:
+                    apply_note(target.pb, note)
         return out
 
     def _run(

@@ -42,7 +42,8 @@ class SpanInfo:
     span: Span
     role: SpanRole
     has_footprint_events: bool
-    """For a span of no role: whether it carries footprint events (not read for the others)."""
+    """For a span of no role or an agent span: whether it carries footprint events (not read for
+    the others)."""
     trace_id: bytes
     span_id: bytes
     parent_id: bytes
@@ -51,7 +52,12 @@ class SpanInfo:
 
     @property
     def runish(self) -> bool:
-        return self.role is not SpanRole.OTHER or self.has_footprint_events
+        # An agent span naming no run is a container: held only with its trace (it ends after
+        # the model calls that open the trace), never read for a recorded run's unit.
+        role = self.role
+        return (role is not SpanRole.OTHER and role is not SpanRole.AGENT) or (
+            self.has_footprint_events
+        )
 
 
 MAX_ORIGINS = 4096

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from msgspec import structs
 
 from otel_footprint.annotate.form import AnnotateOptions
+from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.model import RunStore
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk.settings import ProcessingSettings
@@ -264,7 +265,11 @@ class Hop:
         stage = self._stage
         if stage is None:
             stage = (
-                FootprintAnnotation(self.store, annotate_options=annotate_options(proc))
+                FootprintAnnotation(
+                    self.store,
+                    engine_options=EngineOptions(observed=proc.observed_runs),
+                    annotate_options=annotate_options(proc),
+                )
                 if proc.annotate
                 else NoAnnotation()
             )

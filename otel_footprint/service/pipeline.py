@@ -111,7 +111,7 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
     trace of the client holding the most, so one client's flood cannot evict the others' runs.
     """
     out: list[SpanInfo] = []
-    other = SpanRole.OTHER
+    other, agent = SpanRole.OTHER, SpanRole.AGENT
     clients: dict[int, bytes] = {}
     for origin, span in iter_spans(request):
         client = clients.get(id(origin))
@@ -123,8 +123,9 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
                 origin,
                 span,
                 role,
-                # Only a span of no role needs its event names read: a role already makes it runish.
-                role is other and has_footprint_events(span),
+                # Only a span of no role (or an agent span, a container) needs its event names
+                # read: a role of a run already makes it runish.
+                (role is other or role is agent) and has_footprint_events(span),
                 span.trace_id,
                 span.span_id,
                 span.parent_span_id,

@@ -1,5 +1,11 @@
 """``unsupported-argument`` @choice: the model called a tool with a value nothing served it.
 
+Armed by declarations (``footprint.tool.declared`` ``argumentsFrom``), or, in an observed run
+(no recorder input, so no declarations), by the record itself: every call of a pass whose offered
+tools and frame are recorded is judged on its identifier-like values (one token, no whitespace:
+ids, codes, keys); free text the model composed is not judged, and a pass whose offered tools or
+frame are not recorded is ``unreachable``.
+
 Judged against the exact frame of the call that chose it (that span's own system instructions and
 input messages), never the run's history. Per string leaf of an armed call's arguments, in order:
 shorter than 4 (UTF-16 units) → skipped; equal to a declared enum member → skipped; inside any
@@ -20,7 +26,9 @@ from otel_footprint.account.integrity.common import (
     enum_values,
     frame_missing,
     grounded_in,
+    identifier_like,
     lowered,
+    tools_missing,
 )
 from otel_footprint.account.integrity.dangling import NO_GROUNDS
 from otel_footprint.account.integrity.model import Excusal, Finding, Subject, Witness
@@ -81,7 +89,8 @@ def refetch_phrase(grounds: Sequence[str]) -> str:
 
 def check_arguments(inputs: IntegrityInputs) -> Tally:
     grounding = {n: d.arguments_from for n, d in inputs.declarations.items() if d.arguments_from}
-    if not grounding:
+    observed = not grounding and inputs.observed
+    if not grounding and not observed:
         return unarmed(NO_GROUNDS)
     tally = Tally()
     for pass_ in inputs.passes:
@@ -90,9 +99,16 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
         if calls is None:
             tally.note("unreachable", it, f"which tools pass {it} chose is not in the record")
             continue
-        armed = [c for c in calls if c.name in grounding]
+        armed = [c for c in calls if observed or c.name in grounding]
         if not armed:
-            tally.note("not-applicable", it, "no call to a tool with declared grounds")
+            why = "no tool call" if observed else "no call to a tool with declared grounds"
+            tally.note("not-applicable", it, why)
+            continue
+        offered, _ = pass_.tools()
+        if observed and offered is None:
+            # Without the offered schemas a value the schema fixes (an enum member) cannot be
+            # told from one the model made up: not judged on a guess.
+            tally.note("unreachable", it, tools_missing(pass_))
             continue
         view = pass_.frame()
         if view is None or view.messages is None:
@@ -117,6 +133,8 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
         for call in armed:
             enums = declared_enums(pass_, call.name)
             for path, value in checked_leaves(call.arguments):
+                if observed and not identifier_like(value):
+                    continue  # free text the model composed: no declaration says it is copied
                 needle = value.lower()
                 if (enums is not None and needle in enums) or grounded_in(needle, served_lc):
                     continue
@@ -144,7 +162,7 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
                             tool=call.name,
                             path=path,
                             value=clip(value),
-                            refetch=refetch_phrase(grounding[call.name]),
+                            refetch=refetch_phrase(grounding.get(call.name, ())),
                         ),
                         (
                             Witness(

@@ -79,6 +79,12 @@ def checked_leaves(arguments: Any) -> Iterator[tuple[str, str]]:
             yield path, value
 
 
+def identifier_like(value: str) -> bool:
+    """A value that names something rather than says something: one token, no whitespace (an id,
+    a code, a key). What an observed run's argument check judges (``argument.py``)."""
+    return not any(ch.isspace() for ch in value)
+
+
 def enum_values(schema: Any, depth: int = 0) -> frozenset[str]:
     """Every string member of any ``enum`` anywhere in a JSON schema (flat, to depth 8)."""
     if depth > ENUM_DEPTH:
