@@ -424,6 +424,18 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self._arm()
 
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol says so
+        # The client shut its sending side. With a whole request in hand, keep the connection
+        # open to write its answer, then close (a half-closed client sends nothing more);
+        # asyncio's default (a falsy answer) closes the transport under the pending response:
+        # the spans were journaled and forwarded, the client never told. Otherwise (idle, or a
+        # request that can never be completed), close now.
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.more_body:
+            cycle.keep_alive = False
+            return True
+        return None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
