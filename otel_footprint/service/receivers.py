@@ -554,11 +554,14 @@ class HttpReceiver:
         self.bound = HostPort(host, sock.getsockname()[1])
         return self.bound
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop taking connections; requests under way get about ``grace`` seconds to finish
+        (uvicorn's own graceful shutdown, then theirs on the pool: an ingest is short)."""
         if self._server is not None:
+            self._server.config.timeout_graceful_shutdown = max(1, math.ceil(grace))
             self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=grace + 1)
         self._pool.shutdown(wait=True)
         logging.getLogger("uvicorn.error").removeFilter(self._noise)
 
