@@ -296,9 +296,6 @@ class _Clients(Generic[K]):
         """Clients by how many traces they hold (in the order they reached that count)."""
         self._top = 0
 
-    def __len__(self) -> int:
-        return len(self._traces)
-
     def add(self, client: Hashable, trace_id: K) -> None:
         traces = self._traces.get(client)
         if traces is None:
