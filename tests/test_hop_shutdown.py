@@ -133,7 +133,7 @@ def test_deciding_stops_at_the_deadline_and_the_rest_is_decided_after_the_restar
     pipeline.flush(deadline=started + 0.3)
     took = time.monotonic() - started
     assert 0 < stage.decided < 20, stage.decided  # the deadline passed with runs undecided
-    assert took < 5.0  # 20 x 50 ms would not pass this on a loaded machine either... it stops
+    assert took < 5.0  # generous for a loaded machine: the point is that it stopped deciding
     before = _forwarded(journal)
     assert before and before < sent
     journal.close()
