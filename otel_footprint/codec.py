@@ -321,15 +321,30 @@ def decode_typed_event(
     )
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+"""The range of an OTLP ``int_value``: an integer outside it cannot be written back onto a span."""
+
+
 def integral(value: Any) -> int | None:
-    """A decoded value read as an integer: an int or an integral float, never a bool; else None.
+    """A decoded value read as an integer: an int or an integral float, never a bool, within the
+    OTLP integer range (int64); else None.
 
     The one rule every reader of counts and iterations uses (a JSON ``2.0`` is 2; ``true`` is not 1).
+    A value no OTLP integer can hold (``1e308`` where a count belongs, a 30-digit JSON number) is
+    unreadable like a string would be: it costs that value, never the run's annotations.
     """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
+    if isinstance(value, float):
+        if not value.is_integer():  # also NaN and the infinities
+            return None
+        value = int(value)
+    elif not isinstance(value, int):
+        return None
+    return value if INT64_MIN <= value <= INT64_MAX else None
+
+
+def count(value: Any) -> int | None:
+    """A decoded value read as a count: :func:`integral` and not negative; else None."""
+    found = integral(value)
+    return found if found is not None and found >= 0 else None

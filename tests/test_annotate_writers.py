@@ -230,9 +230,35 @@ def test_apply_note_never_confuses_values_that_compare_equal() -> None:
         assert pb.attributes[0].value == to_any_value(value)
 
 
-def test_apply_note_refuses_what_protobuf_refuses() -> None:
-    with pytest.raises(ValueError):
-        apply_note(PbSpan(), SpanNote(attributes=(("too-big", 1 << 63),)))
+def test_apply_note_leaves_off_a_value_otlp_cannot_hold_and_counts_it() -> None:
+    """Issue 22: an integer past int64 (a sum of hostile counts) costs that attribute, not the
+    note: the rest is written and the span, event or link says how many were left off."""
+    pb = PbSpan()
+    pb.attributes.add(key="kept").value.int_value = 1
+    note = SpanNote(
+        attributes=(
+            ("too-big", 1 << 63),
+            ("kept", -(1 << 64)),
+            ("fine", 3),
+            ("list", (1, 1 << 70)),
+        ),
+        events=(NoteEvent("e", (("x", 1 << 63), ("y", "ok"))),),
+        links=(NoteLink("ab" * 16, "cd" * 8, (("z", -(1 << 63) - 1),)),),
+    )
+    apply_note(pb, note)
+    assert [(kv.key, kv.value.int_value) for kv in pb.attributes] == [("kept", 1), ("fine", 3)]
+    assert pb.dropped_attributes_count == 3
+    (event,) = pb.events
+    assert [kv.key for kv in event.attributes] == ["y"] and event.dropped_attributes_count == 1
+    (link,) = pb.links
+    assert not link.attributes and link.dropped_attributes_count == 1
+    # Nothing left off: no dropped count written.
+    plain = PbSpan()
+    apply_note(plain, SpanNote(attributes=(("fine", 3),), events=(NoteEvent("e", (("y", 1),)),)))
+    assert plain.dropped_attributes_count == 0 and plain.events[0].dropped_attributes_count == 0
+
+
+def test_apply_note_refuses_what_is_no_attribute_value() -> None:
     with pytest.raises(TypeError):
         apply_note(PbSpan(), SpanNote(attributes=(("none", None),)))  # type: ignore[arg-type]
     # A list where the form gives tuples still encodes (it cannot be cached).

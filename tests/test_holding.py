@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_footprint.runs.holding import HoldLimits, Release, RunHolding, reason_for
 from otel_footprint.runs.recognize import SpanRole
@@ -183,3 +185,33 @@ def test_the_shared_empty_map_is_never_written() -> None:
     assert core.route(5, 3, 2, False) == "late"
     core.release_everything(3.0)
     assert holding._EMPTY == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=120))
+def test_a_limit_releases_the_oldest_trace_of_the_client_holding_the_most(
+    steps: list[tuple[int, bool]],
+) -> None:
+    """The victim law, against a plain model of who holds what (the core finds it in O(1))."""
+    core: Core = RunHolding(HoldLimits(max_runs=8, release_grace=0.5, max_wait=1e9))
+    held: dict[str, list[int]] = {}  # the model: each client's held traces, oldest first
+    for trace, (client_no, finish) in enumerate(steps, start=1):
+        client = f"c{client_no}"
+        if finish and held.get(client):
+            # A root span ends the client's oldest trace: released as due, not by a limit.
+            done = held[client].pop(0)
+            hold(core, done, 99, 0, SpanRole.PASS, client=client)
+            assert [r.trace_id for r in core.poll(10.0 * trace)] == [done]
+        counts = {c: len(ts) for c, ts in held.items() if ts}
+        full = sum(counts.values()) >= 8
+        released = hold(core, trace, 1, 5, SpanRole.PASS, client=client)
+        if full:
+            (release,) = released
+            owner = next(c for c, ts in held.items() if release.trace_id in ts)
+            assert counts[owner] == max(counts.values())
+            assert release.trace_id == held[owner][0]
+            held[owner].pop(0)
+        else:
+            assert released == []
+        held.setdefault(client, []).append(trace)
+    assert core.runs_held == sum(len(ts) for ts in held.values())

@@ -254,3 +254,45 @@ def test_a_transfer_coding_other_than_chunked_is_not_implemented(hop: HopProcess
         assert reply.headers.get("connection") == "close"
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_complete_request_then_a_half_close_is_still_answered(
+    hop: HopProcess, sink: Sink, framing: str
+) -> None:
+    """Issue 22: a client that sends a whole request and then shuts its sending side
+    (``shutdown(SHUT_WR)``, as ``curl`` or a one-shot script may) was forwarded but never
+    answered: the end of its input closed the connection under the pending response."""
+    name = f"half-closed {framing}"
+    proto = _plain_request(1, name).SerializeToString()
+    if framing == "chunked":
+        head, body = CHUNKED_PROTO, _chunked(proto)
+    else:
+        head = {"Content-Type": "application/x-protobuf", "Content-Length": str(len(proto))}
+        body = proto
+    conn = Connection(hop.http)
+    try:
+        lines = ["POST /v1/traces HTTP/1.1", "Host: hop"] + [f"{k}: {v}" for k, v in head.items()]
+        conn.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        conn.sock.shutdown(socket.SHUT_WR)
+        reply = Reply.read(conn.sock)
+        assert reply.status == 200, reply
+        assert reply.headers.get("connection") == "close"
+        assert conn.closed_by_peer()
+    finally:
+        conn.close()
+    assert sink.wait_for(lambda: name in {s.name for s in sink.spans()}, 10)
+
+
+def test_a_half_close_before_the_body_is_whole_closes_without_an_answer(hop: HopProcess) -> None:
+    """An incomplete request whose client stops sending can never be completed: the connection
+    is closed at once (no 408 after the body deadline, nothing ingested)."""
+    conn = Connection(hop.http)
+    try:
+        head = "POST /v1/traces HTTP/1.1\r\nHost: hop\r\nContent-Length: 100\r\n\r\n"
+        conn.sock.sendall(head.encode() + b"\x0a\x02")
+        conn.sock.shutdown(socket.SHUT_WR)
+        conn.sock.settimeout(5)
+        assert conn.sock.recv(100) == b""
+    finally:
+        conn.close()

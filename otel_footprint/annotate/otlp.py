@@ -15,7 +15,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags
 
 from otel_footprint.annotate.form import Pairs, SpanNote
-from otel_footprint.codec import AttributeValue
+from otel_footprint.codec import INT64_MAX, INT64_MIN, AttributeValue
 
 if TYPE_CHECKING:
     from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
@@ -82,6 +82,8 @@ _EVENT_ATTRIBUTE: Final = _field(Span.Event, "attributes", _LEN)
 _LINK_TRACE_ID: Final = _field(Span.Link, "trace_id", _LEN)
 _LINK_SPAN_ID: Final = _field(Span.Link, "span_id", _LEN)
 _LINK_ATTRIBUTE: Final = _field(Span.Link, "attributes", _LEN)
+_EVENT_DROPPED: Final = _field(Span.Event, "dropped_attributes_count", _VARINT)
+_LINK_DROPPED: Final = _field(Span.Link, "dropped_attributes_count", _VARINT)
 _LINK_FLAGS: Final = _field(Span.Link, "flags", _I32)
 _KV_KEY: Final = _field(KeyValue, "key", _LEN)
 _KV_VALUE: Final = _field(KeyValue, "value", _LEN)
@@ -95,7 +97,6 @@ _ARRAY_VALUE: Final = _field(ArrayValue, "values", _LEN)
 _FIXED64 = struct.Struct("<Q").pack
 _FIXED32 = struct.Struct("<I").pack
 _DOUBLE = struct.Struct("<d").pack
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _LINK_FLAG_BYTES: Final = _LINK_FLAGS + _FIXED32(SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK)
 
 
@@ -117,7 +118,7 @@ def _any_value_bytes(value: AttributeValue) -> bytes:
     if isinstance(value, bool):
         return _ANY_BOOL + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
-        if not _INT64_MIN <= value <= _INT64_MAX:
+        if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"{value} does not fit an OTLP int_value (int64)")
         return _ANY_INT + _varint(value & 0xFFFF_FFFF_FFFF_FFFF)
     if isinstance(value, float):
@@ -171,7 +172,11 @@ def _encode_key_value(tag: bytes, key: str, value: AttributeValue, store: bool =
     return encoded
 
 
-def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -> bytes:
+def _attributes_bytes(
+    tag: bytes, pairs: Iterable[tuple[str, AttributeValue]], dropped: list[int]
+) -> bytes:
+    """The attributes ``pairs`` as fields ``tag``; a value OTLP cannot hold (an integer past
+    int64) is left off and counted in ``dropped[0]``: it costs that value, not the note."""
     get = _cache.get
     try:
         return b"".join(
@@ -180,9 +185,23 @@ def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -
                 for key, value in pairs
             ]
         )
-    except TypeError:
-        # An unhashable value (a list where a tuple was expected): encode without the cache.
-        return b"".join([_encode_key_value(tag, key, value, store=False) for key, value in pairs])
+    except (TypeError, ValueError):
+        # An unhashable value (a list where a tuple was expected): encode without the cache;
+        # a value that cannot be written: leave it off (``pairs`` is a sequence or a dict view).
+        parts: list[bytes] = []
+        for key, value in pairs:
+            try:
+                parts.append(_encode_key_value(tag, key, value, store=False))
+            except ValueError:
+                dropped[0] += 1
+        return b"".join(parts)
+
+
+def _with_dropped(tag: bytes, dropped: list[int]) -> bytes:
+    """A message's ``dropped_attributes_count`` field for what :func:`_attributes_bytes` left off
+    (empty when nothing was: then not written at all, as before)."""
+    n, dropped[0] = dropped[0], 0
+    return tag + _varint(n) if n else b""
 
 
 def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
@@ -211,6 +230,7 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
     their own time sit at the span's start or end, per their anchor.
     """
     parts: list[bytes] = []
+    dropped = [0]
     if note.attributes:
         pairs = _unique(note.attributes)
         if pb_span.attributes:
@@ -225,13 +245,19 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
                 if key in wanted and key not in replace:
                     restated.add(key)
                     value = wanted[key]
-                    if kv.value.SerializeToString() != _any_value_bytes(value):
-                        replace[key] = value
+                    try:
+                        if kv.value.SerializeToString() != _any_value_bytes(value):
+                            replace[key] = value
+                    except ValueError:  # cannot be written: the span's own value stays
+                        dropped[0] += 1
             if replace:
                 _replace_in_place(pb_span.attributes, replace)
             if restated:
                 pairs = [(key, value) for key, value in pairs if key not in restated]
-        parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs))
+        parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs, dropped))
+        if dropped[0]:
+            pb_span.dropped_attributes_count += dropped[0]
+            dropped[0] = 0
     if note.events:
         start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)
         end = _EVENT_TIME + _FIXED64(pb_span.end_time_unix_nano)
@@ -244,14 +270,16 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
             body = (
                 (start if event.anchor == "start" else end)
                 + name
-                + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes))
+                + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes), dropped)
+                + _with_dropped(_EVENT_DROPPED, dropped)
             )
             parts.append(_SPAN_EVENT + _varint(len(body)) + body)
     for link in note.links:
         body = (
             _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))
             + _delimited(_LINK_SPAN_ID, bytes.fromhex(link.span_id))
-            + _attributes_bytes(_LINK_ATTRIBUTE, _unique(link.attributes))
+            + _attributes_bytes(_LINK_ATTRIBUTE, _unique(link.attributes), dropped)
+            + _with_dropped(_LINK_DROPPED, dropped)
             # As the SDK encoder writes links: "is_remote is known, and false" (same process/trace
             # store), so both writers produce identical links.
             + _LINK_FLAG_BYTES

@@ -90,7 +90,7 @@ def _int_attribute(view: SpanView, key: str) -> int | None:
     # Some clients can only set string attributes: "4" names pass 4 as well as 4 does.
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         try:
-            return int(value)
+            value = int(value)
         except ValueError:  # past Python's digit limit: not an iteration (the pass says why)
             return None
     return integral(value)

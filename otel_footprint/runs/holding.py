@@ -280,6 +280,59 @@ class _Entry(Generic[K, T, E]):
         return run is not None and run in self.released_runs
 
 
+class _Clients(Generic[K]):
+    """The traces each client holds, oldest first, and which client holds the most, in O(1).
+
+    A limit releases one trace per span over it: a request of 10,000 one-span traces against a
+    full buffer evicts thousands, so the victim must not be found by scanning every client or
+    every held trace (that was quadratic, and the receivers wait on the buffer's lock meanwhile).
+    Counts move by one, so the largest is tracked with a bucket of clients per count.
+    """
+
+    __slots__ = ("_buckets", "_top", "_traces")
+
+    def __init__(self) -> None:
+        self._traces: dict[Hashable, collections.OrderedDict[K, None]] = {}
+        self._buckets: dict[int, dict[Hashable, None]] = {}
+        """Clients by how many traces they hold (in the order they reached that count)."""
+        self._top = 0
+
+    def add(self, client: Hashable, trace_id: K) -> None:
+        traces = self._traces.get(client)
+        if traces is None:
+            traces = self._traces[client] = collections.OrderedDict()
+        count = len(traces)
+        traces[trace_id] = None
+        self._move(client, count, count + 1)
+
+    def remove(self, client: Hashable, trace_id: K) -> None:
+        traces = self._traces.get(client)
+        if traces is None or traces.pop(trace_id, False) is False:
+            return
+        count = len(traces)
+        if not count:
+            del self._traces[client]
+        self._move(client, count + 1, count)
+
+    def _move(self, client: Hashable, old: int, new: int) -> None:
+        buckets = self._buckets
+        if old:
+            bucket = buckets[old]
+            del bucket[client]
+            if not bucket:
+                del buckets[old]
+                if self._top == old and new < old:
+                    self._top = new  # the client just moved is in the next bucket down
+        if new:
+            buckets.setdefault(new, {})[client] = None
+            self._top = max(self._top, new)
+
+    def victim(self) -> K:
+        """The oldest trace of the client holding the most (ties: the one that got there first)."""
+        biggest = next(iter(self._buckets[self._top]))
+        return next(iter(self._traces[biggest]))
+
+
 class RunHolding(Generic[K, T, E]):
     """Held runs by trace, release scheduling, limits and the decision cache (see the module)."""
 
@@ -288,8 +341,8 @@ class RunHolding(Generic[K, T, E]):
         self._orphan_wait = limits.max_wait if limits.orphan_wait is None else limits.orphan_wait
         self._entries: dict[K, _Entry[K, T, E]] = {}
         self._active: collections.OrderedDict[K, None] = collections.OrderedDict()
-        self._clients: dict[Hashable, int] = {}
-        """Traces held by client."""
+        self._clients: _Clients[K] = _Clients()
+        """Traces held by client, oldest first (for the limits' victim)."""
         self._idle: collections.OrderedDict[K, None] = collections.OrderedDict()
         self._heap: list[tuple[float, int, K]] = []
         self._tick = itertools.count()
@@ -557,7 +610,7 @@ class RunHolding(Generic[K, T, E]):
             del self._active[trace_id]
             self.bytes_held -= entry.size
             self.spans_held -= len(entry.held)
-            self._left(entry.client)
+            self._clients.remove(entry.client, trace_id)
             return list(entry.held.values())
         return []
 
@@ -589,18 +642,13 @@ class RunHolding(Generic[K, T, E]):
             entry.first_seen = entry.last_seen = now
             entry.client = client
         self._active[trace_id] = None
-        self._clients[client] = self._clients.get(client, 0) + 1
+        self._clients.add(client, trace_id)
         self.traces_held_total += 1
         return entry
 
     def _victim(self) -> K:
         """The trace a limit releases: the oldest of the client holding the most traces."""
-        if len(self._clients) == 1:
-            return next(iter(self._active))
-        biggest = max(self._clients, key=self._clients.__getitem__)
-        entries = self._entries
-        # Oldest first; the biggest client holds the most, so its oldest is met early.
-        return next(t for t in self._active if entries[t].client == biggest)
+        return self._clients.victim()
 
     def _schedule(self, entry: _Entry[K, T, E]) -> None:
         lim = self.limits
@@ -797,17 +845,10 @@ class RunHolding(Generic[K, T, E]):
         entry.closed_cause = cause
         entry.due = -1.0
         self._active.pop(entry.trace_id, None)
-        self._left(entry.client)
+        self._clients.remove(entry.client, entry.trace_id)
         self._idle[entry.trace_id] = None
         self._idle.move_to_end(entry.trace_id)
         self._trim_cache()
-
-    def _left(self, client: Hashable) -> None:
-        left = self._clients.get(client, 0) - 1
-        if left > 0:
-            self._clients[client] = left
-        else:
-            self._clients.pop(client, None)
 
     @staticmethod
     def _parent(entry: _Entry[K, T, E], span_id: K) -> K | None:

@@ -21,6 +21,7 @@ from otel_footprint.codec import (
     EventPointer,
     EventVia,
     FootprintEvent,
+    count,
     decode_typed_event,
     integral,
     loads_json,
@@ -82,7 +83,8 @@ class InjectedRow:
     source: str | None
     source_id: str | None
     chars: int
-    """``footprint.chars``; when absent, the length of ``contentSummary`` (a lower bound)."""
+    """``footprint.chars``; when absent or unreadable (not a count), the length of
+    ``contentSummary`` (a lower bound)."""
     event: FootprintEvent
 
 
@@ -603,7 +605,7 @@ def _injected_by_iteration(
 
 def _injected_row(event: FootprintEvent, iteration: int) -> InjectedRow:
     payload = event.payload
-    chars = integral(payload.get("chars"))
+    chars = count(payload.get("chars"))
     if chars is None:
         summary = payload.get("contentSummary")
         chars = len(summary) if isinstance(summary, str) else 0

@@ -438,6 +438,12 @@ class Forwarder:
             time.sleep(0.02)
         return self.journal.outbound_count == 0
 
-    def stop(self) -> None:
-        self._worker.stop(max(5.0, self.otlp.timeout + 1), wake=self.journal.wake)
+    def stop(self, deadline: float | None = None) -> None:
+        """Stop forwarding. By ``deadline`` (monotonic) a send under way is cut off by closing
+        the connection: its records stay in the journal and are sent after the restart."""
+        wait = max(5.0, self.otlp.timeout + 1)
+        if deadline is not None:
+            wait = max(0.0, deadline - time.monotonic())
+        self._worker.stop(wait, wake=self.journal.wake)
         self.sender.close()
+        self._worker.join(0.5)

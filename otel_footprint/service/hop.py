@@ -58,6 +58,10 @@ class StartupError(RuntimeError):
 
 _T = TypeVar("_T")
 
+DRAIN_RESERVE = 2.0
+"""At shutdown, deciding stops this long (or a quarter of ``shutdown_timeout``, if less) before
+the deadline, so what was decided can still be forwarded; the rest waits in the journal."""
+
 
 def _bind(what: str, endpoint: HostPort, listen: Callable[[], _T]) -> _T:
     """``listen()``, with a bind failure reported as a :class:`StartupError` naming the listener."""
@@ -121,6 +125,7 @@ class Hop:
         self._grace = 0.0
         self._drained = True
         self._pending_at_stop = 0
+        self._stop_seconds: dict[str, float] = {}
 
     # -- start ---------------------------------------------------------------------------------
 
@@ -334,13 +339,32 @@ class Hop:
             # What is left of the deadline (at least a second) for annotations already due.
             stack.callback(lambda: phoenix.stop(max(self._deadline, time.monotonic() + 1.0)))
         self.forwarder.start()
-        stack.callback(self.forwarder.stop)
-        stack.callback(self._drain)
+        stack.callback(self._timed("forwarder", lambda: self.forwarder.stop(self._deadline)))
+        stack.callback(self._timed("drain", self._drain))
         self.pipeline.start()
-        stack.callback(self.pipeline.flush)
+        stack.callback(self._timed("decide", lambda: self.pipeline.flush(self._decide_deadline)))
 
     def _drain(self) -> None:
         self._drained = self.forwarder.drain(self._deadline)
+
+    @property
+    def _decide_deadline(self) -> float:
+        """When deciding stops at shutdown: the last quarter of ``shutdown_timeout`` (at most
+        :data:`DRAIN_RESERVE`) is kept for forwarding what was decided."""
+        timeout = self.cfg.service.shutdown_timeout
+        return self._deadline - min(DRAIN_RESERVE, timeout / 4)
+
+    def _timed(self, step: str, stop: Callable[[], None]) -> Callable[[], None]:
+        """``stop`` timed into the stop log line (``stop_seconds`` by step)."""
+
+        def timed() -> None:
+            started = time.monotonic()
+            try:
+                stop()
+            finally:
+                self._stop_seconds[step] = round(time.monotonic() - started, 3)
+
+        return timed
 
     def _start_receivers(self, stack: contextlib.ExitStack) -> tuple[HostPort, HostPort]:
         cfg = self.cfg
@@ -357,12 +381,19 @@ class Hop:
         grpc_bound = _bind("OTLP/gRPC", protocols.grpc.endpoint, self.grpc.start)
         stack.callback(lambda: self.grpc.stop(self._grace))
         http_bound = _bind("OTLP/HTTP", protocols.http.endpoint, self.http.start)
-        stack.callback(self.http.stop)
+        stack.callback(self._timed("receivers", self._stop_receivers))
         if self.verdicts is not None:
             stack.callback(self.verdicts.end_streams)
         if self.query is not None:
             stack.callback(self.query.close)
         return grpc_bound, http_bound
+
+    def _stop_receivers(self) -> None:
+        """Both receivers stop taking requests at once and finish the ones under way within
+        the grace (one after the other, their graces added up to half the shutdown timeout)."""
+        grpc_stopped = self.grpc.server.stop(self._grace)
+        self.http.stop(self._grace)
+        grpc_stopped.wait(self._grace + 0.5)
 
     def _query_service(self) -> QueryService | None:
         cfg = self.cfg
@@ -424,9 +455,15 @@ class Hop:
         self._deadline = time.monotonic() + self.cfg.service.shutdown_timeout
         self._grace = min(2.0, self.cfg.service.shutdown_timeout / 4)
         stack, self._stack = self._stack, None
+        started = time.monotonic()
         stack.close()
         _log.info(
             "otel-footprint serve stopped",
-            extra={"drained": self._drained, "pending_batches": self._pending_at_stop},
+            extra={
+                "drained": self._drained,
+                "pending_batches": self._pending_at_stop,
+                "seconds": round(time.monotonic() - started, 3),
+                "seconds_by_step": self._stop_seconds,
+            },
         )
         return self._drained

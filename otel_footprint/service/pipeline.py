@@ -195,6 +195,8 @@ class Pipeline:
         self._wake = threading.Condition(self._lock)
         self._forced: list[Release] = []
         self._stop = False
+        self._deadline: float | None = None
+        """Set by :meth:`flush`: past it (monotonic), releases are no longer decided."""
         self._worker = Worker("otel-footprint-release", self._step)
         self.slice_seconds = SLICE_SECONDS
         """How long one release's decision keeps the release worker before the next one's turn."""
@@ -483,6 +485,9 @@ class Pipeline:
         opened = polled = time.monotonic()
         try:
             while slices:
+                if self._deadline is not None and time.monotonic() >= self._deadline:
+                    self._leave_undecided(slices.tags())
+                    break
                 ended = slices.step()
                 if ended is not None:
                     decided = ended[1]
@@ -697,10 +702,41 @@ class Pipeline:
 
     # -- shutdown ------------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Stop the worker, then release and queue everything still held (graceful shutdown)."""
+    def _leave_undecided(self, releases: Sequence[Release]) -> None:
+        """Past the shutdown deadline: ``releases`` are not decided. Their input records stay
+        pending in the journal (only a written-out release retires its records), so they are
+        held again and decided after the restart; here they only leave memory."""
+        with self._lock:
+            self.buffer.releasing_bytes -= sum(r.size for r in releases)
+            # The net under that rule: a span whose record is no longer pending (retired with
+            # another trace of its request) is journaled again as held input before the exit.
+            pending = set(self.journal.pending_seqs())
+            orphaned = [h for r in releases for h in r.spans() if h.seq not in pending]
+            if orphaned:
+                payload = _serialize([(h.origin, h.span) for h in orphaned])
+                last = self.journal.append(
+                    [(KIND_HELD_TRACES, payload, len(orphaned))], admit=False
+                )[-1]
+        if orphaned:
+            self.journal.sync(last)
+        _log.info(
+            "the shutdown deadline passed: runs left in the journal, decided after the restart",
+            extra={
+                "traces": len(releases),
+                "spans": sum(r.span_count for r in releases),
+                "journaled_again": len(orphaned),
+            },
+        )
+
+    def flush(self, deadline: float | None = None) -> None:
+        """Stop the worker, then release and queue everything still held (graceful shutdown).
+
+        With a ``deadline`` (monotonic), deciding stops there, the worker's decisions under way
+        included: what was decided is written out, the rest stays in the journal for the next
+        start (deciding thousands of held runs took 30 s, far past ``shutdown_timeout``)."""
         with self._lock:
             self._stop = True
+            self._deadline = deadline
             self._wake.notify_all()
         self._worker.join()
         with self._lock:

@@ -424,6 +424,18 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self._arm()
 
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol says so
+        # The client shut its sending side. With a whole request in hand, keep the connection
+        # open to write its answer, then close (a half-closed client sends nothing more);
+        # asyncio's default (a falsy answer) closes the transport under the pending response:
+        # the spans were journaled and forwarded, the client never told. Otherwise (idle, or a
+        # request that can never be completed), close now.
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.more_body:
+            cycle.keep_alive = False
+            return True
+        return None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
@@ -542,11 +554,14 @@ class HttpReceiver:
         self.bound = HostPort(host, sock.getsockname()[1])
         return self.bound
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop taking connections; requests under way get about ``grace`` seconds to finish
+        (uvicorn's own graceful shutdown, then theirs on the pool: an ingest is short)."""
         if self._server is not None:
+            self._server.config.timeout_graceful_shutdown = max(1, math.ceil(grace))
             self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=grace + 1)
         self._pool.shutdown(wait=True)
         logging.getLogger("uvicorn.error").removeFilter(self._noise)
 
