@@ -30,6 +30,16 @@ from otel_footprint.kernel import (
     engagement_plan,
 )
 from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
+from otel_footprint.record.policy import (
+    Decision,
+    LivePolicy,
+    PassState,
+    StatedCall,
+    definition_chars,
+    rode_card,
+    tool_name_of,
+)
+from otel_footprint.runs.passes import Pick, edges_of_graph
 
 EmitAs: TypeAlias = Literal["span", "log"]
 """Where footprint events go: span events (every backend shows them) or log records."""
@@ -156,6 +166,10 @@ class ModelCall:
         self._open: dict[str, _Composition] = {}
         self._staged: list[_Staged] = []
         self._staged_attributes: dict[str, int | str] = {}
+        policy = run._policy
+        self._state: PassState | None = policy.pass_state(iteration) if policy else None
+        """The live policy's view of this pass (None: the run has no policy)."""
+        self._planned_move: dict[str, Any] | None = None
 
     @property
     def staged(self) -> bool:
@@ -177,6 +191,8 @@ class ModelCall:
     def _land(self, span: Span, *, claimed: bool, keep_times: bool) -> None:
         """Write the staged events and attributes on ``span`` (the pass's span from now on)."""
         self.span = span
+        if self._state is not None:
+            self._state.span = span
         self.claimed = claimed
         span.set_attribute(semconv.PASS_ITERATION, self.iteration)
         for key, value in self._staged_attributes.items():
@@ -210,11 +226,19 @@ class ModelCall:
         ``model-pick``, ``continuity``, ``stay``, ... (the kernel grades it); ``witness`` the user's
         words that matched, when a rule matched some.
         """
-        move: dict[str, Any] | None = None
-        if moved_by is not None or cursor_to is not None:
-            move = _compact({"from": cursor_from, "to": cursor_to, "by": moved_by or "stay"})
-            if witness is not None:
-                move["witness"] = _compact({"text": witness, "keyword": witness_keyword})
+        move = _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
+        state = self._state
+        if state is not None:
+            if state.decision is not None:
+                if move is None:
+                    move = self._planned_move  # the move plan() was asked with
+                elif move != self._planned_move:
+                    raise ValueError(
+                        "evaluated() states another cursor move than plan() was asked with: "
+                        "the record would not be what the kernel decided on"
+                    )
+            state.active_ids = tuple(active_ids)
+            self._decide(move)
         payload: dict[str, Any] = {
             "iteration": self.iteration,
             "activeIds": list(active_ids),
@@ -223,6 +247,88 @@ class ModelCall:
             "routing": [dict(row) for row in routing] if routing is not None else None,
         }
         self._emit(semconv.T_CONTEXT_EVALUATED, payload)
+
+    # ── enforce mode: the live policy (a run opened with ``policy=True``) ──────────────────────
+
+    def plan(
+        self,
+        *,
+        cursor_to: str | None = None,
+        moved_by: str | None = None,
+        cursor_from: str | None = None,
+        witness: str | None = None,
+        witness_keyword: str | None = None,
+    ) -> Decision:
+        """What to leave out of this model call: the kernel advanced by this pass's cursor move
+        (the same arguments as :meth:`evaluated`, which may then leave them out). Ask before
+        composing the prompt; :meth:`keep` and :meth:`tools` apply the answer and count what it
+        saved. Raises ``ValueError`` in a run without ``policy=True``."""
+        move = _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
+        return self._decide(move)
+
+    @property
+    def decision(self) -> Decision | None:
+        """The policy's answer for this pass, once asked (None before, and in a run without it)."""
+        return self._state.decision if self._state is not None else None
+
+    def keep(
+        self, injection_id: str, *, content: str | None = None, chars: int | None = None
+    ) -> bool:
+        """True when ``injection_id`` may go into this call; False when its map is parked, and
+        then its characters (``content``'s length, or ``chars``) are counted as saved."""
+        decision = self._asked()
+        if decision.keeps(injection_id):
+            return True
+        size = len(content) if content is not None else (chars or 0)
+        self._run._policy_of().savings.left_out(self.iteration, size, injection=True)
+        return False
+
+    def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The tool definitions (OpenAI or flat shape) to offer this call: those of parked maps
+        left out, their characters counted as saved."""
+        decision = self._asked()
+        kept: list[Mapping[str, Any]] = []
+        for definition in definitions:
+            name = tool_name_of(definition)
+            if name is None or decision.keeps_tool(name):
+                kept.append(definition)
+                continue
+            self._run._policy_of().savings.left_out(
+                self.iteration, definition_chars(definition), injection=False
+            )
+        return kept
+
+    def _asked(self) -> Decision:
+        decision = self.decision
+        if decision is None:
+            raise ValueError("ask the policy first: call plan() on this pass before keep()/tools()")
+        return decision
+
+    def _decide(self, move: dict[str, Any] | None) -> Decision:
+        state = self._state
+        if state is None:
+            raise ValueError("this run has no live policy: open it with run(..., policy=True)")
+        if state.decision is None:
+            self._planned_move = move
+            if move is not None:
+                state.current_node = move.get("to")
+                state.move_by = move.get("by")
+                witness = move.get("witness")
+                state.witness = witness.get("text") if isinstance(witness, Mapping) else None
+            self._run._policy_of().decide(state)
+        assert state.decision is not None
+        return state.decision
+
+    def _write_applied(self) -> None:
+        """Write the policy's changes the agent applied on this pass (once, when it closes)."""
+        state = self._state
+        if state is None or state.written:
+            return
+        if state.decision is None:
+            self._decide(None)  # every pass advances the kernel, as the processor's replay does
+        state.written = True
+        for change in self._run._policy_of().applied(state):
+            self.engagement(change)
 
     def injected(
         self,
@@ -245,6 +351,9 @@ class ModelCall:
             chars = len(content) if chars is None else chars
             content_hash = content_hash or _hash(content)
             summary = summary if summary is not None else _summary(content)
+        if self._state is not None and source_id is not None:
+            self._state.served_ids.add(source_id)
+            self._state.card_rode = self._state.card_rode or rode_card(source_id)
         composition = self._composition(slot)
         row = composition.breakdown.setdefault(source, {"chars": 0, "count": 0})
         row["chars"] += chars or 0
@@ -304,6 +413,7 @@ class ModelCall:
         return self._open[slot]
 
     def _close(self) -> None:
+        self._write_applied()
         for slot in list(self._open):
             self.composed(slot)
 
@@ -311,13 +421,22 @@ class ModelCall:
 class ToolCall:
     """One tool call: the ``execute_tool <name>`` span, its result, and the gate's verdicts."""
 
-    def __init__(self, run: Run, span: Span, name: str, call_id: str, iteration: int) -> None:
+    def __init__(
+        self,
+        run: Run,
+        span: Span,
+        name: str,
+        call_id: str,
+        iteration: int,
+        stated: StatedCall | None = None,
+    ) -> None:
         self._run = run
         self.span = span
         self.name = name
         self.call_id = call_id
         self.iteration = iteration
         """The pass whose model output asked for this call."""
+        self._stated = stated
 
     def result(self, value: Any, *, error: bool = False) -> None:
         """What the tool returned (``gen_ai.tool.call.result``; non-text as JSON); ``error=True``
@@ -326,9 +445,13 @@ class ToolCall:
         self.span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, text)
         if error:
             self.span.set_status(Status(StatusCode.ERROR, text[:256]))
+            if self._stated is not None:
+                self._stated.failed = True
 
     def picked(self, skill_id: str, *, hop: bool = False) -> None:
         """The gate accepted a skill pick (``skill.picked``); ``hop`` = it moves the cursor."""
+        if self._stated is not None:
+            self._stated.stated_picks.append(Pick(skill_id, hop))
         self._run.emit(self.span, semconv.T_SKILL_PICKED, {"skillId": skill_id, "hop": hop})
 
     def rejected(
@@ -339,6 +462,8 @@ class ToolCall:
         current_skill_id: str | None = None,
     ) -> None:
         """The skill gate refused a pick (``skill.rejected``)."""
+        if self._stated is not None:
+            self._stated.refused.add(requested_id)
         payload = {
             "requestedId": requested_id,
             "currentSkillId": current_skill_id,
@@ -396,7 +521,9 @@ class Run:
         emitter: _Emitter,
         next_iteration: int,
         turn_index: int,
+        policy: LivePolicy | None = None,
     ) -> None:
+        self._policy = policy
         self._tracer = tracer
         self.span = span
         self.run_id = run_id
@@ -465,6 +592,23 @@ class Run:
         call.composed(slot)
         return call
 
+    def plan(self, **move: Any) -> Decision:
+        """:meth:`ModelCall.plan` on :meth:`next_pass`: what to leave out of the next model call."""
+        return self.next_pass().plan(**move)
+
+    def keep(self, injection_id: str, **size: Any) -> bool:
+        """:meth:`ModelCall.keep` on :meth:`next_pass`."""
+        return self.next_pass().keep(injection_id, **size)
+
+    def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """:meth:`ModelCall.tools` on :meth:`next_pass`."""
+        return self.next_pass().tools(definitions)
+
+    def _policy_of(self) -> LivePolicy:
+        if self._policy is None:
+            raise ValueError("this run has no live policy: open it with run(..., policy=True)")
+        return self._policy
+
     def problem(self, code: str, message: str, iteration: int | None = None) -> None:
         """Say on the run span why part of the run cannot be decided (``record.problem``); with
         ``iteration`` that pass and the ones after it stay undecided."""
@@ -527,6 +671,7 @@ class Run:
 
     def _finish(self) -> None:
         """At the end of the leg: a pass still staged never reached a model call; say so."""
+        self._write_savings()
         pending, self._pending = self._pending, None
         if pending is None:
             return
@@ -546,6 +691,15 @@ class Run:
             f"attached to no model call: {why}; passes from here on are not decided",
             pending.iteration,
         )
+
+    def _write_savings(self) -> None:
+        """Enforce mode: what leaving parked maps out saved, on the run span."""
+        if self._policy is None:
+            return
+        savings = self._policy.savings
+        self.span.set_attribute(semconv.SAVINGS_CHARS, savings.chars)
+        self.span.set_attribute(semconv.SAVINGS_PREDICTED_CHARS, savings.predicted_chars)
+        self.span.set_attribute(semconv.SAVINGS_PASSES, len(savings.passes))
 
     @contextmanager
     def model_call(
@@ -633,7 +787,11 @@ class Run:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         ) as span:
-            yield ToolCall(self, span, name, identifier, number)
+            stated: StatedCall | None = None
+            if self._policy is not None:
+                stated = StatedCall(number, name, dict(args or {}))
+                self._policy.tool_called(stated)
+            yield ToolCall(self, span, name, identifier, number, stated)
 
     def routed(
         self,
@@ -895,6 +1053,7 @@ def run(
     maps: Sequence[MountedMap] = (),
     renewal_grace: int = DEFAULT_RENEWAL_GRACE,
     enforced: bool | None = None,
+    policy: bool = False,
     user_prompt: str | None = None,
     conversation_id: str | None = None,
     graph: Mapping[str, Any] | None = None,
@@ -926,7 +1085,13 @@ def run(
     ``pause.resume`` carrying ``held`` (``{turnRoute, entryScores?, entryScorer?}``, the routing
     verdict held across the pause) as both ``state`` and ``pausedWith``.
 
-    Raises ``PlanError`` when ``maps`` / ``renewal_grace`` cannot be mounted.
+    ``policy=True`` is enforce mode with the recorder's own kernel (:mod:`.policy`): the run is
+    mounted ``enforced``, each pass's :meth:`ModelCall.plan` says what to leave out, the decisions
+    the agent applied are written as ``map.engaged`` / ``map.parked``, and the run span says what
+    leaving them out saved (``footprint.savings.*``).
+
+    Raises ``PlanError`` when ``maps`` / ``renewal_grace`` cannot be mounted, ``ValueError`` for
+    ``policy=True`` without maps or with ``enforced=False``.
     """
     # Lists are welcome here; the kernel's frozen data holds tuples.
     maps = [
@@ -934,6 +1099,12 @@ def run(
     ]
     # Checked here, loudly, rather than in the processor.
     plan = engagement_plan(maps, renewal_grace) if maps else None
+    live: LivePolicy | None = None
+    if policy:
+        if plan is None or enforced is False:
+            raise ValueError("policy=True needs mounted maps, and is enforce mode (enforced=True)")
+        enforced = True
+        live = LivePolicy(plan, edges_of_graph(graph) if graph is not None else None)
     emitter = _Emitter(emit_as, logger_provider)
     tracer = tracer or trace.get_tracer(SCOPE_NAME, __version__)
     identifier = run_id or uuid.uuid4().hex
@@ -947,7 +1118,7 @@ def run(
     with tracer.start_as_current_span(
         f"{semconv.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
     ) as span:
-        leg = Run(tracer, span, identifier, emitter, next_iteration, turn_index)
+        leg = Run(tracer, span, identifier, emitter, next_iteration, turn_index, live)
         token = _CURRENT_RUN.set(leg)
         if resumed:
             held_state = dict(held) if held is not None else None
@@ -969,6 +1140,22 @@ def run(
             leg._finish()
             with contextlib.suppress(ValueError):  # exited in another context: nothing to undo
                 _CURRENT_RUN.reset(token)
+
+
+def _cursor_move(
+    to: str | None,
+    by: str | None,
+    from_id: str | None,
+    witness: str | None,
+    keyword: str | None,
+) -> dict[str, Any] | None:
+    """The ``cursorMove`` payload of an evaluation (None: the pass states no move)."""
+    if by is None and to is None:
+        return None
+    move = _compact({"from": from_id, "to": to, "by": by or "stay"})
+    if witness is not None:
+        move["witness"] = _compact({"text": witness, "keyword": keyword})
+    return move
 
 
 def emit(
