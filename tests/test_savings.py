@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from integration_agents import explain_spans
 from opentelemetry.sdk.trace import TracerProvider
@@ -87,6 +87,11 @@ MEMBERS = ["a1", "a2", "b1"]
 MOVES = ["entry", "intent", "stay", "route", "model-pick", None]
 TOOL_NAMES = ["ta", "tb", "other", "read_skill"]
 
+STUCK = [{"to": "a1", "by": "entry", "tools": [("other", "a1")]}] + [
+    {"to": "a1", "by": "stay", "tools": [("other", "a1")]}
+] * 4
+"""The cursor stays on a lexical guess while other tools are called: a-map parks on call 3."""
+
 _pass = st.fixed_dictionaries(
     {
         "to": st.sampled_from([*MEMBERS, None]),
@@ -99,9 +104,10 @@ _pass = st.fixed_dictionaries(
 
 
 def _recorded(
-    passes: list[dict[str, Any]], *, ignore_at: int | None = None
+    passes: list[dict[str, Any]], *, ignore_at: int | None = None, evaluate_first: bool = False
 ) -> tuple[list[Decision], RunVerdict]:
-    """The agent on the plain recorder, following the live policy (except on ``ignore_at``)."""
+    """The agent on the plain recorder, following the live policy (except on ``ignore_at``);
+    ``evaluate_first``: it states every member before asking (``plan()`` with no move)."""
     provider = TracerProvider()
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -112,14 +118,18 @@ def _recorded(
         for iteration, step in enumerate(passes, start=1):
             with run.model_call("m") as call:
                 witness = "word" if step["by"] == "entry" else None
-                decisions.append(
-                    call.plan(cursor_to=step["to"], moved_by=step["by"], witness=witness)
-                )
+                move = {"cursor_to": step["to"], "moved_by": step["by"], "witness": witness}
+                if evaluate_first:  # all members listed, then asked, then left out
+                    call.evaluated(MEMBERS, **move)
+                    decisions.append(call.plan())
+                else:
+                    decisions.append(call.plan(**move))
                 if iteration == ignore_at:
                     served = list(MEMBERS)
                 else:
                     served = [m for m in MEMBERS if call.keep(m, content=m * 10)]
-                call.evaluated(served)
+                if not evaluate_first:
+                    call.evaluated(served)
                 for member in served:
                     call.injected("system-prompt", "skill", source_id=member, content=member * 10)
             for name, member in step["tools"]:
@@ -132,11 +142,13 @@ def _recorded(
 
 
 @settings(max_examples=30, deadline=None)
-@given(passes=st.lists(_pass, min_size=1, max_size=8))
+@example(passes=STUCK, evaluate_first=False)
+@example(passes=STUCK, evaluate_first=True)
+@given(passes=st.lists(_pass, min_size=1, max_size=8), evaluate_first=st.booleans())
 def test_the_live_policy_decides_every_pass_as_the_replay_does(
-    passes: list[dict[str, Any]],
+    passes: list[dict[str, Any]], evaluate_first: bool
 ) -> None:
-    decisions, verdict = _recorded(passes)
+    decisions, verdict = _recorded(passes, evaluate_first=evaluate_first)
     assert verdict.mode == "verify" and verdict.complete, verdict.reasons
     assert [p.iteration for p in verdict.passes] == [d.iteration for d in decisions]
     for decision, replayed in zip(decisions, verdict.passes, strict=True):
@@ -147,17 +159,13 @@ def test_the_live_policy_decides_every_pass_as_the_replay_does(
         assert replayed.served_while_parked == ()
 
 
-STUCK = [{"to": "a1", "by": "entry", "tools": [("other", "a1")]}] + [
-    {"to": "a1", "by": "stay", "tools": [("other", "a1")]}
-] * 4
-
-
-def test_a_park_the_agent_ignored_is_a_mismatch_at_that_call() -> None:
+@pytest.mark.parametrize("evaluate_first", [False, True])
+def test_a_park_the_agent_ignored_is_a_mismatch_at_that_call(evaluate_first: bool) -> None:
     decisions, _ = _recorded(STUCK)
     parked_at = next(
         d.iteration for d in decisions if any(isinstance(c, ParkedChange) for c in d.changes)
     )
-    _, verdict = _recorded(STUCK, ignore_at=parked_at)
+    _, verdict = _recorded(STUCK, ignore_at=parked_at, evaluate_first=evaluate_first)
     mismatched = [p for p in verdict.passes if p.mismatch]
     assert [p.iteration for p in mismatched] == [parked_at]
     (derived,) = mismatched[0].changes

@@ -170,6 +170,7 @@ class ModelCall:
         self._state: PassState | None = policy.pass_state(iteration) if policy else None
         """The live policy's view of this pass (None: the run has no policy)."""
         self._planned_move: dict[str, Any] | None = None
+        self._evaluations: list[dict[str, Any]] = []
 
     @property
     def staged(self) -> bool:
@@ -222,6 +223,10 @@ class ModelCall:
     ) -> None:
         """What this pass serves and where the cursor stands (``context.evaluated``).
 
+        In a ``policy=True`` run the event is written when the pass closes, and a parked member
+        listed here but not injected on the pass is written as skipped (``parked``), not served;
+        the cursor move may be left to :meth:`plan`.
+
         ``moved_by`` is the clause that moved the cursor: ``entry``, ``intent``, ``route``,
         ``model-pick``, ``continuity``, ``stay``, ... (the kernel grades it); ``witness`` the user's
         words that matched, when a rule matched some.
@@ -237,7 +242,6 @@ class ModelCall:
                         "evaluated() states another cursor move than plan() was asked with: "
                         "the record would not be what the kernel decided on"
                     )
-            state.active_ids = tuple(active_ids)
             self._decide(move)
         payload: dict[str, Any] = {
             "iteration": self.iteration,
@@ -246,6 +250,10 @@ class ModelCall:
             "cursorMove": move,
             "routing": [dict(row) for row in routing] if routing is not None else None,
         }
+        if state is not None:
+            # Written when the pass closes: what it served is known only once it is composed.
+            self._evaluations.append(payload)
+            return
         self._emit(semconv.T_CONTEXT_EVALUATED, payload)
 
     # ── enforce mode: the live policy (a run opened with ``policy=True``) ──────────────────────
@@ -260,10 +268,16 @@ class ModelCall:
         witness_keyword: str | None = None,
     ) -> Decision:
         """What to leave out of this model call: the kernel advanced by this pass's cursor move
-        (the same arguments as :meth:`evaluated`, which may then leave them out). Ask before
-        composing the prompt; :meth:`keep` and :meth:`tools` apply the answer and count what it
+        (the same arguments as :meth:`evaluated`, which may then leave them out; or, after
+        :meth:`evaluated`, no arguments: the pass is decided on its move). Ask before composing
+        the prompt; :meth:`keep` and :meth:`tools` apply the answer and count what it
         saved. Raises ``ValueError`` in a run without ``policy=True``."""
         move = _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
+        if self.decision is not None and move is not None and move != self._planned_move:
+            raise ValueError(
+                "plan() asked with another cursor move than this pass was decided on "
+                "(by an earlier plan() or evaluated())"
+            )
         return self._decide(move)
 
     @property
@@ -327,6 +341,19 @@ class ModelCall:
         if state.decision is None:
             self._decide(None)  # every pass advances the kernel, as the processor's replay does
         state.written = True
+        decision = state.decision
+        assert decision is not None
+        for payload in self._evaluations:
+            # A parked member the pass did not inject was left out: not served, skipped as parked
+            # (as the upstream records it); one it injected was served, policy or not.
+            active = [i for i in payload["activeIds"] if decision.keeps(i) or i in state.served_ids]
+            payload["skippedDetails"] += [
+                {"id": i, "reason": "parked"} for i in payload["activeIds"] if i not in active
+            ]
+            payload["activeIds"] = active
+            state.active_ids = tuple(active)
+            self._emit(semconv.T_CONTEXT_EVALUATED, payload)
+        self._evaluations.clear()
         for change in self._run._policy_of().applied(state):
             self.engagement(change)
 
