@@ -14,7 +14,8 @@ question is about a charge: the model keeps calling ``lookup_charge`` and never 
 3. ignored: the policy is on but the agent ignores it for one call: a mismatch at that call.
 
 ``python examples/shadow_to_savings.py --json`` prints the measurements as one JSON object (the
-tests read it).
+tests read it); ``--openinference`` instruments the client with OpenInference instead, and
+``--output-only`` leaves the tool calls to what the instrumentation records of the model's output.
 """
 
 from __future__ import annotations
@@ -169,6 +170,20 @@ def _run_span(spans: list[ReadableSpan]) -> dict[str, Any]:
     return dict(run.attributes or {})
 
 
+OPENINFERENCE_PROMPT_TOKENS = "llm.token_count.prompt"
+
+
+def _input_tokens(span: ReadableSpan) -> int:
+    """The input tokens the instrumentation recorded on a pass span (GenAI or OpenInference)."""
+    attributes = span.attributes or {}
+    if attributes.get(semconv.PASS_ITERATION) is None:
+        return 0
+    value = attributes.get(
+        semconv.GEN_AI_USAGE_INPUT_TOKENS, attributes.get(OPENINFERENCE_PROMPT_TOKENS)
+    )
+    return int(value) if isinstance(value, int) else 0
+
+
 def _mismatches(spans: list[ReadableSpan]) -> list[dict[str, Any]]:
     return [
         {
@@ -194,11 +209,7 @@ def scenario(
     spans = list(exporter.get_finished_spans())
     run = _run_span(spans)
     sent = sum(len(json.dumps(body, separators=(",", ":"))) for body in server.requests)
-    tokens = sum(
-        int((s.attributes or {}).get(semconv.GEN_AI_USAGE_INPUT_TOKENS, 0))
-        for s in spans
-        if (s.attributes or {}).get(semconv.PASS_ITERATION) is not None
-    )
+    tokens = sum(_input_tokens(s) for s in spans)
     return {
         "answer": answer,
         "tool_calls": calls,
@@ -218,7 +229,11 @@ def scenario(
 def main() -> None:
     try:
         import openai
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        if "--openinference" in sys.argv:
+            from openinference.instrumentation.openai import OpenAIInstrumentor
+        else:
+            from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     except ImportError:
         print("this example needs the integrations extra: pip install -e '.[integrations]'")
         return

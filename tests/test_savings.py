@@ -47,13 +47,22 @@ def _example(*flags: str) -> dict[str, Any]:
     return body
 
 
-@pytest.mark.parametrize("flags", [(), ("--output-only",)], ids=["tool-spans", "output-only"])
+@pytest.mark.parametrize("spans", [(), ("--output-only",)], ids=["tool-spans", "output-only"])
+@pytest.mark.parametrize(
+    ("instrumentation", "module"),
+    [
+        ((), "opentelemetry.instrumentation.openai_v2"),
+        (("--openinference",), "openinference.instrumentation.openai"),
+    ],
+    ids=["openai-v2", "openinference"],
+)
 def test_enforce_sends_what_shadow_predicted_fewer_with_the_same_answer(
-    flags: tuple[str, ...],
+    spans: tuple[str, ...], instrumentation: tuple[str, ...], module: str
 ) -> None:
-    for module in ("openai", "opentelemetry.instrumentation.openai_v2"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module}: pip install -e '.[integrations]'")
+    flags = (*spans, *instrumentation)
+    for needed in ("openai", module):
+        if importlib.util.find_spec(needed) is None:
+            pytest.skip(f"{needed}: pip install -e '.[integrations]'")
     runs = _example(*flags)
     shadow, enforce, ignored = runs["shadow"], runs["enforce"], runs["ignored"]
     # Shadow mode: the finding predicts N characters.
