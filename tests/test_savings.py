@@ -84,6 +84,8 @@ def test_enforce_sends_what_shadow_predicted_fewer_with_the_same_answer(
     (mismatch,) = ignored["mismatches"]
     assert mismatch["iteration"] == 5
     assert mismatch["derived"] == [] and mismatch["reported"] != []
+    # What it sent anyway is not counted as saved.
+    assert 0 < ignored["saved_predicted_chars"] < predicted
 
 
 # ── the law: the live policy decides what the replay decides ───────────────────────────────────

@@ -106,6 +106,9 @@ class PassState:
     active_ids: tuple[str, ...] = ()
     served_ids: set[str] = field(default_factory=set)
     """Ids of everything injected on the pass (a parked member here means the park was ignored)."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Characters of the injections ``keep()`` said to leave out, counted when the pass closes
+    unless the pass injected them after all."""
     card_rode: bool = False
     span: object | None = None
     decision: Decision | None = None
@@ -225,6 +228,13 @@ class LivePolicy:
                     EngagedChange(record.map_id, state.iteration, record.by, reengaged=True)
                 )
         return tuple(changes)
+
+    def count_left_out(self, state: PassState) -> None:
+        """Count the injections the closing pass left out (not those it injected after all)."""
+        for injection_id, chars in state.left_out.items():
+            if injection_id not in state.served_ids:
+                self.savings.left_out(state.iteration, chars, injection=True)
+        state.left_out.clear()
 
     def _batches(self, passes: Iterable[PassState]) -> dict[int, Batch]:
         """The dispatched batches of the passes before this one: tool calls stated on the run

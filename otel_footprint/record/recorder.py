@@ -289,12 +289,14 @@ class ModelCall:
         self, injection_id: str, *, content: str | None = None, chars: int | None = None
     ) -> bool:
         """True when ``injection_id`` may go into this call; False when its map is parked, and
-        then its characters (``content``'s length, or ``chars``) are counted as saved."""
+        then its characters (``content``'s length, or ``chars``) are counted as saved — unless
+        the pass injects it after all."""
         decision = self._asked()
         if decision.keeps(injection_id):
             return True
         size = len(content) if content is not None else (chars or 0)
-        self._run._policy_of().savings.left_out(self.iteration, size, injection=True)
+        assert self._state is not None
+        self._state.left_out[injection_id] = size  # counted when the pass closes
         return False
 
     def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -354,7 +356,9 @@ class ModelCall:
             state.active_ids = tuple(active)
             self._emit(semconv.T_CONTEXT_EVALUATED, payload)
         self._evaluations.clear()
-        for change in self._run._policy_of().applied(state):
+        policy = self._run._policy_of()
+        policy.count_left_out(state)
+        for change in policy.applied(state):
             self.engagement(change)
 
     def injected(
