@@ -522,9 +522,10 @@ def _policy_pass(
     listed: Sequence[str],
     injected: Sequence[str],
     evaluate_first: bool = False,
+    evaluated: bool = True,
 ) -> dict[str, Any]:
-    """One model call of a policy run: ask (before or after stating the evaluation), keep, offer
-    the tools, inject what the agent decided to send."""
+    """One model call of a policy run: ask (before or after stating the evaluation, or with none
+    stated), keep, offer the tools, inject what the agent decided to send."""
     asked = [{"op": "plan", **move}] if not evaluate_first else [{"op": "plan"}]
     evaluation = {
         "op": "evaluated",
@@ -534,7 +535,7 @@ def _policy_pass(
     steps: list[dict[str, Any]] = [evaluation, *asked] if evaluate_first else [*asked]
     steps += [{"op": "keep", "injectionId": i, "content": BODIES[i]} for i in listed]
     steps.append({"op": "tools", "definitions": TOOL_DEFINITIONS})
-    if not evaluate_first:
+    if not evaluate_first and evaluated:
         steps.append(evaluation)
     steps += [
         {
@@ -1086,6 +1087,11 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
             _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
             {"op": "toolCall", "name": "screen_open"},
             _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"]),
+            # plan() and no evaluation: the pass served what it injected
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[], evaluated=False),
+            _policy_pass(
+                {"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"], evaluated=False
+            ),
         ],
     },
     {

@@ -114,11 +114,15 @@ _pass = st.fixed_dictionaries(
 )
 
 
+STYLES = ("plan-first", "evaluate-first", "plan-only")
+
+
 def _recorded(
-    passes: list[dict[str, Any]], *, ignore_at: int | None = None, evaluate_first: bool = False
+    passes: list[dict[str, Any]], *, ignore_at: int | None = None, style: str = "plan-first"
 ) -> tuple[list[Decision], RunVerdict]:
     """The agent on the plain recorder, following the live policy (except on ``ignore_at``);
-    ``evaluate_first``: it states every member before asking (``plan()`` with no move)."""
+    ``style``: ``plan-first`` (ask, then state what it serves), ``evaluate-first`` (state every
+    member with the move, then ask with no move), ``plan-only`` (ask; state no evaluation)."""
     provider = TracerProvider()
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -130,7 +134,7 @@ def _recorded(
             with run.model_call("m") as call:
                 witness = "word" if step["by"] == "entry" else None
                 move = {"cursor_to": step["to"], "moved_by": step["by"], "witness": witness}
-                if evaluate_first:  # all members listed, then asked, then left out
+                if style == "evaluate-first":  # all members listed, then asked, then left out
                     call.evaluated(MEMBERS, **move)
                     decisions.append(call.plan())
                 else:
@@ -139,7 +143,7 @@ def _recorded(
                     served = list(MEMBERS)
                 else:
                     served = [m for m in MEMBERS if call.keep(m, content=m * 10)]
-                if not evaluate_first:
+                if style == "plan-first":
                     call.evaluated(served)
                 for member in served:
                     call.injected("system-prompt", "skill", source_id=member, content=member * 10)
@@ -153,13 +157,14 @@ def _recorded(
 
 
 @settings(max_examples=30, deadline=None)
-@example(passes=STUCK, evaluate_first=False)
-@example(passes=STUCK, evaluate_first=True)
-@given(passes=st.lists(_pass, min_size=1, max_size=8), evaluate_first=st.booleans())
+@example(passes=STUCK, style="plan-first")
+@example(passes=STUCK, style="evaluate-first")
+@example(passes=STUCK, style="plan-only")
+@given(passes=st.lists(_pass, min_size=1, max_size=8), style=st.sampled_from(STYLES))
 def test_the_live_policy_decides_every_pass_as_the_replay_does(
-    passes: list[dict[str, Any]], evaluate_first: bool
+    passes: list[dict[str, Any]], style: str
 ) -> None:
-    decisions, verdict = _recorded(passes, evaluate_first=evaluate_first)
+    decisions, verdict = _recorded(passes, style=style)
     assert verdict.mode == "verify" and verdict.complete, verdict.reasons
     assert [p.iteration for p in verdict.passes] == [d.iteration for d in decisions]
     for decision, replayed in zip(decisions, verdict.passes, strict=True):
@@ -170,13 +175,13 @@ def test_the_live_policy_decides_every_pass_as_the_replay_does(
         assert replayed.served_while_parked == ()
 
 
-@pytest.mark.parametrize("evaluate_first", [False, True])
-def test_a_park_the_agent_ignored_is_a_mismatch_at_that_call(evaluate_first: bool) -> None:
+@pytest.mark.parametrize("style", STYLES)
+def test_a_park_the_agent_ignored_is_a_mismatch_at_that_call(style: str) -> None:
     decisions, _ = _recorded(STUCK)
     parked_at = next(
         d.iteration for d in decisions if any(isinstance(c, ParkedChange) for c in d.changes)
     )
-    _, verdict = _recorded(STUCK, ignore_at=parked_at, evaluate_first=evaluate_first)
+    _, verdict = _recorded(STUCK, ignore_at=parked_at, style=style)
     mismatched = [p for p in verdict.passes if p.mismatch]
     assert [p.iteration for p in mismatched] == [parked_at]
     (derived,) = mismatched[0].changes

@@ -106,6 +106,9 @@ class PassState:
     active_ids: tuple[str, ...] = ()
     served_ids: set[str] = field(default_factory=set)
     """Ids of everything injected on the pass (a parked member here means the park was ignored)."""
+    injected_ids: list[str] = field(default_factory=list)
+    """Ids of the non-conversation rows injected on the pass, first-injected order (the park
+    card aside): what it served when the agent asked :meth:`plan` but stated no evaluation."""
     left_out: dict[str, int] = field(default_factory=dict)
     """Characters of the injections ``keep()`` said to leave out, counted when the pass closes
     unless the pass injected them after all."""
@@ -273,3 +276,21 @@ def _output_calls(span: object | None) -> Sequence[tuple[str, Any]]:
 def rode_card(injection_id: str | None) -> bool:
     """True when an injected row is the park card (it rides into the next pass's served set)."""
     return injection_id == PARK_CARD_ID
+
+
+CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
+"""Sources of rows that are conversation, not a contribution a pass serves (as the processor)."""
+
+
+def note_injected(state: PassState, source: str, source_id: str | None) -> None:
+    """What one injected row tells the policy: served, the park card, a contribution served."""
+    if source_id is None:
+        return
+    state.served_ids.add(source_id)
+    state.card_rode = state.card_rode or rode_card(source_id)
+    if (
+        source not in CONVERSATION_SOURCES
+        and not rode_card(source_id)
+        and source_id not in state.injected_ids
+    ):
+        state.injected_ids.append(source_id)

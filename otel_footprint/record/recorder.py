@@ -36,7 +36,7 @@ from otel_footprint.record.policy import (
     PassState,
     StatedCall,
     definition_chars,
-    rode_card,
+    note_injected,
     tool_name_of,
 )
 from otel_footprint.runs.passes import Pick, edges_of_graph
@@ -342,6 +342,16 @@ class ModelCall:
             return
         if state.decision is None:
             self._decide(None)  # every pass advances the kernel, as the processor's replay does
+        elif not self._evaluations:
+            # Asked with plan() and no evaluation stated: the pass served what it injected.
+            self._evaluations.append(
+                {
+                    "iteration": self.iteration,
+                    "activeIds": list(state.injected_ids),
+                    "skippedDetails": [],
+                    "cursorMove": self._planned_move,
+                }
+            )
         state.written = True
         decision = state.decision
         assert decision is not None
@@ -382,9 +392,8 @@ class ModelCall:
             chars = len(content) if chars is None else chars
             content_hash = content_hash or _hash(content)
             summary = summary if summary is not None else _summary(content)
-        if self._state is not None and source_id is not None:
-            self._state.served_ids.add(source_id)
-            self._state.card_rode = self._state.card_rode or rode_card(source_id)
+        if self._state is not None:
+            note_injected(self._state, source, source_id)
         composition = self._composition(slot)
         row = composition.breakdown.setdefault(source, {"chars": 0, "count": 0})
         row["chars"] += chars or 0

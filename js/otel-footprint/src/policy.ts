@@ -34,6 +34,8 @@ const NON_MOVES: ReadonlySet<string> = new Set(['stay', 'none']);
 /** The park card's injection id: when it rode a pass, it is part of what that pass served. */
 export const PARK_CARD_ID = 'agentfootprint:map-status';
 const READ_SKILL = 'read_skill';
+/** Sources of rows that are conversation, not a contribution a pass serves (as the processor). */
+const CONVERSATION_SOURCES: ReadonlySet<string> = new Set(['user', 'assistant', 'tool-result']);
 
 /** The rung of a cursor-move clause; an unknown clause is structural (as in the kernel). */
 export function strengthOfMove(clause: string): Strength {
@@ -230,6 +232,9 @@ export interface PassState {
   move?: CursorMove | undefined;
   activeIds: readonly string[];
   readonly servedIds: Set<string>;
+  /** Non-conversation rows injected, first-injected order (the park card aside): what the pass served
+   * when the agent asked `plan()` but stated no evaluation. */
+  readonly injectedIds: string[];
   /** Characters of the injections `keep()` said to leave out, counted when the pass closes. */
   readonly leftOut: Map<string, number>;
   cardRode: boolean;
@@ -309,6 +314,7 @@ export class LivePolicy {
       iteration,
       activeIds: [],
       servedIds: new Set(),
+      injectedIds: [],
       leftOut: new Map(),
       cardRode: false,
       records: [],
@@ -453,10 +459,12 @@ export class PassPolicy {
     this.state.evaluations.push({ ...payload, cursorMove: move });
   }
 
-  injected(sourceId: string | undefined): void {
+  injected(source: string, sourceId: string | undefined): void {
     if (sourceId === undefined) return;
-    this.state.servedIds.add(sourceId);
-    if (sourceId === PARK_CARD_ID) this.state.cardRode = true;
+    const state = this.state;
+    state.servedIds.add(sourceId);
+    if (sourceId === PARK_CARD_ID) state.cardRode = true;
+    else if (!CONVERSATION_SOURCES.has(source) && !state.injectedIds.includes(sourceId)) state.injectedIds.push(sourceId);
   }
 
   keep(injectionId: string, size: { content?: string; chars?: number }): boolean {
@@ -481,7 +489,12 @@ export class PassPolicy {
   close(write: (eventType: 'evaluated' | 'change', payload: Record<string, unknown> | EngagementChange) => void): void {
     const state = this.state;
     if (state.written) return;
-    if (state.decision === undefined) this.decide(undefined); // every pass advances the kernel
+    if (state.decision === undefined) {
+      this.decide(undefined); // every pass advances the kernel
+    } else if (state.evaluations.length === 0) {
+      // Asked with plan() and no evaluation stated: the pass served what it injected.
+      state.evaluations.push({ iteration: state.iteration, activeIds: [...state.injectedIds], skippedDetails: [], cursorMove: this.plannedMove });
+    }
     state.written = true;
     for (const payload of this.live.finalEvaluations(state)) write('evaluated', payload);
     // The injections left out, not those the pass injected after all.

@@ -452,7 +452,7 @@ export class ModelCall {
     }
     row.chars += chars ?? 0;
     row.count += 1;
-    this.policy?.injected(options.sourceId);
+    this.policy?.injected(source, options.sourceId);
     this.write(
       names.T_CONTEXT_INJECTED,
       { slot, source, sourceId: options.sourceId, contentHash: hash, contentSummary: short, chars },
