@@ -208,6 +208,11 @@ def test_the_policy_is_asked_only_in_a_run_that_has_one() -> None:
     ):
         pass
     with (
+        pytest.raises(ValueError, match="resumed"),
+        footprint.run(tracer, agent="a", maps=MAPS, policy=True, resumed=True, next_iteration=4),
+    ):
+        pass
+    with (
         footprint.run(tracer, agent="a", maps=MAPS) as run,
         pytest.raises(ValueError, match="no live policy"),
     ):

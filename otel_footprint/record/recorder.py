@@ -1131,7 +1131,7 @@ def run(
     leaving them out saved (``footprint.savings.*``).
 
     Raises ``PlanError`` when ``maps`` / ``renewal_grace`` cannot be mounted, ``ValueError`` for
-    ``policy=True`` without maps or with ``enforced=False``.
+    ``policy=True`` without maps, with ``enforced=False`` or on a resumed leg.
     """
     # Lists are welcome here; the kernel's frozen data holds tuples.
     maps = [
@@ -1143,6 +1143,9 @@ def run(
     if policy:
         if plan is None or enforced is False:
             raise ValueError("policy=True needs mounted maps, and is enforce mode (enforced=True)")
+        if resumed:
+            # The earlier leg's engagement is the processor's (its run store), not this process's.
+            raise ValueError("policy=True cannot continue a resumed leg's engagement yet")
         enforced = True
         live = LivePolicy(plan, edges_of_graph(graph) if graph is not None else None)
     emitter = _Emitter(emit_as, logger_provider)

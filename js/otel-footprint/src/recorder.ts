@@ -1298,6 +1298,10 @@ export function startRun(options: RunOptions, parent: Context = contextApi.activ
   if (options.policy === true && (maps.length === 0 || enforced === false)) {
     throw new Error('policy: true needs mounted maps, and is enforce mode (enforced: true)');
   }
+  if (options.policy === true && options.resumed === true) {
+    // The earlier leg's engagement is the processor's (its run store), not this process's.
+    throw new Error("policy: true cannot continue a resumed leg's engagement yet");
+  }
   if (options.policy === true) enforced = true;
   const emitter = new Emitter(options.emitAs ?? 'span', options.logger);
   const tracer = options.tracer ?? trace.getTracer(SCOPE_NAME, VERSION);
