@@ -114,6 +114,8 @@ class PassState:
     unless the pass injected them after all."""
     card_rode: bool = False
     span: object | None = None
+    output_calls: Sequence[tuple[str, Any]] | None = None
+    """The tool calls its ended span recorded in its output, read once (None: not read yet)."""
     decision: Decision | None = None
     records: tuple[MapEngagementRecord, ...] = ()
     """The kernel's state after this pass."""
@@ -251,7 +253,10 @@ class LivePolicy:
         for state in passes:
             if state.iteration in names:
                 continue
-            for name, arguments in _output_calls(state.span):
+            calls = state.output_calls
+            if calls is None:
+                calls = state.output_calls = _output_calls(state.span)
+            for name, arguments in calls or ():
                 names.setdefault(state.iteration, []).append(name)
                 picks.setdefault(state.iteration, []).extend(
                     picks_of(name, arguments, False, (), False)
@@ -262,10 +267,13 @@ class LivePolicy:
         }
 
 
-def _output_calls(span: object | None) -> Sequence[tuple[str, Any]]:
-    """(name, arguments) of the tool calls an ended SDK pass span recorded in its output."""
-    if not isinstance(span, ReadableSpan) or span.end_time is None:
+def _output_calls(span: object | None) -> Sequence[tuple[str, Any]] | None:
+    """(name, arguments) of the tool calls an ended SDK pass span recorded in its output; None
+    while the span has not ended (read again next time)."""
+    if not isinstance(span, ReadableSpan):
         return ()
+    if span.end_time is None:
+        return None
     found = output_tool_calls(SdkSpanView(span)) or ()
     result: list[tuple[str, Any]] = []
     for call in found:
