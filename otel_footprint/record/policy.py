@@ -34,6 +34,7 @@ from otel_footprint.kernel import (
 from otel_footprint.kernel.park_card import PARK_CARD_ID
 from otel_footprint.runs.outputs import loads, output_tool_calls
 from otel_footprint.runs.passes import (
+    CONVERSATION_SOURCES,
     Batch,
     PassFacts,
     Pick,
@@ -284,10 +285,6 @@ def _output_calls(span: object | None) -> Sequence[tuple[str, Any]] | None:
 def rode_card(injection_id: str | None) -> bool:
     """True when an injected row is the park card (it rides into the next pass's served set)."""
     return injection_id == PARK_CARD_ID
-
-
-CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
-"""Sources of rows that are conversation, not a contribution a pass serves (as the processor)."""
 
 
 def note_injected(state: PassState, source: str, source_id: str | None) -> None:

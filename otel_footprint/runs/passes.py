@@ -65,7 +65,7 @@ UNRECORDED_TOOL_CALLS = "tool-calls-unrecorded"
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
 # Sources of context rows that are conversation, not a map's contribution.
-_CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
+CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
 # Event types read_run keys by iteration together, and the ones that may refuse a pick.
 _STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, *semconv.MAP_CHANGE_KINDS})
 _REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
@@ -154,7 +154,7 @@ class PassFacts:
         return sum(
             row.chars
             for row in self.injected
-            if row.source_id in wanted and row.source not in _CONVERSATION_SOURCES
+            if row.source_id in wanted and row.source not in CONVERSATION_SOURCES
         )
 
 
