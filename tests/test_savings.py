@@ -9,6 +9,7 @@ of facts into kernel input), whatever the tools, picks and cursor moves.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import subprocess
@@ -97,9 +98,14 @@ MAPS = [
 MEMBERS = ["a1", "a2", "b1"]
 MOVES = ["entry", "intent", "stay", "route", "model-pick", None]
 TOOL_NAMES = ["ta", "tb", "other", "read_skill"]
+OUTCOMES = ["ok", "error", "raises", "rejected", "denied", "picked"]
+GRAPH = {
+    "nodes": [{"id": m} for m in MEMBERS],
+    "edges": [{"from": "a1", "to": "a2"}, {"from": "a2", "to": "b1"}],
+}
 
-STUCK = [{"to": "a1", "by": "entry", "tools": [("other", "a1")]}] + [
-    {"to": "a1", "by": "stay", "tools": [("other", "a1")]}
+STUCK = [{"to": "a1", "by": "entry", "tools": [("other", "a1", "ok")]}] + [
+    {"to": "a1", "by": "stay", "tools": [("other", "a1", "ok")]}
 ] * 4
 """The cursor stays on a lexical guess while other tools are called: a-map parks on call 3."""
 
@@ -108,13 +114,34 @@ _pass = st.fixed_dictionaries(
         "to": st.sampled_from([*MEMBERS, None]),
         "by": st.sampled_from(MOVES),
         "tools": st.lists(
-            st.tuples(st.sampled_from(TOOL_NAMES), st.sampled_from(MEMBERS)), max_size=3
+            st.tuples(
+                st.sampled_from(TOOL_NAMES), st.sampled_from(MEMBERS), st.sampled_from(OUTCOMES)
+            ),
+            max_size=3,
         ),
     }
 )
 
 
 STYLES = ("plan-first", "evaluate-first", "plan-only")
+
+
+def _tool(run: footprint.Run, name: str, member: str, outcome: str) -> None:
+    """One tool call and what the gate said of it (picks read from arguments, stated, refused)."""
+    arguments = {"id": member} if name == "read_skill" else {}
+    with contextlib.suppress(RuntimeError), run.tool_call(name, args=arguments) as tool:
+        if outcome == "error":
+            tool.result("boom", error=True)
+        elif outcome == "raises":
+            raise RuntimeError("the tool failed")
+        elif outcome == "rejected":
+            tool.rejected(member)
+        elif outcome == "denied":
+            tool.permission("skill_read", f"skill:{member}", "deny")
+        elif outcome == "picked":
+            tool.picked(member, hop=True)
+        else:
+            tool.result("ok")
 
 
 def _recorded(
@@ -128,7 +155,7 @@ def _recorded(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     decisions: list[Decision] = []
     with footprint.run(
-        provider.get_tracer("t"), agent="a", maps=MAPS, renewal_grace=2, policy=True
+        provider.get_tracer("t"), agent="a", maps=MAPS, renewal_grace=2, policy=True, graph=GRAPH
     ) as run:
         for iteration, step in enumerate(passes, start=1):
             with run.model_call("m") as call:
@@ -147,10 +174,8 @@ def _recorded(
                     call.evaluated(served)
                 for member in served:
                     call.injected("system-prompt", "skill", source_id=member, content=member * 10)
-            for name, member in step["tools"]:
-                arguments = {"id": member} if name == "read_skill" else {}
-                with run.tool_call(name, args=arguments) as tool:
-                    tool.result("ok")
+            for name, member, outcome in step["tools"]:
+                _tool(run, name, member, outcome)
     provider.shutdown()
     (verdict,) = explain_spans(list(exporter.get_finished_spans()))
     return decisions, verdict

@@ -23,6 +23,8 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otel_footprint import semconv
+from otel_footprint.codec import EventPointer, FootprintEvent
 from otel_footprint.kernel import (
     EngagedChange,
     EngagementChange,
@@ -130,20 +132,18 @@ class StatedCall:
     iteration: int
     name: str
     arguments: Any
-    stated_picks: list[Pick] = field(default_factory=list)
-    refused: set[str] = field(default_factory=set)
+    events: list[FootprintEvent] = field(default_factory=list)
+    """The gate's events on the call (``skill.picked``, ``skill.rejected``, ``permission.check``)."""
     failed: bool = False
 
+    def noted(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """One gate event written on the call's span, as the processor will read it back."""
+        pointer = EventPointer("", "", semconv.event_name_of(event_type), len(self.events))
+        self.events.append(FootprintEvent(event_type, payload, pointer))
+
     def picks(self) -> tuple[Pick, ...]:
-        if self.stated_picks:
-            return tuple(self.stated_picks)
-        if self.failed:
-            return ()
-        return tuple(
-            p
-            for p in picks_of(self.name, self.arguments, False, (), False)
-            if p.skill_id not in self.refused
-        )
+        """The call's accepted picks, by the processor's own rule (:func:`picks_of`)."""
+        return picks_of(self.name, self.arguments, self.failed, self.events, False)
 
 
 class LivePolicy:

@@ -39,7 +39,7 @@ from otel_footprint.record.policy import (
     note_injected,
     tool_name_of,
 )
-from otel_footprint.runs.passes import Pick, edges_of_graph
+from otel_footprint.runs.passes import edges_of_graph
 
 EmitAs: TypeAlias = Literal["span", "log"]
 """Where footprint events go: span events (every backend shows them) or log records."""
@@ -490,9 +490,7 @@ class ToolCall:
 
     def picked(self, skill_id: str, *, hop: bool = False) -> None:
         """The gate accepted a skill pick (``skill.picked``); ``hop`` = it moves the cursor."""
-        if self._stated is not None:
-            self._stated.stated_picks.append(Pick(skill_id, hop))
-        self._run.emit(self.span, semconv.T_SKILL_PICKED, {"skillId": skill_id, "hop": hop})
+        self._gate(semconv.T_SKILL_PICKED, {"skillId": skill_id, "hop": hop})
 
     def rejected(
         self,
@@ -502,15 +500,13 @@ class ToolCall:
         current_skill_id: str | None = None,
     ) -> None:
         """The skill gate refused a pick (``skill.rejected``)."""
-        if self._stated is not None:
-            self._stated.refused.add(requested_id)
         payload = {
             "requestedId": requested_id,
             "currentSkillId": current_skill_id,
             "allowed": list(allowed),
             "iteration": self.iteration,
         }
-        self._run.emit(self.span, semconv.T_SKILL_REJECTED, payload)
+        self._gate(semconv.T_SKILL_REJECTED, payload)
 
     def permission(
         self,
@@ -532,7 +528,13 @@ class ToolCall:
             "rationale": rationale,
             "policyRuleId": policy_rule_id,
         }
-        self._run.emit(self.span, semconv.T_PERMISSION_CHECK, payload)
+        self._gate(semconv.T_PERMISSION_CHECK, payload)
+
+    def _gate(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Write a gate event on the call's span; a policy run's kernel reads it too."""
+        self._run.emit(self.span, event_type, payload)
+        if self._stated is not None:
+            self._stated.noted(event_type, _compact(payload))
 
     def result_shape(
         self, shape: Literal["rowset", "absence", "bespoke"], *, rows: int | None = None
@@ -831,7 +833,12 @@ class Run:
             if self._policy is not None:
                 stated = StatedCall(number, name, dict(args or {}))
                 self._policy.tool_called(stated)
-            yield ToolCall(self, span, name, identifier, number, stated)
+            try:
+                yield ToolCall(self, span, name, identifier, number, stated)
+            except BaseException:
+                if stated is not None:
+                    stated.failed = True  # the span ends ERROR: the processor reads it failed
+                raise
 
     def routed(
         self,
