@@ -1095,6 +1095,68 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
         ],
     },
     {
+        "case": "enforce mode, the gate: a rejected, a refused, a raising and a gated read_skill "
+        "pick nothing (the park stands); an accepted one re-engages",
+        "run": {
+            "agent": "gated",
+            "runId": "run-g",
+            "maps": [MAP],
+            "renewalGrace": 1,
+            "policy": True,
+        },
+        "steps": [
+            _policy_pass(
+                {"cursorTo": "zone-audit", "movedBy": "entry", "witness": "zone"},
+                listed=["zone-audit"],
+                injected=["zone-audit"],
+            ),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [{"op": "rejected", "requestedId": "run-finder"}],
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [
+                    {
+                        "op": "permission",
+                        "capability": "skill_read",
+                        "target": "skill:run-finder",
+                        "result": "deny",
+                    }
+                ],
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "raises": "no such skill",
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [
+                    {
+                        "op": "permission",
+                        "capability": "tool_call",
+                        "target": "read_skill",
+                        "result": "halt",
+                    }
+                ],
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {"op": "toolCall", "name": "read_skill", "args": {"id": "run-finder"}},
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"]),
+        ],
+    },
+    {
         "case": "a minimal run: no plan, no prompt, nothing but an answer",
         "run": {"agent": "bare", "runId": "run-0"},
         "steps": [{"op": "toolCall", "name": "early"}, {"op": "answer", "text": ""}],

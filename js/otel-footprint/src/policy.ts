@@ -34,6 +34,7 @@ const NON_MOVES: ReadonlySet<string> = new Set(['stay', 'none']);
 /** The park card's injection id: when it rode a pass, it is part of what that pass served. */
 export const PARK_CARD_ID = 'agentfootprint:map-status';
 const READ_SKILL = 'read_skill';
+const SKILL_TARGET_PREFIX = 'skill:';
 /** Sources of rows that are conversation, not a contribution a pass serves (as the processor). */
 const CONVERSATION_SOURCES: ReadonlySet<string> = new Set(['user', 'assistant', 'tool-result']);
 
@@ -244,14 +245,32 @@ export interface PassState {
   written: boolean;
 }
 
-/** @internal One tool call stated with `toolCall`: the kernel reads its name and picks. */
-export interface StatedCall {
-  readonly iteration: number;
-  readonly name: string;
-  readonly args: Readonly<Record<string, unknown>>;
-  readonly picks: Array<{ skillId: string; hop: boolean }>;
-  readonly refused: Set<string>;
-  failed: boolean;
+/** @internal One tool call stated with `toolCall`: the kernel reads its name and picks (the
+ * processor's `picks_of` over the gate's events on the call). */
+export class StatedCall {
+  readonly picks: Array<{ skillId: string; hop: boolean }> = [];
+  /** Skill ids a rejection or a refusing `skill_read` check named. */
+  readonly refusedIds = new Set<string>();
+  /** A refusing `tool_call` check of `read_skill`: no pick of this call stands. */
+  gateClosed = false;
+  failed = false;
+
+  constructor(
+    readonly iteration: number,
+    readonly name: string,
+    readonly args: Readonly<Record<string, unknown>>,
+  ) {}
+
+  /** A `permission.check` on the call: a refusing result closes the gate for what it targets. */
+  permission(capability: string, target: string, result: string): void {
+    if (result !== 'deny' && result !== 'halt') return;
+    if (capability === 'skill_read') {
+      this.refusedIds.add(target);
+      if (target.startsWith(SKILL_TARGET_PREFIX)) this.refusedIds.add(target.slice(SKILL_TARGET_PREFIX.length));
+    } else if (capability === 'tool_call' && target === READ_SKILL) {
+      this.gateClosed = true;
+    }
+  }
 }
 
 /** What the agent left out on the policy's word, measured as it left it out. */
@@ -275,9 +294,9 @@ export function toolNameOf(definition: Readonly<Record<string, unknown>>): strin
  * unless the call failed or the gate refused it (the hop then told by the graph's edges). */
 function picksOf(call: StatedCall): Array<{ skillId: string; hop: boolean | undefined }> {
   if (call.picks.length > 0) return call.picks;
-  if (call.failed || call.name !== READ_SKILL) return [];
+  if (call.failed || call.name !== READ_SKILL || call.gateClosed) return [];
   const id = call.args['id'];
-  return typeof id === 'string' && !call.refused.has(id) ? [{ skillId: id, hop: undefined }] : [];
+  return typeof id === 'string' && !call.refusedIds.has(id) ? [{ skillId: id, hop: undefined }] : [];
 }
 
 /** @internal The kernel's state for one run leg, advanced once per model call, in order. */

@@ -34,7 +34,7 @@ import {
 
 import { type Json, type JsonObject, type Payload, encodePayload, eventNameOf, pythonJson } from './codec.js';
 import { names } from './semconv.js';
-import { type CursorMove, type Decision, LivePolicy, PassPolicy, type StatedCall } from './policy.js';
+import { type CursorMove, type Decision, LivePolicy, PassPolicy, StatedCall } from './policy.js';
 
 /** The tracer / logger scope name (the Python recorder's is `otel_footprint.record`). */
 export const SCOPE_NAME = 'otel_footprint.record';
@@ -600,7 +600,7 @@ export class ToolCall {
 
   /** The skill gate refused a pick (`skill.rejected`). */
   rejected(requestedId: string, options: { allowed?: readonly string[]; currentSkillId?: string } = {}): void {
-    this.stated?.refused.add(requestedId);
+    this.stated?.refusedIds.add(requestedId);
     this.run.emit(
       this.span,
       names.T_SKILL_REJECTED,
@@ -623,6 +623,7 @@ export class ToolCall {
     result: string,
     options: { actor?: string; rationale?: string; policyRuleId?: string } = {},
   ): void {
+    this.stated?.permission(capability, target, result);
     this.run.emit(
       this.span,
       names.T_PERMISSION_CHECK,
@@ -1053,7 +1054,7 @@ export class Run implements ModelSpanSink {
     );
     let stated: StatedCall | undefined;
     if (this.policy !== undefined) {
-      stated = { iteration: number, name, args: { ...(options.args ?? {}) }, picks: [], refused: new Set(), failed: false };
+      stated = new StatedCall(number, name, { ...(options.args ?? {}) });
       this.policy.toolCalled(stated);
     }
     return new ToolCall(this, span, name, identifier, number, stated);
@@ -1066,6 +1067,7 @@ export class Run implements ModelSpanSink {
       () => contextApi.with(trace.setSpan(this.context, call.span), () => fn(call)),
       (error) => {
         if (error !== undefined) failSpan(call.span, error);
+        if (error !== undefined && call.stated !== undefined) call.stated.failed = true;
         call.end();
       },
     );
