@@ -17,7 +17,7 @@ the difference at that call), and counts the characters left out (:class:`Saving
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,3 +299,122 @@ def note_injected(state: PassState, source: str, source_id: str | None) -> None:
         and source_id not in state.injected_ids
     ):
         state.injected_ids.append(source_id)
+
+
+class PassPolicy:
+    """One pass's side of the policy: what :class:`~otel_footprint.record.ModelCall` delegates to
+    in a ``policy=True`` run (the TypeScript recorder's ``PassPolicy`` is the same)."""
+
+    def __init__(self, live: LivePolicy, state: PassState) -> None:
+        self._live = live
+        self.state = state
+        self._planned_move: dict[str, Any] | None = None
+        self._evaluations: list[dict[str, Any]] = []
+
+    @property
+    def decision(self) -> Decision | None:
+        return self.state.decision
+
+    def plan(self, move: dict[str, Any] | None) -> Decision:
+        if self.state.decision is not None and move is not None and move != self._planned_move:
+            raise ValueError(
+                "plan() asked with another cursor move than this pass was decided on "
+                "(by an earlier plan() or evaluated())"
+            )
+        return self._decide(move)
+
+    def evaluated(self, move: dict[str, Any] | None, payload: dict[str, Any]) -> None:
+        """An evaluation of the pass: decided on its move (or the planned one); written when the
+        pass closes, because what it served is known only once it is composed."""
+        if self.state.decision is not None:
+            if move is None:
+                move = self._planned_move  # the move plan() was asked with
+            elif move != self._planned_move:
+                raise ValueError(
+                    "evaluated() states another cursor move than plan() was asked with: "
+                    "the record would not be what the kernel decided on"
+                )
+        self._decide(move)
+        self._evaluations.append({**payload, "cursorMove": move})
+
+    def injected(self, source: str, source_id: str | None) -> None:
+        note_injected(self.state, source, source_id)
+
+    def keep(self, injection_id: str, chars: int) -> bool:
+        if self._asked().keeps(injection_id):
+            return True
+        self.state.left_out[injection_id] = chars  # counted when the pass closes
+        return False
+
+    def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        decision = self._asked()
+        kept: list[Mapping[str, Any]] = []
+        for definition in definitions:
+            name = tool_name_of(definition)
+            if name is None or decision.keeps_tool(name):
+                kept.append(definition)
+            else:
+                chars = definition_chars(definition)
+                self._live.savings.left_out(self.state.iteration, chars, injection=False)
+        return kept
+
+    def close(
+        self,
+        write_evaluation: Callable[[dict[str, Any]], None],
+        write_change: Callable[[EngagementChange], None],
+    ) -> None:
+        """When the pass closes (once): its evaluations, final, then the changes the agent
+        applied, and what it left out counted."""
+        state = self.state
+        if state.written:
+            return
+        if state.decision is None:
+            self._decide(None)  # every pass advances the kernel, as the processor's replay does
+        elif not self._evaluations:
+            # Asked with plan() and no evaluation stated: the pass served what it injected.
+            self._evaluations.append(
+                {
+                    "iteration": state.iteration,
+                    "activeIds": list(state.injected_ids),
+                    "skippedDetails": [],
+                    "cursorMove": self._planned_move,
+                }
+            )
+        state.written = True
+        decision = state.decision
+        assert decision is not None
+        for payload in self._evaluations:
+            # A parked member the pass did not inject was left out: not served, skipped as parked
+            # (as the upstream records it); one it injected was served, policy or not.
+            listed = payload["activeIds"]
+            active = [i for i in listed if decision.keeps(i) or i in state.served_ids]
+            payload["skippedDetails"] = [
+                *payload["skippedDetails"],
+                *({"id": i, "reason": "parked"} for i in listed if i not in active),
+            ]
+            state.active_ids = tuple(active)
+            payload["activeIds"] = active
+            write_evaluation(payload)
+        self._evaluations.clear()
+        self._live.count_left_out(state)
+        for change in self._live.applied(state):
+            write_change(change)
+
+    def _asked(self) -> Decision:
+        decision = self.state.decision
+        if decision is None:
+            raise ValueError("ask the policy first: call plan() on this pass before keep()/tools()")
+        return decision
+
+    def _decide(self, move: dict[str, Any] | None) -> Decision:
+        state = self.state
+        if state.decision is None:
+            self._planned_move = move
+            if move is not None:
+                state.current_node = move.get("to")
+                state.move_by = move.get("by")
+                witness = move.get("witness")
+                state.witness = witness.get("text") if isinstance(witness, Mapping) else None
+            self._live.decide(state)
+        assert state.decision is not None
+        return state.decision

@@ -30,15 +30,7 @@ from otel_footprint.kernel import (
     engagement_plan,
 )
 from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
-from otel_footprint.record.policy import (
-    Decision,
-    LivePolicy,
-    PassState,
-    StatedCall,
-    definition_chars,
-    note_injected,
-    tool_name_of,
-)
+from otel_footprint.record.policy import Decision, LivePolicy, PassPolicy, StatedCall
 from otel_footprint.runs.passes import edges_of_graph
 
 EmitAs: TypeAlias = Literal["span", "log"]
@@ -166,11 +158,9 @@ class ModelCall:
         self._open: dict[str, _Composition] = {}
         self._staged: list[_Staged] = []
         self._staged_attributes: dict[str, int | str] = {}
-        policy = run._policy
-        self._state: PassState | None = policy.pass_state(iteration) if policy else None
-        """The live policy's view of this pass (None: the run has no policy)."""
-        self._planned_move: dict[str, Any] | None = None
-        self._evaluations: list[dict[str, Any]] = []
+        live = run._policy
+        self._policy = PassPolicy(live, live.pass_state(iteration)) if live else None
+        """This pass's side of the live policy (None: the run has no policy)."""
 
     @property
     def staged(self) -> bool:
@@ -192,8 +182,8 @@ class ModelCall:
     def _land(self, span: Span, *, claimed: bool, keep_times: bool) -> None:
         """Write the staged events and attributes on ``span`` (the pass's span from now on)."""
         self.span = span
-        if self._state is not None:
-            self._state.span = span
+        if self._policy is not None:
+            self._policy.state.span = span
         self.claimed = claimed
         span.set_attribute(semconv.PASS_ITERATION, self.iteration)
         for key, value in self._staged_attributes.items():
@@ -232,17 +222,6 @@ class ModelCall:
         words that matched, when a rule matched some.
         """
         move = _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
-        state = self._state
-        if state is not None:
-            if state.decision is not None:
-                if move is None:
-                    move = self._planned_move  # the move plan() was asked with
-                elif move != self._planned_move:
-                    raise ValueError(
-                        "evaluated() states another cursor move than plan() was asked with: "
-                        "the record would not be what the kernel decided on"
-                    )
-            self._decide(move)
         payload: dict[str, Any] = {
             "iteration": self.iteration,
             "activeIds": list(active_ids),
@@ -250,11 +229,10 @@ class ModelCall:
             "cursorMove": move,
             "routing": [dict(row) for row in routing] if routing is not None else None,
         }
-        if state is not None:
-            # Written when the pass closes: what it served is known only once it is composed.
-            self._evaluations.append(payload)
-            return
-        self._emit(semconv.T_CONTEXT_EVALUATED, payload)
+        if self._policy is not None:
+            self._policy.evaluated(move, payload)  # written when the pass closes
+        else:
+            self._emit(semconv.T_CONTEXT_EVALUATED, payload)
 
     # ── enforce mode: the live policy (a run opened with ``policy=True``) ──────────────────────
 
@@ -272,18 +250,14 @@ class ModelCall:
         :meth:`evaluated`, no arguments: the pass is decided on its move). Ask before composing
         the prompt; :meth:`keep` and :meth:`tools` apply the answer and count what it
         saved. Raises ``ValueError`` in a run without ``policy=True``."""
-        move = _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
-        if self.decision is not None and move is not None and move != self._planned_move:
-            raise ValueError(
-                "plan() asked with another cursor move than this pass was decided on "
-                "(by an earlier plan() or evaluated())"
-            )
-        return self._decide(move)
+        return self._policy_of().plan(
+            _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
+        )
 
     @property
     def decision(self) -> Decision | None:
         """The policy's answer for this pass, once asked (None before, and in a run without it)."""
-        return self._state.decision if self._state is not None else None
+        return self._policy.decision if self._policy is not None else None
 
     def keep(
         self, injection_id: str, *, content: str | None = None, chars: int | None = None
@@ -291,85 +265,18 @@ class ModelCall:
         """True when ``injection_id`` may go into this call; False when its map is parked, and
         then its characters (``content``'s length, or ``chars``) are counted as saved — unless
         the pass injects it after all."""
-        decision = self._asked()
-        if decision.keeps(injection_id):
-            return True
         size = len(content) if content is not None else (chars or 0)
-        assert self._state is not None
-        self._state.left_out[injection_id] = size  # counted when the pass closes
-        return False
+        return self._policy_of().keep(injection_id, size)
 
     def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """The tool definitions (OpenAI or flat shape) to offer this call: those of parked maps
         left out, their characters counted as saved."""
-        decision = self._asked()
-        kept: list[Mapping[str, Any]] = []
-        for definition in definitions:
-            name = tool_name_of(definition)
-            if name is None or decision.keeps_tool(name):
-                kept.append(definition)
-                continue
-            self._run._policy_of().savings.left_out(
-                self.iteration, definition_chars(definition), injection=False
-            )
-        return kept
+        return self._policy_of().tools(definitions)
 
-    def _asked(self) -> Decision:
-        decision = self.decision
-        if decision is None:
-            raise ValueError("ask the policy first: call plan() on this pass before keep()/tools()")
-        return decision
-
-    def _decide(self, move: dict[str, Any] | None) -> Decision:
-        state = self._state
-        if state is None:
+    def _policy_of(self) -> PassPolicy:
+        if self._policy is None:
             raise ValueError("this run has no live policy: open it with run(..., policy=True)")
-        if state.decision is None:
-            self._planned_move = move
-            if move is not None:
-                state.current_node = move.get("to")
-                state.move_by = move.get("by")
-                witness = move.get("witness")
-                state.witness = witness.get("text") if isinstance(witness, Mapping) else None
-            self._run._policy_of().decide(state)
-        assert state.decision is not None
-        return state.decision
-
-    def _write_applied(self) -> None:
-        """Write the policy's changes the agent applied on this pass (once, when it closes)."""
-        state = self._state
-        if state is None or state.written:
-            return
-        if state.decision is None:
-            self._decide(None)  # every pass advances the kernel, as the processor's replay does
-        elif not self._evaluations:
-            # Asked with plan() and no evaluation stated: the pass served what it injected.
-            self._evaluations.append(
-                {
-                    "iteration": self.iteration,
-                    "activeIds": list(state.injected_ids),
-                    "skippedDetails": [],
-                    "cursorMove": self._planned_move,
-                }
-            )
-        state.written = True
-        decision = state.decision
-        assert decision is not None
-        for payload in self._evaluations:
-            # A parked member the pass did not inject was left out: not served, skipped as parked
-            # (as the upstream records it); one it injected was served, policy or not.
-            active = [i for i in payload["activeIds"] if decision.keeps(i) or i in state.served_ids]
-            payload["skippedDetails"] += [
-                {"id": i, "reason": "parked"} for i in payload["activeIds"] if i not in active
-            ]
-            payload["activeIds"] = active
-            state.active_ids = tuple(active)
-            self._emit(semconv.T_CONTEXT_EVALUATED, payload)
-        self._evaluations.clear()
-        policy = self._run._policy_of()
-        policy.count_left_out(state)
-        for change in policy.applied(state):
-            self.engagement(change)
+        return self._policy
 
     def injected(
         self,
@@ -392,8 +299,8 @@ class ModelCall:
             chars = len(content) if chars is None else chars
             content_hash = content_hash or _hash(content)
             summary = summary if summary is not None else _summary(content)
-        if self._state is not None:
-            note_injected(self._state, source, source_id)
+        if self._policy is not None:
+            self._policy.injected(source, source_id)
         composition = self._composition(slot)
         row = composition.breakdown.setdefault(source, {"chars": 0, "count": 0})
         row["chars"] += chars or 0
@@ -453,7 +360,10 @@ class ModelCall:
         return self._open[slot]
 
     def _close(self) -> None:
-        self._write_applied()
+        if self._policy is not None:
+            self._policy.close(
+                lambda payload: self._emit(semconv.T_CONTEXT_EVALUATED, payload), self.engagement
+            )
         for slot in list(self._open):
             self.composed(slot)
 
@@ -645,11 +555,6 @@ class Run:
     def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """:meth:`ModelCall.tools` on :meth:`next_pass`."""
         return self.next_pass().tools(definitions)
-
-    def _policy_of(self) -> LivePolicy:
-        if self._policy is None:
-            raise ValueError("this run has no live policy: open it with run(..., policy=True)")
-        return self._policy
 
     def problem(self, code: str, message: str, iteration: int | None = None) -> None:
         """Say on the run span why part of the run cannot be decided (``record.problem``); with
