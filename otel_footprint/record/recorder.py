@@ -544,13 +544,29 @@ class Run:
         call.composed(slot)
         return call
 
-    def plan(self, **move: Any) -> Decision:
+    def plan(
+        self,
+        *,
+        cursor_to: str | None = None,
+        moved_by: str | None = None,
+        cursor_from: str | None = None,
+        witness: str | None = None,
+        witness_keyword: str | None = None,
+    ) -> Decision:
         """:meth:`ModelCall.plan` on :meth:`next_pass`: what to leave out of the next model call."""
-        return self.next_pass().plan(**move)
+        return self.next_pass().plan(
+            cursor_to=cursor_to,
+            moved_by=moved_by,
+            cursor_from=cursor_from,
+            witness=witness,
+            witness_keyword=witness_keyword,
+        )
 
-    def keep(self, injection_id: str, **size: Any) -> bool:
+    def keep(
+        self, injection_id: str, *, content: str | None = None, chars: int | None = None
+    ) -> bool:
         """:meth:`ModelCall.keep` on :meth:`next_pass`."""
-        return self.next_pass().keep(injection_id, **size)
+        return self.next_pass().keep(injection_id, content=content, chars=chars)
 
     def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """:meth:`ModelCall.tools` on :meth:`next_pass`."""
