@@ -476,6 +476,15 @@ finding rides a ``footprint.run.finding`` event with its sentence."""
 EV_RUN_FINDING: Final = "footprint.run.finding"
 FINDING_TEXT: Final = "footprint.finding.text"
 RUN_RESUMED: Final = "footprint.run.resumed"
+SAVINGS_CHARS: Final = "footprint.savings.chars"
+"""On the run span of an enforce-mode run (``record.run(..., policy=True)``), written by the
+recorder: characters of injections and tool definitions the agent left out of its model calls
+because the live policy parked their map (int)."""
+SAVINGS_PREDICTED_CHARS: Final = "footprint.savings.predicted_chars"
+"""Of ``footprint.savings.chars``, the parked maps' injections: what shadow mode's riding finding
+would have counted for the same run (int)."""
+SAVINGS_PASSES: Final = "footprint.savings.passes"
+"""How many model calls of the enforce-mode run something was left out of (int)."""
 
 # On the run span, shadow mode: what kept riding after the kernel would have parked it (the roll-up
 # of the pass spans' served_while_parked; the total characters are RUN_SERVED_CHARS_WHILE_PARKED).

@@ -385,6 +385,12 @@ def _run_steps(
             target.routed(step["by"], **_kwargs(step, "by"))
         elif op == "pause":
             target.pause(step["question"], **_kwargs(step, "question"))
+        elif op == "plan":
+            target.plan(**_kwargs(step))
+        elif op == "keep":
+            target.keep(step["injectionId"], **_kwargs(step, "injectionId"))
+        elif op == "tools":
+            target.tools(step["definitions"])
         elif op == "answer":
             target.answer(step["text"])
         elif op == "event":
@@ -501,6 +507,53 @@ def run_script(script: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 SKILL_BODY = "ZONE AUDIT PROCEDURE: call get_zone_info, classify single-path hosts. " * 2
 MAP = {"id": "skill-map", "memberIds": ["zone-audit", "run-finder"], "toolNames": ["get_zone_info"]}
+
+BILLING_MAP = {"id": "billing-map", "memberIds": ["billing"], "toolNames": ["lookup"]}
+TOOL_DEFINITIONS = [
+    {"type": "function", "function": {"name": name, "description": f"the {name} tool"}}
+    for name in ("get_zone_info", "lookup", "screen_open")
+]
+BODIES = {
+    "zone-audit": SKILL_BODY,
+    "run-finder": "RUN FINDER: list runs, newest first.",
+    "billing": "BILLING: look charges up.",
+    "agentfootprint:map-status": "skill-map: PARKED",
+}
+
+
+def _policy_pass(
+    move: Mapping[str, Any],
+    *,
+    listed: Sequence[str],
+    injected: Sequence[str],
+    evaluate_first: bool = False,
+    evaluated: bool = True,
+) -> dict[str, Any]:
+    """One model call of a policy run: ask (before or after stating the evaluation, or with none
+    stated), keep, offer the tools, inject what the agent decided to send."""
+    asked = [{"op": "plan", **move}] if not evaluate_first else [{"op": "plan"}]
+    evaluation = {
+        "op": "evaluated",
+        "activeIds": list(listed),
+        **({**move} if evaluate_first else {}),
+    }
+    steps: list[dict[str, Any]] = [evaluation, *asked] if evaluate_first else [*asked]
+    steps += [{"op": "keep", "injectionId": i, "content": BODIES[i]} for i in listed]
+    steps.append({"op": "tools", "definitions": TOOL_DEFINITIONS})
+    if not evaluate_first and evaluated:
+        steps.append(evaluation)
+    steps += [
+        {
+            "op": "injected",
+            "slot": "system-prompt",
+            "source": "skill",
+            "sourceId": i,
+            "content": BODIES[i],
+        }
+        for i in injected
+    ]
+    return {"op": "modelCall", "model": "m", "steps": steps}
+
 
 RECORDER_SCRIPTS: list[dict[str, Any]] = [
     {
@@ -976,6 +1029,147 @@ RECORDER_SCRIPTS: list[dict[str, Any]] = [
             {"op": "contextError", "kind": "dangling-reference", "seam": "compose", "subjects": []},
             {"op": "evidenceGrounding", "fromThisTurn": 0, "fromPriorTurns": 0, "currentTurn": 0},
             {"op": "answer", "text": "ok"},
+        ],
+    },
+    {
+        "case": "enforce mode: the live policy parks a guess the agent then leaves out, a hop "
+        "recovers it; evaluated before or after plan(); the savings on the run span",
+        "run": {
+            "agent": "enforcer",
+            "runId": "run-p",
+            "maps": [MAP, BILLING_MAP],
+            "renewalGrace": 2,
+            "policy": True,
+            "userPrompt": "audit zone A",
+        },
+        "steps": [
+            _policy_pass(
+                {"cursorTo": "zone-audit", "movedBy": "entry", "witness": "zone"},
+                listed=["zone-audit", "billing"],
+                injected=["zone-audit", "billing"],
+            ),
+            {"op": "toolCall", "name": "screen_open", "steps": [{"op": "result", "value": "ok"}]},
+            _policy_pass(
+                {"cursorTo": "zone-audit", "movedBy": "stay"},
+                listed=["zone-audit", "billing"],
+                injected=["zone-audit", "billing"],
+                evaluate_first=True,
+            ),
+            {
+                "op": "toolCall",
+                "name": "lookup",
+                "args": {"id": 7},
+                "steps": [{"op": "result", "value": {"charge": 7}}],
+            },
+            _policy_pass(
+                {"cursorTo": "zone-audit", "movedBy": "stay"},
+                listed=["zone-audit", "billing"],
+                injected=["billing", "agentfootprint:map-status"],
+                evaluate_first=True,
+            ),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [{"op": "picked", "skillId": "run-finder", "hop": True}],
+            },
+            _policy_pass(
+                {"cursorTo": "run-finder", "movedBy": "model-pick", "cursorFrom": "zone-audit"},
+                listed=["run-finder", "billing"],
+                injected=["run-finder", "billing"],
+            ),
+            {"op": "answer", "text": "zone A has one single-path host"},
+        ],
+    },
+    {
+        "case": "enforce mode, the policy ignored: a park decided on a call the agent served the "
+        "map is not written; served again later, the map is written re-engaged",
+        "run": {
+            "agent": "stubborn",
+            "runId": "run-q",
+            "maps": [MAP],
+            "renewalGrace": 1,
+            "policy": True,
+        },
+        "steps": [
+            _policy_pass(
+                {"cursorTo": "zone-audit", "movedBy": "entry", "witness": "zone"},
+                listed=["zone-audit"],
+                injected=["zone-audit"],
+            ),
+            {"op": "toolCall", "name": "screen_open"},
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"]),
+            {"op": "toolCall", "name": "screen_open"},
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {"op": "toolCall", "name": "screen_open"},
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"]),
+            # plan() and no evaluation: the pass served what it injected
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[], evaluated=False),
+            _policy_pass(
+                {"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"], evaluated=False
+            ),
+        ],
+    },
+    {
+        "case": "enforce mode, the gate: a rejected, a refused, a raising and a gated read_skill "
+        "pick nothing (the park stands); an accepted one re-engages",
+        "run": {
+            "agent": "gated",
+            "runId": "run-g",
+            "maps": [MAP],
+            "renewalGrace": 1,
+            "policy": True,
+        },
+        "steps": [
+            _policy_pass(
+                {"cursorTo": "zone-audit", "movedBy": "entry", "witness": "zone"},
+                listed=["zone-audit"],
+                injected=["zone-audit"],
+            ),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [{"op": "rejected", "requestedId": "run-finder"}],
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [
+                    {
+                        "op": "permission",
+                        "capability": "skill_read",
+                        "target": "skill:run-finder",
+                        "result": "deny",
+                    }
+                ],
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "raises": "no such skill",
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {
+                "op": "toolCall",
+                "name": "read_skill",
+                "args": {"id": "run-finder"},
+                "steps": [
+                    {
+                        "op": "permission",
+                        "capability": "tool_call",
+                        "target": "read_skill",
+                        "result": "halt",
+                    }
+                ],
+            },
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=[]),
+            {"op": "toolCall", "name": "read_skill", "args": {"id": "run-finder"}},
+            _policy_pass({"movedBy": "stay"}, listed=["zone-audit"], injected=["zone-audit"]),
         ],
     },
     {

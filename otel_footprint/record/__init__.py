@@ -3,11 +3,13 @@
 ``from otel_footprint import record as footprint`` then ``with footprint.run(tracer, ...) as run:``;
 see :mod:`otel_footprint.record.recorder` for the whole API. With an instrumentation making the
 model-call spans, state each pass on the run (``run.evaluated(...)``) and let
-:mod:`otel_footprint.record.attach` land it on the instrumentation's span.
+:mod:`otel_footprint.record.attach` land it on the instrumentation's span. ``run(...,
+policy=True)`` is enforce mode with the live policy of :mod:`otel_footprint.record.policy`.
 """
 
 from otel_footprint.kernel.types import MountedMap
 from otel_footprint.record.attach import PassAttacher, install_attach
+from otel_footprint.record.policy import Decision
 from otel_footprint.record.recorder import (
     EmitAs,
     ModelCall,
@@ -19,6 +21,7 @@ from otel_footprint.record.recorder import (
 )
 
 __all__ = [
+    "Decision",
     "EmitAs",
     "ModelCall",
     "MountedMap",

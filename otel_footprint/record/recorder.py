@@ -30,6 +30,8 @@ from otel_footprint.kernel import (
     engagement_plan,
 )
 from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
+from otel_footprint.record.policy import Decision, LivePolicy, PassPolicy, StatedCall
+from otel_footprint.runs.passes import edges_of_graph
 
 EmitAs: TypeAlias = Literal["span", "log"]
 """Where footprint events go: span events (every backend shows them) or log records."""
@@ -156,6 +158,9 @@ class ModelCall:
         self._open: dict[str, _Composition] = {}
         self._staged: list[_Staged] = []
         self._staged_attributes: dict[str, int | str] = {}
+        live = run._policy
+        self._policy = PassPolicy(live, live.pass_state(iteration)) if live else None
+        """This pass's side of the live policy (None: the run has no policy)."""
 
     @property
     def staged(self) -> bool:
@@ -177,6 +182,8 @@ class ModelCall:
     def _land(self, span: Span, *, claimed: bool, keep_times: bool) -> None:
         """Write the staged events and attributes on ``span`` (the pass's span from now on)."""
         self.span = span
+        if self._policy is not None:
+            self._policy.state.span = span
         self.claimed = claimed
         span.set_attribute(semconv.PASS_ITERATION, self.iteration)
         for key, value in self._staged_attributes.items():
@@ -206,15 +213,15 @@ class ModelCall:
     ) -> None:
         """What this pass serves and where the cursor stands (``context.evaluated``).
 
+        In a ``policy=True`` run the event is written when the pass closes, and a parked member
+        listed here but not injected on the pass is written as skipped (``parked``), not served;
+        the cursor move may be left to :meth:`plan`.
+
         ``moved_by`` is the clause that moved the cursor: ``entry``, ``intent``, ``route``,
         ``model-pick``, ``continuity``, ``stay``, ... (the kernel grades it); ``witness`` the user's
         words that matched, when a rule matched some.
         """
-        move: dict[str, Any] | None = None
-        if moved_by is not None or cursor_to is not None:
-            move = _compact({"from": cursor_from, "to": cursor_to, "by": moved_by or "stay"})
-            if witness is not None:
-                move["witness"] = _compact({"text": witness, "keyword": witness_keyword})
+        move = _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
         payload: dict[str, Any] = {
             "iteration": self.iteration,
             "activeIds": list(active_ids),
@@ -222,7 +229,54 @@ class ModelCall:
             "cursorMove": move,
             "routing": [dict(row) for row in routing] if routing is not None else None,
         }
-        self._emit(semconv.T_CONTEXT_EVALUATED, payload)
+        if self._policy is not None:
+            self._policy.evaluated(move, payload)  # written when the pass closes
+        else:
+            self._emit(semconv.T_CONTEXT_EVALUATED, payload)
+
+    # ── enforce mode: the live policy (a run opened with ``policy=True``) ──────────────────────
+
+    def plan(
+        self,
+        *,
+        cursor_to: str | None = None,
+        moved_by: str | None = None,
+        cursor_from: str | None = None,
+        witness: str | None = None,
+        witness_keyword: str | None = None,
+    ) -> Decision:
+        """What to leave out of this model call: the kernel advanced by this pass's cursor move
+        (the same arguments as :meth:`evaluated`, which may then leave them out; or, after
+        :meth:`evaluated`, no arguments: the pass is decided on its move). Ask before composing
+        the prompt; :meth:`keep` and :meth:`tools` apply the answer and count what it
+        saved. Raises ``ValueError`` in a run without ``policy=True``."""
+        return self._policy_of().plan(
+            _cursor_move(cursor_to, moved_by, cursor_from, witness, witness_keyword)
+        )
+
+    @property
+    def decision(self) -> Decision | None:
+        """The policy's answer for this pass, once asked (None before, and in a run without it)."""
+        return self._policy.decision if self._policy is not None else None
+
+    def keep(
+        self, injection_id: str, *, content: str | None = None, chars: int | None = None
+    ) -> bool:
+        """True when ``injection_id`` may go into this call; False when its map is parked, and
+        then its characters (``content``'s length, or ``chars``) are counted as saved — unless
+        the pass injects it after all."""
+        size = len(content) if content is not None else (chars or 0)
+        return self._policy_of().keep(injection_id, size)
+
+    def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The tool definitions (OpenAI or flat shape) to offer this call: those of parked maps
+        left out, their characters counted as saved."""
+        return self._policy_of().tools(definitions)
+
+    def _policy_of(self) -> PassPolicy:
+        if self._policy is None:
+            raise ValueError("this run has no live policy: open it with run(..., policy=True)")
+        return self._policy
 
     def injected(
         self,
@@ -245,6 +299,8 @@ class ModelCall:
             chars = len(content) if chars is None else chars
             content_hash = content_hash or _hash(content)
             summary = summary if summary is not None else _summary(content)
+        if self._policy is not None:
+            self._policy.injected(source, source_id)
         composition = self._composition(slot)
         row = composition.breakdown.setdefault(source, {"chars": 0, "count": 0})
         row["chars"] += chars or 0
@@ -304,6 +360,10 @@ class ModelCall:
         return self._open[slot]
 
     def _close(self) -> None:
+        if self._policy is not None:
+            self._policy.close(
+                lambda payload: self._emit(semconv.T_CONTEXT_EVALUATED, payload), self.engagement
+            )
         for slot in list(self._open):
             self.composed(slot)
 
@@ -311,13 +371,22 @@ class ModelCall:
 class ToolCall:
     """One tool call: the ``execute_tool <name>`` span, its result, and the gate's verdicts."""
 
-    def __init__(self, run: Run, span: Span, name: str, call_id: str, iteration: int) -> None:
+    def __init__(
+        self,
+        run: Run,
+        span: Span,
+        name: str,
+        call_id: str,
+        iteration: int,
+        stated: StatedCall | None = None,
+    ) -> None:
         self._run = run
         self.span = span
         self.name = name
         self.call_id = call_id
         self.iteration = iteration
         """The pass whose model output asked for this call."""
+        self._stated = stated
 
     def result(self, value: Any, *, error: bool = False) -> None:
         """What the tool returned (``gen_ai.tool.call.result``; non-text as JSON); ``error=True``
@@ -326,10 +395,12 @@ class ToolCall:
         self.span.set_attribute(semconv.GEN_AI_TOOL_CALL_RESULT, text)
         if error:
             self.span.set_status(Status(StatusCode.ERROR, text[:256]))
+            if self._stated is not None:
+                self._stated.failed = True
 
     def picked(self, skill_id: str, *, hop: bool = False) -> None:
         """The gate accepted a skill pick (``skill.picked``); ``hop`` = it moves the cursor."""
-        self._run.emit(self.span, semconv.T_SKILL_PICKED, {"skillId": skill_id, "hop": hop})
+        self._gate(semconv.T_SKILL_PICKED, {"skillId": skill_id, "hop": hop})
 
     def rejected(
         self,
@@ -345,7 +416,7 @@ class ToolCall:
             "allowed": list(allowed),
             "iteration": self.iteration,
         }
-        self._run.emit(self.span, semconv.T_SKILL_REJECTED, payload)
+        self._gate(semconv.T_SKILL_REJECTED, payload)
 
     def permission(
         self,
@@ -367,7 +438,13 @@ class ToolCall:
             "rationale": rationale,
             "policyRuleId": policy_rule_id,
         }
-        self._run.emit(self.span, semconv.T_PERMISSION_CHECK, payload)
+        self._gate(semconv.T_PERMISSION_CHECK, payload)
+
+    def _gate(self, event_type: str, payload: Mapping[str, Any]) -> None:
+        """Write a gate event on the call's span; a policy run's kernel reads it too."""
+        self._run.emit(self.span, event_type, payload)
+        if self._stated is not None:
+            self._stated.noted(event_type, _compact(payload))
 
     def result_shape(
         self, shape: Literal["rowset", "absence", "bespoke"], *, rows: int | None = None
@@ -396,7 +473,9 @@ class Run:
         emitter: _Emitter,
         next_iteration: int,
         turn_index: int,
+        policy: LivePolicy | None = None,
     ) -> None:
+        self._policy = policy
         self._tracer = tracer
         self.span = span
         self.run_id = run_id
@@ -464,6 +543,34 @@ class Run:
         call = self.next_pass()
         call.composed(slot)
         return call
+
+    def plan(
+        self,
+        *,
+        cursor_to: str | None = None,
+        moved_by: str | None = None,
+        cursor_from: str | None = None,
+        witness: str | None = None,
+        witness_keyword: str | None = None,
+    ) -> Decision:
+        """:meth:`ModelCall.plan` on :meth:`next_pass`: what to leave out of the next model call."""
+        return self.next_pass().plan(
+            cursor_to=cursor_to,
+            moved_by=moved_by,
+            cursor_from=cursor_from,
+            witness=witness,
+            witness_keyword=witness_keyword,
+        )
+
+    def keep(
+        self, injection_id: str, *, content: str | None = None, chars: int | None = None
+    ) -> bool:
+        """:meth:`ModelCall.keep` on :meth:`next_pass`."""
+        return self.next_pass().keep(injection_id, content=content, chars=chars)
+
+    def tools(self, definitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """:meth:`ModelCall.tools` on :meth:`next_pass`."""
+        return self.next_pass().tools(definitions)
 
     def problem(self, code: str, message: str, iteration: int | None = None) -> None:
         """Say on the run span why part of the run cannot be decided (``record.problem``); with
@@ -537,6 +644,7 @@ class Run:
 
     def _finish(self) -> None:
         """At the end of the leg: a pass still staged never reached a model call; say so."""
+        self._write_savings()
         pending, self._pending = self._pending, None
         if pending is None:
             return
@@ -559,6 +667,15 @@ class Run:
             f"attached to no model call: {why}; passes from here on are not decided",
             call.iteration,
         )
+
+    def _write_savings(self) -> None:
+        """Enforce mode: what leaving parked maps out saved, on the run span."""
+        if self._policy is None:
+            return
+        savings = self._policy.savings
+        self.span.set_attribute(semconv.SAVINGS_CHARS, savings.chars)
+        self.span.set_attribute(semconv.SAVINGS_PREDICTED_CHARS, savings.predicted_chars)
+        self.span.set_attribute(semconv.SAVINGS_PASSES, len(savings.passes))
 
     @contextmanager
     def model_call(
@@ -646,7 +763,16 @@ class Run:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         ) as span:
-            yield ToolCall(self, span, name, identifier, number)
+            stated: StatedCall | None = None
+            if self._policy is not None:
+                stated = StatedCall(number, name, dict(args or {}))
+                self._policy.tool_called(stated)
+            try:
+                yield ToolCall(self, span, name, identifier, number, stated)
+            except BaseException:
+                if stated is not None:
+                    stated.failed = True  # the span ends ERROR: the processor reads it failed
+                raise
 
     def routed(
         self,
@@ -940,6 +1066,7 @@ def run(
     maps: Sequence[MountedMap] = (),
     renewal_grace: int = DEFAULT_RENEWAL_GRACE,
     enforced: bool | None = None,
+    policy: bool = False,
     user_prompt: str | None = None,
     conversation_id: str | None = None,
     graph: Mapping[str, Any] | None = None,
@@ -971,7 +1098,13 @@ def run(
     ``pause.resume`` carrying ``held`` (``{turnRoute, entryScores?, entryScorer?}``, the routing
     verdict held across the pause) as both ``state`` and ``pausedWith``.
 
-    Raises ``PlanError`` when ``maps`` / ``renewal_grace`` cannot be mounted.
+    ``policy=True`` is enforce mode with the recorder's own kernel (:mod:`.policy`): the run is
+    mounted ``enforced``, each pass's :meth:`ModelCall.plan` says what to leave out, the decisions
+    the agent applied are written as ``map.engaged`` / ``map.parked``, and the run span says what
+    leaving them out saved (``footprint.savings.*``).
+
+    Raises ``PlanError`` when ``maps`` / ``renewal_grace`` cannot be mounted, ``ValueError`` for
+    ``policy=True`` without maps, with ``enforced=False`` or on a resumed leg.
     """
     # Lists are welcome here; the kernel's frozen data holds tuples.
     maps = [
@@ -979,6 +1112,15 @@ def run(
     ]
     # Checked here, loudly, rather than in the processor.
     plan = engagement_plan(maps, renewal_grace) if maps else None
+    live: LivePolicy | None = None
+    if policy:
+        if plan is None or enforced is False:
+            raise ValueError("policy=True needs mounted maps, and is enforce mode (enforced=True)")
+        if resumed:
+            # The earlier leg's engagement is the processor's (its run store), not this process's.
+            raise ValueError("policy=True cannot continue a resumed leg's engagement yet")
+        enforced = True
+        live = LivePolicy(plan, edges_of_graph(graph) if graph is not None else None)
     emitter = _Emitter(emit_as, logger_provider)
     tracer = tracer or trace.get_tracer(SCOPE_NAME, __version__)
     identifier = run_id or uuid.uuid4().hex
@@ -992,7 +1134,7 @@ def run(
     with tracer.start_as_current_span(
         f"{semconv.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
     ) as span:
-        leg = Run(tracer, span, identifier, emitter, next_iteration, turn_index)
+        leg = Run(tracer, span, identifier, emitter, next_iteration, turn_index, live)
         token = _CURRENT_RUN.set(leg)
         if resumed:
             held_state = dict(held) if held is not None else None
@@ -1014,6 +1156,22 @@ def run(
             leg._finish()
             with contextlib.suppress(ValueError):  # exited in another context: nothing to undo
                 _CURRENT_RUN.reset(token)
+
+
+def _cursor_move(
+    to: str | None,
+    by: str | None,
+    from_id: str | None,
+    witness: str | None,
+    keyword: str | None,
+) -> dict[str, Any] | None:
+    """The ``cursorMove`` payload of an evaluation (None: the pass states no move)."""
+    if by is None and to is None:
+        return None
+    move = _compact({"from": from_id, "to": to, "by": by or "stay"})
+    if witness is not None:
+        move["witness"] = _compact({"text": witness, "keyword": keyword})
+    return move
 
 
 def emit(

@@ -67,7 +67,7 @@ UNRECORDED_TOOL_CALLS = "tool-calls-unrecorded"
 # Placeholder problem of a pass with no evaluation; read_run replaces it with one shared reason.
 _MISSING = Reason("missing-evaluated", "")
 # Sources of context rows that are conversation, not a map's contribution.
-_CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
+CONVERSATION_SOURCES = frozenset({"user", "assistant", "tool-result"})
 # Event types read_run keys by iteration together, and the ones that may refuse a pick.
 _STEP_TYPES = frozenset({semconv.T_CONTEXT_EVALUATED, *semconv.MAP_CHANGE_KINDS})
 _REFUSAL_TYPES = frozenset({semconv.T_SKILL_REJECTED, semconv.T_PERMISSION_CHECK})
@@ -160,7 +160,7 @@ class PassFacts:
         return sum(
             row.chars
             for row in self.injected
-            if row.source_id in wanted and row.source not in _CONVERSATION_SOURCES
+            if row.source_id in wanted and row.source not in CONVERSATION_SOURCES
         )
 
 
@@ -348,8 +348,14 @@ def _edges_of(declared: Sequence[FootprintEvent]) -> frozenset[tuple[str, str]] 
     """The edges of the run's last ``skill.graph_declared`` event (``declared``: all of them)."""
     if not declared:
         return None
+    return edges_of_graph(declared[-1].payload)
+
+
+def edges_of_graph(graph: Mapping[str, Any]) -> frozenset[tuple[str, str]]:
+    """The (from, to) edges of a declared skill graph (``{nodes, edges}``); malformed edges are
+    left out. The processor reads it off ``skill.graph_declared``, the live policy off ``run()``."""
     edges: set[tuple[str, str]] = set()
-    raw = declared[-1].payload.get("edges")
+    raw = graph.get("edges")
     if isinstance(raw, list):
         for edge in raw:
             if isinstance(edge, dict):
@@ -910,7 +916,7 @@ def _tool_call(
                     view.span_id,
                 )
     result = tool_result_of(view)
-    picks = _picks_of(name, arguments, failed, events, unreadable is not None)
+    picks = picks_of(name, arguments, failed, events, unreadable is not None)
     skill = skill_of(view)
     if not picks and skill is not None and not failed:
         picks = (Pick(skill),)  # a skill-loading tool span (gen_ai.skill.name)
@@ -1007,7 +1013,7 @@ def _with_results_and_picks(found: list[ToolCall], passes: Sequence[SpanView]) -
         for call in found
     ]
     return [
-        replace(call, picks=_picks_of(call.name, call.arguments, False, (), False))
+        replace(call, picks=picks_of(call.name, call.arguments, False, (), False))
         if call.name == semconv.READ_SKILL_TOOL
         else call
         for call in found
@@ -1063,13 +1069,15 @@ def _refusals_by_iteration(
     return found
 
 
-def _picks_of(
+def picks_of(
     name: str,
     arguments: Any | None,
     failed: bool,
     events: Sequence[FootprintEvent],
     unreadable: bool,
 ) -> tuple[Pick, ...]:
+    """The accepted picks of one tool call: its ``skill.picked`` events, else a ``read_skill``
+    call's ``id`` argument unless the call failed or a refusal among ``events`` names it."""
     stated = [e for e in events if e.type == semconv.T_SKILL_PICKED]
     if stated:
         picks: list[Pick] = []
@@ -1191,19 +1199,29 @@ def build_pass(
         served = carry.served
     else:
         served = ()
+    return kernel_pass_of(pass_facts, batch, served, facts.edges), None
+
+
+def kernel_pass_of(
+    pass_facts: PassFacts,
+    batch: Batch | None,
+    served: tuple[str, ...],
+    edges: frozenset[tuple[str, str]] | None,
+) -> EngagementPass:
+    """The kernel Pass of one pass's facts, the latest dispatched batch before it (the re-ask
+    quirk: :func:`latest_batch`) and what rode the pass before (``PassFacts.served``). The one
+    translation of recorded facts into kernel input: the processor's replay (:func:`build_pass`)
+    and the recorder's live policy (``record/policy.py``) both call it."""
     picks: dict[str, None] = dict.fromkeys([p.skill_id for p in batch.picks]) if batch else {}
-    return (
-        EngagementPass(  # positional: one per pass
-            iteration,
-            pass_facts.current_node,
-            pass_facts.move_by,
-            pass_facts.witness,
-            tuple([ToolResult(n) for n in batch.tool_names]) if batch else (),  # tool_results
-            _pending_pick(batch, facts.edges) if batch else None,  # pending_skill_pick
-            tuple(picks),  # accepted_skill_picks
-            served,  # served_last_pass
-        ),
-        None,
+    return EngagementPass(  # positional: one per pass
+        pass_facts.iteration,
+        pass_facts.current_node,
+        pass_facts.move_by,
+        pass_facts.witness,
+        tuple([ToolResult(n) for n in batch.tool_names]) if batch else (),  # tool_results
+        _pending_pick(batch, edges) if batch else None,  # pending_skill_pick
+        tuple(picks),  # accepted_skill_picks
+        served,  # served_last_pass
     )
 
 

@@ -16,6 +16,7 @@ export {
   snakeCase,
 } from './codec.js';
 export { FootprintSpanProcessor, footprintHook, isModelCallSpan } from './hook.js';
+export { type Decision, type Savings, advanceEngagement, strengthOfMove, toolNameOf } from './policy.js';
 export {
   type AgentsModelCall,
   type CallModelInputFilterArgs,

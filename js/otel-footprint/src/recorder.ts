@@ -34,6 +34,7 @@ import {
 
 import { type Json, type JsonObject, type Payload, encodePayload, eventNameOf, pythonJson } from './codec.js';
 import { names } from './semconv.js';
+import { type CursorMove, type Decision, LivePolicy, PassPolicy, StatedCall } from './policy.js';
 
 /** The tracer / logger scope name (the Python recorder's is `otel_footprint.record`). */
 export const SCOPE_NAME = 'otel_footprint.record';
@@ -209,6 +210,14 @@ function changePayload(change: EngagementChange): Record<string, unknown> {
   return out;
 }
 
+/** The `cursorMove` of an evaluation (undefined: the pass states no move), as the Python recorder builds it. */
+function cursorMoveOf(options: EvaluatedOptions): CursorMove | undefined {
+  if (options.movedBy === undefined && options.cursorTo === undefined) return undefined;
+  const move = compact({ from: options.cursorFrom, to: options.cursorTo, by: options.movedBy ?? 'stay' });
+  if (options.witness !== undefined) move['witness'] = compact({ text: options.witness, keyword: options.witnessKeyword });
+  return move as unknown as CursorMove;
+}
+
 /** Runs `fn`, then `done` once it has settled (sync or async), passing its result or error through. */
 function settle<T>(fn: () => T, done: (error?: unknown) => void): T {
   let result: T;
@@ -357,6 +366,7 @@ export class ModelCall {
   private readonly stagedEvents: Staged[] = [];
   private readonly stagedAttributes: Attributes = {};
   private readonly open = new Map<string, Composition>();
+  private readonly policy: PassPolicy | undefined;
 
   /** @internal use {@link Run.nextPass} or {@link Run.modelCall}. */
   constructor(
@@ -364,6 +374,8 @@ export class ModelCall {
     iteration: number,
   ) {
     this.iteration = iteration;
+    const live = run.policy;
+    this.policy = live === undefined ? undefined : new PassPolicy(live, live.passState(iteration));
   }
 
   /** The span this pass's events are on; undefined while staged (no model call yet). */
@@ -378,18 +390,45 @@ export class ModelCall {
 
   /** What this pass serves and where the cursor stands (`context.evaluated`). */
   evaluated(activeIds: readonly string[] = [], options: EvaluatedOptions = {}): void {
-    let move: Record<string, unknown> | undefined;
-    if (options.movedBy !== undefined || options.cursorTo !== undefined) {
-      move = compact({ from: options.cursorFrom, to: options.cursorTo, by: options.movedBy ?? 'stay' });
-      if (options.witness !== undefined) move['witness'] = compact({ text: options.witness, keyword: options.witnessKeyword });
-    }
-    this.write(names.T_CONTEXT_EVALUATED, {
+    const move = cursorMoveOf(options);
+    const payload = {
       iteration: this.iteration,
       activeIds: [...activeIds],
       skippedDetails: (options.skipped ?? []).map((row) => ({ ...row })),
       cursorMove: move,
       routing: options.routing?.map((row) => ({ ...row })),
-    });
+    };
+    // In a policy run the evaluation is written when the pass closes (src/policy.ts).
+    if (this.policy !== undefined) this.policy.evaluated(move, payload);
+    else this.write(names.T_CONTEXT_EVALUATED, payload);
+  }
+
+  /**
+   * Enforce mode (a run started with `policy: true`): what to leave out of this model call, the
+   * kernel advanced by this pass's cursor move (the options of {@link evaluated}; none after it).
+   */
+  plan(move: Omit<EvaluatedOptions, 'skipped' | 'routing'> = {}): Decision {
+    return this.policyOf().plan(cursorMoveOf(move));
+  }
+
+  /** The policy's answer for this pass once asked (undefined before, and in a run without a policy). */
+  get decision(): Decision | undefined {
+    return this.policy?.decision;
+  }
+
+  /** False when `injectionId`'s map is parked on this call (its characters are counted as saved). */
+  keep(injectionId: string, size: { content?: string; chars?: number } = {}): boolean {
+    return this.policyOf().keep(injectionId, size);
+  }
+
+  /** The tool definitions to offer this call: those of parked maps left out (counted as saved). */
+  tools<T extends Readonly<Record<string, unknown>>>(definitions: readonly T[]): T[] {
+    return this.policyOf().tools(definitions);
+  }
+
+  private policyOf(): PassPolicy {
+    if (this.policy === undefined) throw new Error('this run has no live policy: start it with policy: true');
+    return this.policy;
   }
 
   /**
@@ -413,6 +452,7 @@ export class ModelCall {
     }
     row.chars += chars ?? 0;
     row.count += 1;
+    this.policy?.injected(source, options.sourceId);
     this.write(
       names.T_CONTEXT_INJECTED,
       { slot, source, sourceId: options.sourceId, contentHash: hash, contentSummary: short, chars },
@@ -484,6 +524,10 @@ export class ModelCall {
 
   /** @internal Close the compositions still open (the model call has started, or ended). */
   close(): void {
+    this.policy?.close((kind, payload) => {
+      if (kind === 'change') this.engagement(payload as EngagementChange);
+      else this.write(names.T_CONTEXT_EVALUATED, payload as Record<string, unknown>);
+    });
     for (const slot of [...this.open.keys()]) this.composed(slot);
   }
 
@@ -533,6 +577,8 @@ export class ToolCall {
     readonly callId: string,
     /** The pass whose model output asked for this call. */
     readonly iteration: number,
+    /** @internal What a policy run's kernel reads of this call. */
+    readonly stated?: StatedCall,
   ) {}
 
   /** What the tool returned (`gen_ai.tool.call.result`; non-text as JSON); `error` marks the span ERROR. */
@@ -541,17 +587,20 @@ export class ToolCall {
     const text = typeof value === 'string' ? value : pythonJson(value, ', ', ': ');
     this.span.setAttribute(names.GEN_AI_TOOL_CALL_RESULT, text);
     if (options.error === true) {
+      if (this.stated !== undefined) this.stated.failed = true;
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: codePoints(text).slice(0, STATUS_CHARS).join('') });
     }
   }
 
   /** The gate accepted a skill pick (`skill.picked`); `hop` = it moves the cursor. */
   picked(skillId: string, options: { hop?: boolean } = {}): void {
+    this.stated?.picks.push({ skillId, hop: options.hop ?? false });
     this.run.emit(this.span, names.T_SKILL_PICKED, { skillId, hop: options.hop ?? false });
   }
 
   /** The skill gate refused a pick (`skill.rejected`). */
   rejected(requestedId: string, options: { allowed?: readonly string[]; currentSkillId?: string } = {}): void {
+    this.stated?.refusedIds.add(requestedId);
     this.run.emit(
       this.span,
       names.T_SKILL_REJECTED,
@@ -574,6 +623,7 @@ export class ToolCall {
     result: string,
     options: { actor?: string; rationale?: string; policyRuleId?: string } = {},
   ): void {
+    this.stated?.permission(capability, target, result);
     this.run.emit(
       this.span,
       names.T_PERMISSION_CHECK,
@@ -704,6 +754,8 @@ export interface RunOptions {
   renewalGrace?: number;
   /** True when the agent applies the kernel itself (verify mode); false for shadow. */
   enforced?: boolean;
+  /** Enforce mode with the recorder's own kernel (src/policy.ts): `plan()` before each model call. */
+  policy?: boolean;
   userPrompt?: string;
   conversationId?: string;
   /** `{nodes, edges}` of the skill graph (`skill.graph_declared`). */
@@ -736,6 +788,8 @@ export class Run implements ModelSpanSink {
   private openCalls: Span[] = [];
   private readonly parents = new Map<string, string>();
   private stagedWhile: string | undefined;
+  /** @internal The live policy of a run started with `policy: true` (src/policy.ts). */
+  policy: LivePolicy | undefined;
 
   /** @internal use {@link run} or {@link startRun}. */
   constructor(
@@ -792,6 +846,21 @@ export class Run implements ModelSpanSink {
     const call = this.nextPass();
     call.evaluated(activeIds, options);
     return call;
+  }
+
+  /** {@link ModelCall.plan} on {@link nextPass}: what to leave out of the next model call. */
+  plan(move: Omit<EvaluatedOptions, 'skipped' | 'routing'> = {}): Decision {
+    return this.nextPass().plan(move);
+  }
+
+  /** {@link ModelCall.keep} on {@link nextPass}. */
+  keep(injectionId: string, size: { content?: string; chars?: number } = {}): boolean {
+    return this.nextPass().keep(injectionId, size);
+  }
+
+  /** {@link ModelCall.tools} on {@link nextPass}. */
+  tools<T extends Readonly<Record<string, unknown>>>(definitions: readonly T[]): T[] {
+    return this.nextPass().tools(definitions);
   }
 
   /** {@link ModelCall.injected} on {@link nextPass} (staged until the model call). */
@@ -938,6 +1007,13 @@ export class Run implements ModelSpanSink {
   }
 
   private finish(): void {
+    const savings = this.policy?.savings;
+    if (savings !== undefined) {
+      // Enforce mode: what leaving parked maps out saved, on the run span.
+      this.span.setAttribute(names.SAVINGS_CHARS, savings.chars);
+      this.span.setAttribute(names.SAVINGS_PREDICTED_CHARS, savings.predictedChars);
+      this.span.setAttribute(names.SAVINGS_PASSES, savings.passes.size);
+    }
     const call = this.pending;
     if (call === undefined) return;
     this.pending = undefined;
@@ -976,7 +1052,12 @@ export class Run implements ModelSpanSink {
       { kind: SpanKind.INTERNAL, attributes },
       this.context.setValue(OWN_SPAN_CONTEXT_KEY, true),
     );
-    return new ToolCall(this, span, name, identifier, number);
+    let stated: StatedCall | undefined;
+    if (this.policy !== undefined) {
+      stated = new StatedCall(number, name, { ...(options.args ?? {}) });
+      this.policy.toolCalled(stated);
+    }
+    return new ToolCall(this, span, name, identifier, number, stated);
   }
 
   /** {@link startToolCall}, `fn` run with the tool span current, then the span ended (ERROR if `fn` throws). */
@@ -986,6 +1067,7 @@ export class Run implements ModelSpanSink {
       () => contextApi.with(trace.setSpan(this.context, call.span), () => fn(call)),
       (error) => {
         if (error !== undefined) failSpan(call.span, error);
+        if (error !== undefined && call.stated !== undefined) call.stated.failed = true;
         call.end();
       },
     );
@@ -1243,6 +1325,15 @@ export function startRun(options: RunOptions, parent: Context = contextApi.activ
   const maps = options.maps ?? [];
   const renewalGrace = options.renewalGrace ?? DEFAULT_RENEWAL_GRACE;
   if (maps.length > 0) validatePlan(maps, renewalGrace);
+  let enforced = options.enforced;
+  if (options.policy === true && (maps.length === 0 || enforced === false)) {
+    throw new Error('policy: true needs mounted maps, and is enforce mode (enforced: true)');
+  }
+  if (options.policy === true && options.resumed === true) {
+    // The earlier leg's engagement is the processor's (its run store), not this process's.
+    throw new Error("policy: true cannot continue a resumed leg's engagement yet");
+  }
+  if (options.policy === true) enforced = true;
   const emitter = new Emitter(options.emitAs ?? 'span', options.logger);
   const tracer = options.tracer ?? trace.getTracer(SCOPE_NAME, VERSION);
   const runId = options.runId ?? globalThis.crypto.randomUUID().replaceAll('-', '');
@@ -1273,7 +1364,8 @@ export function startRun(options: RunOptions, parent: Context = contextApi.activ
   }
   if (options.configured !== undefined) leg.event(names.T_RUN_CONFIGURED, { agentId: options.agent, ...options.configured });
   if (options.graph !== undefined) leg.event(names.T_GRAPH_DECLARED, options.graph);
-  if (maps.length > 0) leg.event(names.T_MAPS_MOUNTED, compact({ ...planJson(maps, renewalGrace), enforced: options.enforced }));
+  if (options.policy === true) leg.policy = new LivePolicy(maps, renewalGrace, LivePolicy.edgesOf(options.graph));
+  if (maps.length > 0) leg.event(names.T_MAPS_MOUNTED, compact({ ...planJson(maps, renewalGrace), enforced }));
   if (options.resumed !== true) {
     leg.event(names.T_TURN_START, compact({ turnIndex, userPrompt: options.userPrompt }));
   }

@@ -215,6 +215,17 @@ function steps(target, list = [], run = target) {
         target.pause(question, options);
         break;
       }
+      case 'plan':
+        target.plan(args);
+        break;
+      case 'keep': {
+        const { injectionId, ...size } = args;
+        target.keep(injectionId, size);
+        break;
+      }
+      case 'tools':
+        target.tools(args.definitions);
+        break;
       case 'answer':
         target.answer(args.text);
         break;
