@@ -704,27 +704,16 @@ class Pipeline:
 
     def _leave_undecided(self, releases: Sequence[Release]) -> None:
         """Past the shutdown deadline: ``releases`` are not decided. Their input records stay
-        pending in the journal (only a written-out release retires its records), so they are
-        held again and decided after the restart; here they only leave memory."""
+        pending in the journal (a record is retired only when every release it fed is written
+        out: docs/design.md), so they are held again and decided after the restart; here they
+        only leave memory."""
         with self._lock:
             self.buffer.releasing_bytes -= sum(r.size for r in releases)
-            # The net under that rule: a span whose record is no longer pending (retired with
-            # another trace of its request) is journaled again as held input before the exit.
-            pending = set(self.journal.pending_seqs())
-            orphaned = [h for r in releases for h in r.spans() if h.seq not in pending]
-            if orphaned:
-                payload = _serialize([(h.origin, h.span) for h in orphaned])
-                last = self.journal.append(
-                    [(KIND_HELD_TRACES, payload, len(orphaned))], admit=False
-                )[-1]
-        if orphaned:
-            self.journal.sync(last)
         _log.info(
             "the shutdown deadline passed: runs left in the journal, decided after the restart",
             extra={
                 "traces": len(releases),
                 "spans": sum(r.span_count for r in releases),
-                "journaled_again": len(orphaned),
             },
         )
 
