@@ -171,7 +171,16 @@ def scripted_cases() -> Iterator[Case]:
     )
     yield case("manifest on one pass of two", WIRE, "unreachable", wire_script(["t1", "t2"], None))
     yield case(
-        "parked map's tool offered", COMPOSE, "fire", trap(dict.fromkeys(range(7), all_offered))
+        "parked map's tool offered",
+        COMPOSE,
+        "fire",
+        trap(dict.fromkeys(range(7), all_offered), enforced=True),
+    )
+    yield case(
+        "parked map's tool offered, no kernel in the agent (an advisory)",
+        COMPOSE,
+        "clean",
+        trap(dict.fromkeys(range(7), all_offered)),
     )
     yield case(
         "parked map's tool withheld",
@@ -370,8 +379,8 @@ RECORDINGS = TESTS / "data" / "reference" / "recordings"
 def recording_cases() -> Iterator[Case]:
     """The upstream's own recordings, imported: the compose row read from the offered lists the
     recording carries. park-trap (the agent's kernel parks at pass 4 and its disposition says
-    compose checked 3, found 0) is clean; no-kernel (no kernel in the agent: shadow) files what
-    parking would have withheld."""
+    compose checked 3, found 0) is clean; so is no-kernel (no kernel in the agent: shadow; what
+    parking would have withheld is an advisory, and the agent's disposition also says 0)."""
     from otel_footprint.bridges.agentfootprint import recording_to_requests
     from otel_footprint.commands.explain import Loaded, explain_requests
 
@@ -389,7 +398,9 @@ def recording_cases() -> Iterator[Case]:
         return run
 
     yield Case("park-trap (agent: checked 3, found 0)", COMPOSE, "clean", build("park-trap"))
-    yield Case("no-kernel (shadow)", COMPOSE, "fire", build("no-kernel"))
+    yield Case(
+        "no-kernel (shadow; agent: checked 3, found 0)", COMPOSE, "clean", build("no-kernel")
+    )
     for stem in ("park-trap", "no-kernel", "own-tool", "routed-delivered"):
         yield Case(
             f"{stem}: agrees with the agent's rows", ("verify", "rows"), "clean", build(stem)

@@ -9,9 +9,11 @@ spans to ``OUT`` as one OTLP ``ExportTraceServiceRequest`` — annotated by the 
 (``otel_footprint.sdk.setup``), or, with ``OTLP_ENDPOINT``, exported raw to that endpoint (an
 ``otel-footprint serve`` hop) instead.
 
-The agent states only what no convention carries (the map, the tool declaration) and, for the GenAI
-instrumentation (which does not record ``gen_ai.tool.definitions`` in the version pinned here),
-the tools it composed for each call.
+The agent states only what no convention carries (the map, its own kernel's decisions, the tool
+declaration) and, for the GenAI instrumentation (which does not record ``gen_ai.tool.definitions``
+in the version pinned here), the tools it composed for each call. It applies the engagement kernel
+itself (verify mode) but offers every tool whatever the kernel parks: a parked map's tool still
+offered contradicts its own park.
 """
 
 from __future__ import annotations
@@ -28,9 +30,18 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_footprint import record as footprint
+from otel_footprint.kernel import (
+    DEFAULT_RENEWAL_GRACE,
+    EngagementPass,
+    MapEngagementRecord,
+    ToolResult,
+    advance_engagement,
+    engagement_plan,
+)
 
 MODEL = "agent-m"
 MAP = footprint.MountedMap("skill-map", ("zone-audit", "run-finder"), ("get_zone_info",))
+PLAN = engagement_plan([MAP], DEFAULT_RENEWAL_GRACE)
 HOSTS = [{"host": "host-alpha-01", "zone": "north"}, {"host": "host-beta-02", "zone": "south"}]
 
 
@@ -68,7 +79,7 @@ IMPLEMENTATIONS: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
 
 SCENARIOS: Mapping[str, list[dict[str, Any]]] = {
     # The model keeps working elsewhere: the map engaged on pass 1 parks on pass 4, and the
-    # agent (no kernel of its own) keeps offering get_zone_info.
+    # agent (whose own kernel parks it) keeps offering get_zone_info.
     "parked": [
         *(
             {"tool_calls": [{"name": "screen_open", "arguments": {"screen": f"s{i}"}}]}
@@ -103,15 +114,30 @@ def agent(client: Any, tracer: Any, *, state_tools: bool, run_id: str) -> None:
         {"role": "system", "content": "You audit zone redundancy. Use the tools."},
         {"role": "user", "content": "find the most recent zone redundancy run"},
     ]
-    with footprint.run(tracer, agent="auditor", run_id=run_id, maps=[MAP]) as run:
+    engagement: tuple[MapEngagementRecord, ...] = ()
+    called: list[str] = []  # the tools the last pass's reply asked for
+    with footprint.run(tracer, agent="auditor", run_id=run_id, maps=[MAP], enforced=True) as run:
         run.declare_tool("get_host", arguments_from=["list_hosts"])
         for index in range(12):
             with run.model_call(MODEL) as call:
+                moved_by, witness = ("entry", "zone") if index == 0 else ("stay", None)
+                advance = advance_engagement(
+                    PLAN,
+                    engagement,
+                    EngagementPass(
+                        iteration=call.iteration,
+                        current_node="zone-audit",
+                        move_by=moved_by,
+                        witness=witness,
+                        tool_results=tuple(ToolResult(n) for n in called),
+                        served_last_pass=("zone-audit",) if index else (),
+                    ),
+                )
+                engagement = advance.next
+                for change in advance.changes:
+                    call.engagement(change)
                 call.evaluated(
-                    ["zone-audit"],
-                    cursor_to="zone-audit",
-                    moved_by="entry" if index == 0 else "stay",
-                    witness="zone" if index == 0 else None,
+                    ["zone-audit"], cursor_to="zone-audit", moved_by=moved_by, witness=witness
                 )
                 if state_tools:  # what the framework composed, in the GenAI attribute
                     run.frame(
@@ -124,6 +150,7 @@ def agent(client: Any, tracer: Any, *, state_tools: bool, run_id: str) -> None:
                 run.answer(message.content or "")
                 return
             messages.append(message.model_dump(exclude_none=True))
+            called = [tool_call.function.name for tool_call in message.tool_calls]
             for tool_call in message.tool_calls:
                 name = tool_call.function.name
                 args = json.loads(tool_call.function.arguments or "{}")

@@ -4,7 +4,9 @@ SDK spans. Each scenario of the integrity tests is one scripted run.
 
 The map follows the reference's trap: ``zone-audit`` (owning ``get_zone_info``) is entered by
 keyword, the model then works with ``screen_open`` (not the map's), so the kernel parks the map
-at pass 4 (shadow mode: no kernel in the agent).
+at pass 4. By default the agent runs no kernel (shadow mode: a park still offering the map's tools
+is what parking would have withheld, an advisory); ``Script(enforced=True)`` makes it apply the
+kernel itself and report its decisions (verify mode: the same offered list contradicts its park).
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_footprint import record as footprint
 from otel_footprint.engine.decide import EngineOptions, decide_run
 from otel_footprint.engine.verdict import RunVerdict
+from otel_footprint.kernel import (
+    DEFAULT_RENEWAL_GRACE,
+    EngagementPass,
+    EngagementPlan,
+    MapEngagementRecord,
+    ToolResult,
+    advance_engagement,
+    engagement_plan,
+)
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.spans import SdkSpanView
 
@@ -130,6 +141,9 @@ class Script:
     posture: str = "observe"
     gate_events: Sequence[tuple[str, Mapping[str, Any]]] = ()
     """Other events on the run span (type, camelCase payload), e.g. the gate's own verdict."""
+    enforced: bool = False
+    """The agent applies the engagement kernel itself and reports its decisions (verify mode); it
+    still offers every step's tools, parked or not."""
 
 
 def run_script(script: Script) -> tuple[ReadableSpan, ...]:
@@ -138,7 +152,15 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("integrity-agent")
     counter = 0
-    with footprint.run(tracer, agent="auditor", maps=script.maps, user_prompt="zone audit") as run:
+    plan = engagement_plan(script.maps, DEFAULT_RENEWAL_GRACE) if script.maps else None
+    engagement: tuple[MapEngagementRecord, ...] = ()
+    with footprint.run(
+        tracer,
+        agent="auditor",
+        maps=script.maps,
+        enforced=script.enforced or None,
+        user_prompt="zone audit",
+    ) as run:
         for name in sorted(set(script.declared) | set(script.columns)):
             run.declare_tool(
                 name,
@@ -161,12 +183,14 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
             )
         for index, step in enumerate(script.steps, start=1):
             with run.model_call("gpt-test") as call:
-                call.evaluated(
-                    step.active,
-                    cursor_to=step.cursor or "zone-audit",
-                    moved_by=step.moved_by or ("entry" if index == 1 else "stay"),
-                    witness="zone" if index == 1 else None,
-                )
+                cursor = step.cursor or "zone-audit"
+                moved_by = step.moved_by or ("entry" if index == 1 else "stay")
+                witness = "zone" if index == 1 else None
+                if script.enforced and plan is not None:
+                    move = (cursor, moved_by, witness)
+                    before = script.steps[index - 2] if index > 1 else None
+                    engagement = _own_kernel(call, plan, engagement, move, before)
+                call.evaluated(step.active, cursor_to=cursor, moved_by=moved_by, witness=witness)
                 ids = []
                 for chosen in step.calls:
                     counter += 1
@@ -257,6 +281,34 @@ def run_script(script: Script) -> tuple[ReadableSpan, ...]:
                 {"posture": "observe", "workExisted": True, "rows": list(script.disposition)},
             )
     return exporter.get_finished_spans()
+
+
+def _own_kernel(
+    call: footprint.ModelCall,
+    plan: EngagementPlan,
+    engagement: tuple[MapEngagementRecord, ...],
+    move: tuple[str, str, str | None],
+    before: Step | None,
+) -> tuple[MapEngagementRecord, ...]:
+    """Verify mode: the agent's kernel advances on the pass it is about to make (the same inputs
+    the engine replays from the record: the move, the last pass's calls and active skills) and
+    the agent reports each decision on the pass."""
+    cursor, moved_by, witness = move
+    advance = advance_engagement(
+        plan,
+        engagement,
+        EngagementPass(
+            iteration=call.iteration,
+            current_node=cursor,
+            move_by=moved_by,
+            witness=witness,
+            tool_results=tuple(ToolResult(c.name) for c in before.calls) if before else (),
+            served_last_pass=tuple(before.active) if before else (),
+        ),
+    )
+    for change in advance.changes:
+        call.engagement(change)
+    return advance.next
 
 
 def decide(spans: Sequence[ReadableSpan], options: EngineOptions | None = None) -> RunVerdict:

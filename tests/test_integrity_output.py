@@ -41,7 +41,8 @@ def evaluations(verdict: RunVerdict, all_notes: dict[str, SpanNote]) -> dict[str
 
 
 def test_a_contradiction_is_written_on_the_run_and_the_pass_span() -> None:
-    verdict, all_notes = notes(trap({}))
+    verdict, all_notes = notes(trap({}, enforced=True))  # the agent's own kernel parked the map
+    assert verdict.mode == "verify"
     attrs = run_attrs(verdict, all_notes)
     assert attrs[semconv.INTEGRITY_STATE] == "fail"
     assert attrs[semconv.INTEGRITY_FINDINGS] == 1
@@ -57,7 +58,7 @@ def test_a_contradiction_is_written_on_the_run_and_the_pass_span() -> None:
     assert set(found) == {"footprint.integrity.invariant-violation@compose"}  # the armed rows
     compose = found["footprint.integrity.invariant-violation@compose"]
     assert compose[semconv.EVAL_SCORE_LABEL] == "fail"
-    assert "still offered" in compose[semconv.EVAL_EXPLANATION]
+    assert "still on the list offered" in compose[semconv.EVAL_EXPLANATION]
     assert attrs[semconv.ROW_UNSUPPORTED_CLAIM_CLAIM] == "not-applicable"  # unarmed: attribute only
 
     pass4 = verdict.passes[3].span_id
@@ -78,6 +79,52 @@ def test_a_contradiction_is_written_on_the_run_and_the_pass_span() -> None:
     assert attrs[semconv.IF_ITERATION] == 4
     (pointer,) = attrs[semconv.IF_EVIDENCE]
     assert pointer == f"{verdict.trace_id}/{pass4}@gen_ai.tool.definitions"
+
+
+def test_what_a_shadow_park_would_have_withheld_is_an_advisory_not_a_contradiction() -> None:
+    """No kernel in the agent: it promised no park, so the replayed park meeting the map's tool on
+    the offered list is a cost worth a look, never a failure of the run."""
+    verdict, all_notes = notes(trap({}))
+    assert verdict.mode == "shadow"
+    attrs = run_attrs(verdict, all_notes)
+    assert attrs[semconv.INTEGRITY_STATE] == "pass"
+    assert attrs[semconv.INTEGRITY_FINDINGS] == 0
+    assert attrs[semconv.INTEGRITY_ADVISORIES] == 1
+    assert attrs["footprint.integrity.row.invariant_violation.compose"] == "pass"
+    assert not any(s.startswith("integrity.") for s in attrs[semconv.SIGNALS])
+    assert attrs[semconv.SUMMARY_TONE] != "bad"
+    assert verdict.integrity is not None
+    assert combined_tone("ok", verdict.integrity) == "warn"
+    assert attrs[semconv.INTEGRITY_SUMMARY] == (
+        "Integrity: nothing contradicted; 1 advisory note worth a look."
+    )
+    row = evaluations(verdict, all_notes)["footprint.integrity.invariant-violation@compose"]
+    assert row[semconv.EVAL_SCORE_LABEL] == "pass"
+    assert "would have parked" in row[semconv.EVAL_EXPLANATION]
+    assert "advisory" in row[semconv.EVAL_EXPLANATION]
+    pass4 = verdict.passes[3].span_id
+    assert pass4 is not None
+    note = all_notes[pass4].attribute_map()
+    assert (note[semconv.INTEGRITY_FINDINGS], note[semconv.INTEGRITY_ADVISORIES]) == (0, 1)
+    (event,) = [e for e in all_notes[pass4].events if e.name == semconv.EV_INTEGRITY_FINDING]
+    assert dict(event.attributes)[semconv.IF_ADVISORY] is True
+    assert "would have parked" in str(dict(event.attributes)[semconv.IF_MESSAGE])
+
+
+def test_explain_calls_a_shadow_park_worth_a_look() -> None:
+    verdict = verdict_of(trap({}))
+    body = verdict_to_json(verdict)
+    assert body["integrity"]["state"] == "pass"
+    (finding,) = body["integrity"]["findings"]
+    assert finding["advisory"] is True
+    assert "integrity.invariant-violation" not in body["signals"]
+    assert body["summary"]["tone"] != "bad"
+    text = render_run_text(verdict, account=True)
+    assert "something went wrong" not in text.splitlines()[0]
+    assert "  Integrity: Nothing contradicted; 1 note worth a look." in text
+    assert "    - worth a look on call 4: The engagement kernel would have parked" in text
+    page = render_html([verdict])
+    assert "data-integrity='invariant-violation@compose' data-outcome='pass'" in page
 
 
 def test_an_argument_finding_points_at_the_message_and_the_call() -> None:
@@ -157,7 +204,7 @@ def test_verify_disagreements_are_marked() -> None:
 
 
 def test_explain_has_an_integrity_section_in_every_format() -> None:
-    verdict = verdict_of(trap({}))
+    verdict = verdict_of(trap({}, enforced=True))
     body = verdict_to_json(verdict)
     assert body["integrity"]["state"] == "fail"
     (finding,) = body["integrity"]["findings"]
@@ -175,7 +222,7 @@ def test_explain_has_an_integrity_section_in_every_format() -> None:
 
 
 def test_phoenix_annotations_carry_the_rows_and_their_state() -> None:
-    spans = run_script(trap({}))
+    spans = run_script(trap({}, enforced=True))
     verdict = decide(spans)
     all_notes = annotations_for(verdict)
     annotated = [

@@ -56,13 +56,25 @@ def test_park_trap_compose_reads_the_offered_tools_and_agrees_with_the_agent() -
 
 def test_no_kernel_compose_is_judged_from_the_recording() -> None:
     """No kernel in the agent (shadow): the replayed park at pass 4 meets ``get_zone_info`` still
-    on the list the recording says was offered — what parking would have withheld."""
+    on the list the recording says was offered — what parking would have withheld. The agent
+    promised no park, so nothing is contradicted: an advisory on a passing row, which agrees with
+    the agent's own disposition (no compose finding)."""
     (result,) = _integrity("no-kernel")
     row = result.row("invariant-violation", "compose")
-    assert row.unreachable == 0
-    (finding,) = result.findings
-    assert (finding.kind, finding.seam, finding.iteration) == ("invariant-violation", "compose", 4)
-    assert [s.render() for s in finding.subjects] == ["map:skill-map", "tool:get_zone_info"]
+    theirs = _disposition("no-kernel")[("invariant-violation", "compose")]
+    assert (row.state, row.unreachable) == ("pass", 0)
+    assert row.checked == 3
+    assert row.findings == theirs["findings"] == 0
+    assert result.state != "fail"
+    assert (len(result.contradictions), len(result.advisories)) == (0, 1)
+    (advisory,) = result.findings
+    assert advisory.advisory
+    assert (advisory.kind, advisory.seam, advisory.iteration) == (
+        "invariant-violation",
+        "compose",
+        4,
+    )
+    assert [s.render() for s in advisory.subjects] == ["map:skill-map", "tool:get_zone_info"]
 
 
 @pytest.mark.parametrize("stem", ["park-trap", "no-kernel", "own-tool", "routed-delivered"])

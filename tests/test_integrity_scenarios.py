@@ -53,7 +53,7 @@ def counts(result: IntegrityResult, check: str, seam: str | None = None) -> dict
 
 def test_compose_parked_map_with_all_four_tools_offered_is_one_finding() -> None:
     offered = ("screen_open", "t1", "t2", "t3", "t4")
-    result = integrity(trap(dict.fromkeys(range(1, 7), offered), maps=(FOUR,)))
+    result = integrity(trap(dict.fromkeys(range(1, 7), offered), maps=(FOUR,), enforced=True))
     (finding,) = kinds(result, "invariant-violation")
     assert finding.seam == "compose"
     assert finding.iteration == 4
@@ -70,7 +70,7 @@ def test_compose_parked_map_with_all_four_tools_offered_is_one_finding() -> None
 
 
 def test_compose_identical_compositions_file_once() -> None:
-    result = integrity(trap({}, n=10))
+    result = integrity(trap({}, n=10, enforced=True))
     assert len(kinds(result, "invariant-violation")) == 1
     assert counts(result, "invariant-violation", "compose") == {
         "checked": 7,
@@ -78,6 +78,23 @@ def test_compose_identical_compositions_file_once() -> None:
         "notApplicable": 3,
         "unreachable": 0,
         "state": "fail",
+    }
+
+
+def test_compose_in_shadow_mode_files_one_advisory_on_passing_calls() -> None:
+    """No kernel in the agent: the same run is judged ``pass`` at every call, and what parking would
+    have withheld is filed once, as an advisory."""
+    result = integrity(trap({}, n=10))
+    (advisory,) = kinds(result, "invariant-violation")
+    assert advisory.advisory
+    assert (advisory.seam, advisory.iteration) == ("compose", 4)
+    assert result.state == "pass"
+    assert counts(result, "invariant-violation", "compose") == {
+        "checked": 7,
+        "findings": 0,
+        "notApplicable": 3,
+        "unreachable": 0,
+        "state": "pass",
     }
 
 
@@ -111,11 +128,20 @@ def test_compose_foreign_tool_is_silent() -> None:
 
 
 def test_compose_verify_mode_names_the_park_as_the_agents_own() -> None:
-    script = trap({})
-    verdict = verdict_of(script)
+    verdict = verdict_of(trap({}, enforced=True))
+    assert verdict.mode == "verify"
+    assert not any(p.mismatch for p in verdict.passes)  # the agent's kernel and the replay agree
+    assert verdict.integrity is not None
+    (own,) = kinds(verdict.integrity, "invariant-violation")
+    assert "is parked at this call" in own.message and not own.advisory
+
+
+def test_compose_shadow_mode_says_what_parking_would_have_withheld() -> None:
+    verdict = verdict_of(trap({}))
     assert verdict.mode == "shadow"
-    (shadow,) = kinds(verdict.integrity or integrity(script), "invariant-violation")
-    assert "would have parked" in shadow.message
+    assert verdict.integrity is not None
+    (shadow,) = kinds(verdict.integrity, "invariant-violation")
+    assert "would have parked" in shadow.message and shadow.advisory
 
 
 def test_no_maps_mounted_is_a_not_applicable_row_with_its_reason() -> None:

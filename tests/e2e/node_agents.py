@@ -378,8 +378,9 @@ def _listed(value: Any) -> Any:
 def assert_stuck_turn(got: Mapping[str, Any], *, offered_tools: bool) -> None:
     """The verdicts are the stuck turn's: shadow mode, complete; engaged on pass 1, parked on the
     fourth call, zone-audit riding on after. With the offered tools recorded, the parked map's
-    ``get_zone_info`` still offered on pass 4 fails the compose check (filed once: the same defect
-    on the later passes stands on that finding); without them it is unknown."""
+    ``get_zone_info`` still offered on pass 4 is what parking would have withheld: the agent runs
+    no kernel, so it is an advisory (filed once) on a passing compose row, never a contradiction;
+    without them the row is unknown."""
     assert got["run"][sc.RUN_MODE] == sc.MODE_SHADOW and got["run"][sc.RUN_COMPLETE] is True
     assert got["passes"][1]["changes"] == [(sc.EV_ENGAGEMENT_ENGAGED, "skill-map", "lexical")]
     assert got["passes"][4]["changes"] == [(sc.EV_ENGAGEMENT_PARKED, "skill-map", "lexical")]
@@ -398,11 +399,12 @@ def assert_stuck_turn(got: Mapping[str, Any], *, offered_tools: bool) -> None:
         assert compose == "unknown"
         assert got["run"][sc.ROW_INVARIANT_VIOLATION_COMPOSE] == "unreachable"
         return
-    assert compose == "fail" and got["run"][sc.ROW_INVARIANT_VIOLATION_COMPOSE] == "fail"
-    assert "integrity.invariant-violation" in _listed(got["run"][sc.SIGNALS])
-    assert got["run"][sc.SUMMARY_TONE] == "bad"
+    assert compose == "pass" and got["run"][sc.ROW_INVARIANT_VIOLATION_COMPOSE] == "pass"
+    assert "integrity.invariant-violation" not in _listed(got["run"][sc.SIGNALS])
+    assert got["run"][sc.SUMMARY_TONE] != "bad"
     findings = {i: p["findings"] for i, p in got["passes"].items() if p["findings"]}
     assert list(findings) == [4], findings
-    [(kind, seam, subjects, iteration, *_)] = findings[4]
+    [(kind, seam, subjects, iteration, advisory, *_)] = findings[4]
     assert (kind, seam, int(iteration)) == ("invariant-violation", "compose", 4)
+    assert str(advisory).lower() == "true"
     assert _listed(subjects) == ["map:skill-map", "tool:get_zone_info"]

@@ -1,8 +1,10 @@
 """``invariant-violation``: two channels that cannot both be right about one model call.
 
-At **compose**: a map the kernel parks at a pass still has tools on that pass's offered list (in
-shadow mode: tools the kernel would have withheld). At the **wire**: the framework's composed tool
-list and the client instrumentation's request (or a ``footprint.wire.manifest``) disagree.
+At **compose**: a map the kernel parks at a pass still has tools on that pass's offered list. In
+shadow mode (no kernel in the agent) nothing was promised, so nothing is contradicted: the same
+finding is an **advisory** saying what parking would have withheld, and the pass is judged ``pass``.
+At the **wire**: the framework's composed tool list and the client instrumentation's request (or a
+``footprint.wire.manifest``) disagree.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ ONE_VIEW = (
 def check_compose(
     inputs: IntegrityInputs, park: Mapping[int, ParkState] | None, *, shadow: bool
 ) -> Tally:
-    """Parked maps' tools still offered, pass by pass (``park`` None: no plan, unarmed)."""
+    """Parked maps' tools still offered, pass by pass (``park`` None: no plan, unarmed).
+    ``shadow``: the agent applies no kernel, so a park it never made cannot be contradicted; what
+    parking would have withheld is filed as an advisory (a cost worth a look) on a ``pass``."""
     if park is None:
         return unarmed(NO_MAPS)
     tally = Tally()
@@ -90,9 +94,13 @@ def check_compose(
                     ),
                     (park_witness, *served),
                     iteration=it,
+                    advisory=shadow,
                 )
             )
-        if repeated and not filed:
+        if shadow:
+            tally.findings.extend(filed)
+            tally.note("pass", it)
+        elif repeated and not filed:
             tally.note("fail", it)
         else:
             tally.judged(filed, it)

@@ -26,6 +26,12 @@ def row_explanation(row: Row, result: IntegrityResult) -> str:
             return say("row.fail.more", message=mine[0].message, more=len(mine) - 1)
         return say("row.fail", message=mine[0].message)
     if state == "pass":
+        # A passing row may still carry advisories (a declined claim, a shadow park's cost).
+        noted = [
+            f for f in result.findings if f.kind == row.check and f.seam == row.seam and f.advisory
+        ]
+        if noted:
+            return say("row.advisory", message=noted[0].message)
         return say("row.pass", checked=row.checked)
     why = "; ".join(row.why[:3]) or "no subject met"
     return say("row.unreachable" if state == "unreachable" else "row.notApplicable", why=why)
