@@ -27,7 +27,7 @@ from journal_faults import (
 from otel_footprint.service.journal import KIND_HELD_TRACES, KIND_OUT_TRACES, Journal
 from otel_footprint.service.journalscan import HEADER, QUARANTINE
 from otel_footprint.service.metrics import HopMetrics
-from otel_footprint.service.pipeline import OverloadedError
+from otel_footprint.service.pipeline import JournalBlockedError
 
 
 class DiskFull:
@@ -70,8 +70,10 @@ def test_a_full_disk_refuses_input_keeps_decided_runs_and_recovers_by_itself(
         r for r in caplog.records if r.levelno == logging.ERROR and "waiting_for" in r.__dict__
     ]
     assert "space" in line.__dict__["waiting_for"]
-    with pytest.raises(OverloadedError, match="cannot write"):
-        hop.pipeline.ingest_traces(request(*make.run(9, 1)), None, "test")
+    # Unavailable, not overloaded (gRPC UNAVAILABLE, HTTP 503), each time until space returns.
+    for _ in range(2):
+        with pytest.raises(JournalBlockedError, match=r"cannot write|waiting for space"):
+            hop.pipeline.ingest_traces(request(*make.run(9, 1)), None, "test")
     full.on = False  # space again: no restart
     worker.join(10)
     assert not worker.is_alive()
@@ -241,7 +243,7 @@ def test_a_hop_started_on_a_full_disk_replays_and_waits_for_space(tmp_path: Path
     io = FaultyIO(fault=full)
     hop = Instance(tmp_path / "q", io, clock, sink, metrics)  # starts: no new segment possible
     assert hop.journal.blocked is not None and metrics.queue_blocked.value() == 1
-    with pytest.raises(OverloadedError, match="cannot write"):
+    with pytest.raises(JournalBlockedError, match=r"cannot write|waiting for space"):
         hop.pipeline.ingest_traces(request(*make.run(2, 1)), None, "test")
     full.on = False
     hop.settle()  # the release worker's write creates the segment once there is space

@@ -97,6 +97,12 @@ class OverloadedError(Exception):
         self.retry_after = retry_after
 
 
+class JournalBlockedError(OverloadedError):
+    """The journal cannot write (a full disk, an I/O error) and refuses input until a write
+    succeeds: the hop is unavailable rather than overloaded (gRPC UNAVAILABLE, HTTP 503), and the
+    sender retries after ``retry_after`` s as it would from an overloaded hop."""
+
+
 @dataclass(frozen=True, slots=True)
 class PipelineOptions:
     annotate: bool = True
@@ -420,11 +426,15 @@ class Pipeline:
         try:
             seqs = self.journal.append(records)
         except QueueFullError as exc:
+            if self.journal.blocked is not None:  # refused until a write succeeds again
+                raise JournalBlockedError(str(exc), retry_after=2.0) from exc
             raise OverloadedError(str(exc), retry_after=2.0) from exc
         except OSError as exc:
             # The journal is as it was before this write and refuses input until a write
             # succeeds (it logged what it waits for): this sender retries like the next ones.
-            raise OverloadedError(f"the disk queue cannot write: {exc}", retry_after=2.0) from exc
+            raise JournalBlockedError(
+                f"the disk queue cannot write: {exc}", retry_after=2.0
+            ) from exc
         return seqs[-1]
 
     def _append_and_sync(self, records: list[tuple[int, bytes, int]]) -> None:

@@ -53,7 +53,7 @@ from otel_footprint.service.otlp import (
     status_body,
     success_body,
 )
-from otel_footprint.service.pipeline import OverloadedError, Pipeline
+from otel_footprint.service.pipeline import JournalBlockedError, OverloadedError, Pipeline
 
 _log = jsonlog.get("receiver")
 
@@ -204,7 +204,7 @@ class GrpcReceiver:
 
         Never raises: whatever the request holds, the sender gets an OTLP status (OTLP: bad data
         is INVALID_ARGUMENT, not retried; overload is RESOURCE_EXHAUSTED with RetryInfo; a disk
-        failure UNAVAILABLE with RetryInfo; a fault of ours INTERNAL), never UNKNOWN.
+        failure, or a journal blocked until its writes succeed again, UNAVAILABLE with RetryInfo; a fault of ours INTERNAL), never UNKNOWN.
         """
         try:
             request = parse(data)
@@ -217,6 +217,8 @@ class GrpcReceiver:
             )
         try:
             ingest(request, data, "grpc")
+        except JournalBlockedError as exc:
+            return grpc.StatusCode.UNAVAILABLE, "disk_blocked", str(exc), exc.retry_after
         except OverloadedError as exc:
             return grpc.StatusCode.RESOURCE_EXHAUSTED, "overloaded", str(exc), exc.retry_after
         except OSError as exc:
@@ -723,9 +725,8 @@ class HttpReceiver:
             else:
                 self.pipeline.ingest_logs(request, wire, "http")
         except OverloadedError as exc:
-            return self._refuse(
-                503, "overloaded", str(exc), content_type, retry_after=exc.retry_after
-            )
+            reason = "disk_blocked" if isinstance(exc, JournalBlockedError) else "overloaded"
+            return self._refuse(503, reason, str(exc), content_type, retry_after=exc.retry_after)
         except OSError as exc:
             _log.error("cannot journal a request", extra={"error": str(exc)})
             return self._refuse(
