@@ -215,6 +215,31 @@ LLM_REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPE_MODEL_CALLS: Final = frozenset({"chat", "completion"})
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
 
+# The Vercel AI SDK (`ai`, `experimental_telemetry`; attribute shapes of versions 4 to 6): every span
+# it makes names its operation in `ai.operationId` (its model-call spans carry no
+# `gen_ai.operation.name`).
+AI_SDK_OPERATION_ID: Final = "ai.operationId"
+AI_SDK_RUN_OPERATIONS: Final = frozenset(
+    {"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"}
+)
+AI_SDK_MODEL_CALL_OPERATIONS: Final = frozenset(
+    {
+        "ai.generateText.doGenerate",
+        "ai.streamText.doStream",
+        "ai.generateObject.doGenerate",
+        "ai.streamObject.doStream",
+    }
+)
+AI_SDK_OP_TOOL_CALL: Final = "ai.toolCall"
+AI_SDK_TOOL_CALL_NAME: Final = "ai.toolCall.name"
+AI_SDK_TOOL_CALL_ID: Final = "ai.toolCall.id"
+AI_SDK_TOOL_CALL_ARGS: Final = "ai.toolCall.args"
+AI_SDK_TOOL_CALL_RESULT: Final = "ai.toolCall.result"
+AI_SDK_PROMPT_MESSAGES: Final = "ai.prompt.messages"
+AI_SDK_PROMPT_TOOLS: Final = "ai.prompt.tools"
+AI_SDK_RESPONSE_TOOL_CALLS: Final = "ai.response.toolCalls"
+AI_SDK_RESPONSE_TEXT: Final = "ai.response.text"
+
 # ---------------------------------------------------------------------------------------------
 # Integrations (read): what existing instrumentations put on model-call and tool spans, and the
 # recorder's own problem event. docs/schema.md "Recognition by library" lists them per library.
