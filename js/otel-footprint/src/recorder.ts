@@ -937,14 +937,31 @@ export class Run implements ModelSpanSink {
     span.end();
   }
 
+  /**
+   * Give the staged pass `call` up at once: its model call is over and no span took it (an adapter
+   * that saw the call or the step end says `why`). The run says so (`unattached-pass`),
+   * {@link unattached} counts it now, and the next {@link nextPass} is a new pass rather than this
+   * one with the next call's events added. False when `call` is not the staged pass (it landed).
+   */
+  giveUp(call: ModelCall, why: string): boolean {
+    if (this.pending !== call) return false;
+    this.pending = undefined;
+    this.sayUnattached(call, why);
+    return true;
+  }
+
   private finish(): void {
     const call = this.pending;
     if (call === undefined) return;
     this.pending = undefined;
-    this.unattachedCount += 1;
     let why = 'no model-call span started inside the run after them';
     if (hookCount() === 0) why = "no span-start hook is installed (footprintHook() in the tracer provider's span processors)";
     else if (this.stagedWhile !== undefined) why = `they were staged while run ${this.stagedWhile} was the current run`;
+    this.sayUnattached(call, why);
+  }
+
+  private sayUnattached(call: ModelCall, why: string): void {
+    this.unattachedCount += 1;
     this.problem(
       'unattached-pass',
       `pass ${call.iteration}'s staged events (${call.stagedTypes().join(', ') || 'none'}) were attached ` +

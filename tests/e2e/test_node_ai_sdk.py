@@ -1,0 +1,137 @@
+"""The stuck-turn agent on the Vercel AI SDK (tests/node/ai_sdk_agent.mjs: ``ai`` 6, ``generateText``
+with ``experimental_telemetry``, the recorder's ``footprintSteps`` adapter and span-start hook) against
+the fake OpenAI-compatible server, exported over real OTLP to a receiver started here: each pass lands
+on the SDK's own ``ai.generateText.doGenerate`` span (no span of the recorder's own, no extra run), and
+the product's reconstruction decides what it decides for the same agent on the plain recorder
+(openai_agent.mjs without an instrumentation). With the SDK's telemetry off, the run says at each
+step's end that the step's pass found no span."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_openai import FakeOpenAI
+
+from otel_footprint import semconv as sc
+from otel_footprint.engine.decide import EngineOptions, decide_run
+from otel_footprint.engine.verdict import RunVerdict
+from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.spans import OtlpSpanView
+
+from .node_agents import NODE_PROJECT, PASSES, _node, require_node_packages, scripted
+from .otlp_sink import OtlpSink, ReceivedSpan
+
+pytestmark = pytest.mark.e2e
+
+AI_SDK_AGENT = NODE_PROJECT / "ai_sdk_agent.mjs"
+
+
+@pytest.fixture(scope="module")
+def ai_sdk_agent() -> Path:
+    require_node_packages()
+    if not (NODE_PROJECT / "node_modules" / "ai").is_dir():
+        pytest.skip("the ai package is not installed in tests/node: run scripts/node-install.sh")
+    return AI_SDK_AGENT
+
+
+def run_to_sink(server: FakeOpenAI, agent: Path, *args: str) -> tuple[Any, list[ReceivedSpan]]:
+    """Run ``agent`` against ``server`` exporting to a fresh receiver: its summary and its spans."""
+    with OtlpSink() as sink:
+        summary = _node(
+            agent,
+            [
+                f"--base-url={scripted(server).url}",
+                f"--endpoint={sink.http_endpoint}",
+                f"--passes={PASSES}",
+                *args,
+            ],
+            None,
+        )
+        spans = sink.wait_for_spans(summary["spans"], timeout=10)
+    assert len(spans) == summary["spans"] == summary["exported"]
+    return summary, spans
+
+
+def digest(verdict: RunVerdict) -> dict[str, Any]:
+    """What must match between two agents doing the same work: the engagement decisions pass by
+    pass, and each integrity check's state."""
+    integrity = verdict.integrity
+    return {
+        "mode": verdict.mode,
+        "reasons": verdict.reasons,
+        "passes": [
+            (
+                v.iteration,
+                v.engaged_maps,
+                v.parked_maps,
+                v.served_while_parked,
+                [type(c).__name__ for c in v.changes],
+            )
+            for v in verdict.passes
+        ],
+        "integrity": None
+        if integrity is None
+        else sorted((str(r.check), str(r.seam), r.checked, r.findings) for r in integrity.rows),
+    }
+
+
+def decided(spans: list[ReceivedSpan]) -> RunVerdict:
+    [leg] = group_runs([OtlpSpanView(s.span) for s in spans])
+    return decide_run(leg, None, EngineOptions())
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as running:
+        yield running
+
+
+def test_passes_land_on_the_sdk_spans_and_decide_as_the_plain_recorder(
+    server: FakeOpenAI, ai_sdk_agent: Path
+) -> None:
+    summary, spans = run_to_sink(server, ai_sdk_agent, "--run-id=ai-sdk-e2e")
+    assert (summary["passes"], summary["attached"], summary["unattached"]) == (PASSES, PASSES, 0)
+    assert summary["steps"] == [[k, 0] for k in range(1, PASSES + 1)]
+    assert summary["toolCalls"] == PASSES - 1
+
+    names = sorted(s.name for s in spans)
+    # The run span, the SDK's own spans, and nothing else: no model-call span of the recorder's own.
+    assert names == sorted(
+        [f"{sc.OP_INVOKE_AGENT} openai-agent", "ai.generateText"]
+        + ["ai.generateText.doGenerate"] * PASSES
+        + ["ai.toolCall"] * (PASSES - 1)
+    )
+    passes = [s for s in spans if sc.PASS_ITERATION in s.attributes]
+    assert {s.name for s in passes} == {"ai.generateText.doGenerate"}
+    assert sorted(s.attributes[sc.PASS_ITERATION] for s in passes) == list(range(1, PASSES + 1))
+
+    verdict = decided(spans)
+    assert [v.span_id for v in verdict.passes] == [
+        s.span_id for s in sorted(passes, key=lambda s: s.attributes[sc.PASS_ITERATION])
+    ]
+    plain_summary, plain_spans = run_to_sink(
+        server,
+        NODE_PROJECT / "openai_agent.mjs",
+        "--instrumentation=none",
+        "--style=helper",
+        "--run-id=plain-e2e",
+    )
+    assert plain_summary["passes"] == PASSES
+    assert digest(verdict) == digest(decided(plain_spans))
+    changes = [(v.iteration, type(c).__name__) for v in verdict.passes for c in v.changes]
+    assert changes == [(1, "EngagedChange"), (4, "ParkedChange")]
+
+
+def test_without_telemetry_each_step_says_at_once_that_its_pass_found_no_span(
+    server: FakeOpenAI, ai_sdk_agent: Path
+) -> None:
+    summary, spans = run_to_sink(server, ai_sdk_agent, "--telemetry=off", "--run-id=ai-sdk-off")
+    # Seen from inside the run, at each step's end: a new pass each step, each one given up.
+    assert summary["steps"] == [[k, k] for k in range(1, PASSES + 1)]
+    assert (summary["passes"], summary["unattached"], summary["attached"]) == (PASSES, PASSES, 0)
+    [run] = spans
+    problems = [e for e in run.span.events if e.name == sc.EV_RECORD_PROBLEM]
+    assert len(problems) == PASSES

@@ -1,0 +1,81 @@
+// The stuck-turn agent of openai_agent.mjs written on the Vercel AI SDK (`ai` 6, `generateText` with
+// `experimental_telemetry`, the `@ai-sdk/openai` chat model) against the tests' fake OpenAI-compatible
+// server. The package's adapter (footprintSteps: the SDK's prepareStep and onStepFinish) states each
+// pass on the run right before the SDK's step calls the model; the span-start hook lands it on the
+// SDK's own `ai.generateText.doGenerate` span. The recipe of docs/javascript.md, "Vercel AI SDK".
+//
+// Usage: node ai_sdk_agent.mjs --base-url URL [--endpoint URL] [--passes N] [--run-id ID]
+//          [--project NAME] [--timeout-ms MS] [--telemetry on|off]
+// --telemetry off: the SDK makes no spans, so no pass can land (the run says so step by step).
+// Exports OTLP/HTTP protobuf to --endpoint (a base URL; /v1/traces is added). Prints one JSON summary
+// line (with `steps`: the run's iteration and unattached count seen at each step's end).
+// Exit status: 0 all spans exported, 1 an export failed, 2 bad arguments.
+
+import { createOpenAI } from '@ai-sdk/openai';
+import { footprintHook, footprintSteps, names as N, run as footprintRun } from '@otel-footprint/recorder';
+import { generateText, stepCountIs, tool } from 'ai';
+import { z } from 'zod';
+
+import { checkExported, failer, flushAndShutdown, parseAgentCli, startTracing } from './agent_support.mjs';
+import { SCENARIO, runOptions, statePass } from './scenario.mjs';
+
+const fail = failer('ai_sdk_agent.mjs');
+
+async function main() {
+  const { values, passes, timeoutMillis, runId } = parseAgentCli(fail, {
+    options: { telemetry: { type: 'string', default: 'on' } },
+    runIdPrefix: 'ai-sdk-run',
+  });
+  if (!['on', 'off'].includes(values.telemetry)) fail(2, '--telemetry must be on or off');
+  const hook = footprintHook();
+  const { provider, exporter, census, url } = startTracing({
+    resource: {
+      'service.name': 'otel-footprint-ai-sdk-agent',
+      ...(values.project === undefined ? {} : { [N.OI_PROJECT_NAME]: values.project }),
+    },
+    endpoint: values.endpoint,
+    timeoutMillis,
+    hook,
+  });
+  const openai = createOpenAI({ apiKey: 'test-key', baseURL: values['base-url'] });
+
+  const S = SCENARIO;
+  let toolCalls = 0;
+  const result = await footprintRun(runOptions(provider.getTracer('ai-sdk-agent'), runId), async (run) => {
+    const steps = [];
+    const outcome = await generateText({
+      model: openai.chat(`scripted-${passes}`),
+      system: `${S.basePrompt}\n${S.skillBody}`,
+      prompt: S.userPrompt,
+      tools: {
+        [S.toolRows[0][0]]: tool({
+          description: S.toolRows[0][1],
+          inputSchema: z.object({ screen: z.string() }),
+          execute: async () => {
+            toolCalls += 1;
+            return S.toolResult;
+          },
+        }),
+      },
+      stopWhen: stepCountIs(passes + 2),
+      maxRetries: 0,
+      experimental_telemetry: { isEnabled: values.telemetry === 'on', tracer: provider.getTracer('ai') },
+      // Each pass is stated right before the step's model call; what the run knows at each step's end
+      // is kept (the agent can tell at once when a pass found no model-call span).
+      ...footprintSteps((pass) => statePass(pass, pass.iteration), {
+        onStepFinish: () => {
+          steps.push([run.iteration, run.unattached]);
+        },
+      }),
+    });
+    run.answer(outcome.text);
+    const { traceId, spanId } = run.span.spanContext();
+    return { traceId, runSpanId: spanId, passes: run.iteration, unattached: run.unattached, steps };
+  });
+  await flushAndShutdown(provider, exporter);
+  const summary = { runId, ...result, toolCalls, attached: hook.attached, spans: census.spans, exported: exporter.exported };
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  checkExported(fail, exporter, census.spans, url);
+}
+
+await main();
