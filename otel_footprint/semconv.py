@@ -263,8 +263,11 @@ GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
 """On an ``execute_tool`` span that loads a skill (semantic-conventions-genai PR #498): the skill."""
 GEN_AI_SKILL_PREFIX: Final = "gen_ai.skill."
-TOOL_CALL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "function_call"})
-"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``)."""
+TOOL_CALL_FINISH_REASONS: Final = frozenset(
+    {"tool_calls", "tool_call", "function_call", "tool-calls"}
+)
+"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``, the
+Vercel AI SDK ``tool-calls``)."""
 OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 """OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name`` ..."""
 OI_TOOLS_PREFIX: Final = "llm.tools."
@@ -273,10 +276,22 @@ OI_OUTPUT_VALUE: Final = "output.value"
 OI_INPUT_VALUE: Final = "input.value"
 TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
 TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
-TOOL_ARGUMENT_KEYS: Final = ("gen_ai.tool.call.arguments", OI_INPUT_VALUE, TRACELOOP_ENTITY_INPUT)
-"""A tool span's arguments: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
-TOOL_RESULT_KEYS: Final = ("gen_ai.tool.call.result", OI_OUTPUT_VALUE, TRACELOOP_ENTITY_OUTPUT)
-"""A tool span's result: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+TOOL_ARGUMENT_KEYS: Final = (
+    "gen_ai.tool.call.arguments",
+    OI_INPUT_VALUE,
+    TRACELOOP_ENTITY_INPUT,
+    AI_SDK_TOOL_CALL_ARGS,
+)
+"""A tool span's arguments: GenAI, then OpenInference, OpenLLMetry, the Vercel AI SDK (first present
+wins)."""
+TOOL_RESULT_KEYS: Final = (
+    "gen_ai.tool.call.result",
+    OI_OUTPUT_VALUE,
+    TRACELOOP_ENTITY_OUTPUT,
+    AI_SDK_TOOL_CALL_RESULT,
+)
+"""A tool span's result: GenAI, then OpenInference, OpenLLMetry, the Vercel AI SDK (first present
+wins; the AI SDK's is the result JSON-encoded, read decoded once)."""
 OI_KIND_CHAIN: Final = "CHAIN"
 LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
 """Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""

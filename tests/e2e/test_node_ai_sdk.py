@@ -57,7 +57,7 @@ def run_to_sink(server: FakeOpenAI, agent: Path, *args: str) -> tuple[Any, list[
 
 def digest(verdict: RunVerdict) -> dict[str, Any]:
     """What must match between two agents doing the same work: the engagement decisions pass by
-    pass, and each integrity check's state."""
+    pass, and what each integrity check found."""
     integrity = verdict.integrity
     return {
         "mode": verdict.mode,
@@ -72,10 +72,14 @@ def digest(verdict: RunVerdict) -> dict[str, Any]:
             )
             for v in verdict.passes
         ],
-        "integrity": None
-        if integrity is None
-        else sorted((str(r.check), str(r.seam), r.checked, r.findings) for r in integrity.rows),
+        "findings": None if integrity is None else sorted(str(f) for f in integrity.findings),
     }
+
+
+def checked(verdict: RunVerdict) -> set[tuple[str, str]]:
+    """The integrity rows that had evidence to check."""
+    rows = () if verdict.integrity is None else verdict.integrity.rows
+    return {(str(r.check), str(r.seam)) for r in rows if r.checked}
 
 
 def decided(spans: list[ReceivedSpan]) -> RunVerdict:
@@ -120,7 +124,11 @@ def test_passes_land_on_the_sdk_spans_and_decide_as_the_plain_recorder(
         "--run-id=plain-e2e",
     )
     assert plain_summary["passes"] == PASSES
-    assert digest(verdict) == digest(decided(plain_spans))
+    plain = decided(plain_spans)
+    assert digest(verdict) == digest(plain)
+    # The SDK's spans say more than the plain recorder states (the offered tools): every check the
+    # plain agent's run could make is made here too.
+    assert checked(plain) <= checked(verdict)
     changes = [(v.iteration, type(c).__name__) for v in verdict.passes for c in v.changes]
     assert changes == [(1, "EngagedChange"), (4, "ParkedChange")]
 
@@ -135,3 +143,35 @@ def test_without_telemetry_each_step_says_at_once_that_its_pass_found_no_span(
     [run] = spans
     problems = [e for e in run.span.events if e.name == sc.EV_RECORD_PROBLEM]
     assert len(problems) == PASSES
+
+
+@pytest.mark.parametrize(
+    ("scenario", "check", "seam", "state"),
+    [
+        ("invented", "unsupported-argument", "choice", "fail"),
+        ("grounded", "unsupported-argument", "choice", "pass"),
+        ("parked", "invariant-violation", "compose", "fail"),
+    ],
+)
+def test_the_integrity_checks_read_the_sdk_spans(
+    ai_sdk_agent: Path, scenario: str, check: str, seam: str, state: str
+) -> None:
+    """The auditor of the integrity tests on the AI SDK (tests/integrity_agent.py's scenarios and
+    outcomes): the id it invents is found from the frame and the tool calls the SDK's spans record,
+    the grounded run passes, and the parked map's tool left on the offered list is found."""
+    from integrity_agent import MODEL, SCENARIOS
+
+    with FakeOpenAI({MODEL: SCENARIOS[scenario]}) as server, OtlpSink() as sink:
+        summary = _node(
+            NODE_PROJECT / "ai_sdk_integrity.mjs",
+            [f"--base-url={server.url}", f"--endpoint={sink.http_endpoint}"],
+            None,
+        )
+        spans = sink.wait_for_spans(summary["spans"], timeout=10)
+    assert (summary["passes"], summary["attached"]) == (len(SCENARIOS[scenario]),) * 2
+    integrity = decided(spans).integrity
+    assert integrity is not None
+    assert integrity.row(check, seam).state == state  # type: ignore[arg-type]
+    if scenario == "invented":
+        [finding] = integrity.findings
+        assert "host-zeta-99" in str(finding)
