@@ -147,3 +147,24 @@ def test_the_integrity_method_table_matches_both_recorders() -> None:
     source = (ROOT / "otel_footprint" / "record" / "recorder.py").read_text(encoding="utf-8")
     section = source.split("# ── integrity inputs", 1)[1].split("\n@contextmanager", 1)[0]
     assert python_methods == set(re.findall(r"^    def (\w+)\(", section, re.M)) | {"result_shape"}
+
+
+def _recipe(source: str) -> str:
+    """The ``// recipe:start`` ... ``// recipe:end`` regions of a file, dedented, joined by ``// ...``."""
+    regions = re.findall(
+        r"^([ \t]*)// recipe:start[^\n]*\n(.*?)^[ \t]*// recipe:end", source, re.M | re.S
+    )
+    assert regions, "no recipe region"
+    return "// ...\n".join(
+        "".join(line.removeprefix(indent) + "\n" for line in body.splitlines())
+        for indent, body in regions
+    )
+
+
+def test_the_recipes_in_javascript_md_are_the_files_the_tests_run() -> None:
+    """Each listing marked ``<!-- recipe: FILE -->`` in docs/javascript.md is FILE's recipe regions."""
+    doc = (ROOT / "docs" / "javascript.md").read_text(encoding="utf-8")
+    found = re.findall(r"<!-- recipe: (\S+) -->\n```js\n(.*?)```", doc, re.S)
+    assert found
+    for path, listing in found:
+        assert listing == _recipe((ROOT / path).read_text(encoding="utf-8")), path

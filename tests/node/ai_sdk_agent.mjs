@@ -11,10 +11,12 @@
 // line (with `steps`: the run's iteration and unattached count seen at each step's end).
 // Exit status: 0 all spans exported, 1 an export failed, 2 bad arguments.
 
+// recipe:start imports
 import { createOpenAI } from '@ai-sdk/openai';
 import { footprintHook, footprintSteps, names as N, run as footprintRun } from '@otel-footprint/recorder';
 import { generateText, stepCountIs, tool } from 'ai';
 import { z } from 'zod';
+// recipe:end
 
 import { checkExported, failer, flushAndShutdown, parseAgentCli, startTracing } from './agent_support.mjs';
 import { SCENARIO, runOptions, statePass } from './scenario.mjs';
@@ -41,34 +43,37 @@ async function main() {
 
   const S = SCENARIO;
   let toolCalls = 0;
+  const model = openai.chat(`scripted-${passes}`);
+  const system = `${S.basePrompt}\n${S.skillBody}`;
+  const { userPrompt } = S;
+  const screenOpen = tool({
+    description: S.toolRows[0][1],
+    inputSchema: z.object({ screen: z.string() }),
+    execute: async () => {
+      toolCalls += 1;
+      return S.toolResult;
+    },
+  });
+  const telemetry = values.telemetry === 'on';
   const result = await footprintRun(runOptions(provider.getTracer('ai-sdk-agent'), runId), async (run) => {
     const steps = [];
+    // recipe:start call
     const outcome = await generateText({
-      model: openai.chat(`scripted-${passes}`),
-      system: `${S.basePrompt}\n${S.skillBody}`,
-      prompt: S.userPrompt,
-      tools: {
-        [S.toolRows[0][0]]: tool({
-          description: S.toolRows[0][1],
-          inputSchema: z.object({ screen: z.string() }),
-          execute: async () => {
-            toolCalls += 1;
-            return S.toolResult;
-          },
-        }),
-      },
+      model,
+      system,
+      prompt: userPrompt,
+      tools: { screen_open: screenOpen },
       stopWhen: stepCountIs(passes + 2),
-      maxRetries: 0,
-      experimental_telemetry: { isEnabled: values.telemetry === 'on', tracer: provider.getTracer('ai') },
-      // Each pass is stated right before the step's model call; what the run knows at each step's end
-      // is kept (the agent can tell at once when a pass found no model-call span).
+      // The SDK's spans: each step's doGenerate span takes the step's pass (through footprintHook()).
+      experimental_telemetry: { isEnabled: telemetry, tracer: provider.getTracer('ai') },
+      // prepareStep states each step's pass before its model call; by onStepFinish, run.unattached
+      // already counts a pass no span took.
       ...footprintSteps((pass) => statePass(pass, pass.iteration), {
-        onStepFinish: () => {
-          steps.push([run.iteration, run.unattached]);
-        },
+        onStepFinish: () => steps.push([run.iteration, run.unattached]),
       }),
     });
     run.answer(outcome.text);
+    // recipe:end
     const { traceId, spanId } = run.span.spanContext();
     return { traceId, runSpanId: spanId, passes: run.iteration, unattached: run.unattached, steps };
   });
