@@ -13,6 +13,7 @@ reconstruction (what ``serve`` runs) decides them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.spans import OtlpSpanView
 
+from .footprint_e2e import start_hop
 from .node_agents import NODE_PROJECT, PASSES, _node, require_node_packages, scripted
 from .otlp_sink import OtlpSink, ReceivedSpan
 
@@ -212,3 +214,79 @@ def test_the_other_sdks_decide_as_the_plain_recorder_on_their_own_spans(
     verdict, plain = decided(spans), decided(plain_spans)
     assert digest(verdict) == digest(plain)
     same_where_known(verdict, plain)
+
+
+def _annotated(sink: OtlpSink, summary: Any) -> list[ReceivedSpan]:
+    """The run's spans as the hop forwarded them, once its run span carries the verdicts."""
+    deadline = time.monotonic() + 20
+    while True:
+        spans = [s for s in sink.spans() if s.trace_id == summary["traceId"]]
+        if len(spans) >= summary["spans"] and any(sc.RUN_MODE in s.attributes for s in spans):
+            return spans
+        assert time.monotonic() < deadline, f"{len(spans)} span(s), no verdict"
+        time.sleep(0.1)
+
+
+def _verdicts(spans: list[ReceivedSpan]) -> dict[str, Any]:
+    """What the hop wrote: the run span's run and check verdicts, each pass's engagement."""
+    [run] = [s for s in spans if sc.RUN_MODE in s.attributes]
+    passes = {
+        s.attributes[sc.PASS_ITERATION]: {
+            k: v for k, v in s.attributes.items() if k.startswith("footprint.engagement.")
+        }
+        for s in spans
+        if "footprint.engagement.engaged_maps" in s.attributes
+    }
+    keep = ("footprint.run.", "footprint.check.", "footprint.summary", "footprint.signals")
+    return {
+        "run": {k: v for k, v in run.attributes.items() if k.startswith(keep) and k != sc.RUN_ID},
+        "passes": passes,
+        "rows": {
+            k: v for k, v in run.attributes.items() if k.startswith("footprint.integrity.row.")
+        },
+    }
+
+
+def test_through_serve_the_ai_sdk_run_gets_the_plain_recorders_verdicts(
+    server: FakeOpenAI, ai_sdk_agent: Path, tmp_path: Path
+) -> None:
+    """The AI SDK agent and the plain-recorder agent through ``otel-footprint serve``: the same run
+    and pass verdicts written on the SDK's own spans, every span forwarded once and none added."""
+    runs: dict[str, tuple[Any, list[ReceivedSpan]]] = {}
+    with OtlpSink() as sink:
+        hop = start_hop(
+            tmp_path / "hop", f"{sink.http_endpoint}/v1/traces", forward_protocol="http/protobuf"
+        )
+        with hop.stopped_cleanly():
+            for agent, args in (
+                (ai_sdk_agent, ()),
+                (NODE_PROJECT / "openai_agent.mjs", ("--instrumentation=none", "--style=helper")),
+            ):
+                summary = _node(
+                    agent,
+                    [
+                        f"--base-url={scripted(server).url}",
+                        f"--endpoint=http://{hop.http}",
+                        f"--passes={PASSES}",
+                        f"--run-id=serve-{agent.stem}",
+                        *args,
+                    ],
+                    None,
+                )
+                runs[agent.name] = summary, _annotated(sink, summary)
+    summary, spans = runs[ai_sdk_agent.name]
+    assert len(spans) == summary["spans"] == summary["exported"]
+    assert len({s.span_id for s in spans}) == len(spans)
+    sdk, plain = _verdicts(spans), _verdicts(runs["openai_agent.mjs"][1])
+    assert len(sdk["passes"]) == PASSES
+    passes = [s for s in spans if "footprint.engagement.engaged_maps" in s.attributes]
+    assert {s.name for s in passes} == {"ai.generateText.doGenerate"}
+    # The integrity rows the plain run could judge come out the same (the SDK's spans also carry
+    # the offered tools, which the plain agent does not state: those rows differ by knowing more).
+    known = {k: v for k, v in plain["rows"].items() if v in ("pass", "fail")}
+    assert {k: sdk["rows"].get(k) for k in known} == known
+    judged = ("footprint.integrity.", "footprint.summary")
+    assert {k: v for k, v in sdk["run"].items() if not k.startswith(judged)} == {
+        k: v for k, v in plain["run"].items() if not k.startswith(judged)
+    }
+    assert sdk["passes"] == plain["passes"]
