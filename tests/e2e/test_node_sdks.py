@@ -105,10 +105,18 @@ def server() -> Iterator[FakeOpenAI]:
         yield running
 
 
+@pytest.mark.parametrize(
+    ("args", "run_span", "pass_span"),
+    [
+        ((), "ai.generateText", "ai.generateText.doGenerate"),
+        (("--stream",), "ai.streamText", "ai.streamText.doStream"),
+    ],
+    ids=["generateText", "streamText"],
+)
 def test_passes_land_on_the_sdk_spans_and_decide_as_the_plain_recorder(
-    server: FakeOpenAI, ai_sdk_agent: Path
+    server: FakeOpenAI, ai_sdk_agent: Path, args: tuple[str, ...], run_span: str, pass_span: str
 ) -> None:
-    summary, spans = run_to_sink(server, ai_sdk_agent, "--run-id=ai-sdk-e2e")
+    summary, spans = run_to_sink(server, ai_sdk_agent, "--run-id=ai-sdk-e2e", *args)
     assert (summary["passes"], summary["attached"], summary["unattached"]) == (PASSES, PASSES, 0)
     assert summary["steps"] == [[k, 0] for k in range(1, PASSES + 1)]
     assert summary["toolCalls"] == PASSES - 1
@@ -116,12 +124,12 @@ def test_passes_land_on_the_sdk_spans_and_decide_as_the_plain_recorder(
     names = sorted(s.name for s in spans)
     # The run span, the SDK's own spans, and nothing else: no model-call span of the recorder's own.
     assert names == sorted(
-        [f"{sc.OP_INVOKE_AGENT} openai-agent", "ai.generateText"]
-        + ["ai.generateText.doGenerate"] * PASSES
+        [f"{sc.OP_INVOKE_AGENT} openai-agent", run_span]
+        + [pass_span] * PASSES
         + ["ai.toolCall"] * (PASSES - 1)
     )
     passes = [s for s in spans if sc.PASS_ITERATION in s.attributes]
-    assert {s.name for s in passes} == {"ai.generateText.doGenerate"}
+    assert {s.name for s in passes} == {pass_span}
     assert sorted(s.attributes[sc.PASS_ITERATION] for s in passes) == list(range(1, PASSES + 1))
 
     verdict = decided(spans)

@@ -5,8 +5,9 @@
 // SDK's own `ai.generateText.doGenerate` span. The recipe of docs/javascript.md, "Vercel AI SDK".
 //
 // Usage: node ai_sdk_agent.mjs --base-url URL [--endpoint URL] [--passes N] [--run-id ID]
-//          [--project NAME] [--timeout-ms MS] [--telemetry on|off]
+//          [--project NAME] [--timeout-ms MS] [--telemetry on|off] [--stream]
 // --telemetry off: the SDK makes no spans, so no pass can land (the run says so step by step).
+// --stream: streamText (its model calls are `ai.streamText.doStream` spans) instead of generateText.
 // Exports OTLP/HTTP protobuf to --endpoint (a base URL; /v1/traces is added). Prints one JSON summary
 // line (with `steps`: the run's iteration and unattached count seen at each step's end).
 // Exit status: 0 all spans exported, 1 an export failed, 2 bad arguments.
@@ -14,7 +15,7 @@
 // recipe:start imports
 import { createOpenAI } from '@ai-sdk/openai';
 import { footprintHook, footprintSteps, names as N, run as footprintRun } from '@otel-footprint/recorder';
-import { generateText, stepCountIs, tool } from 'ai';
+import { generateText, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
 // recipe:end
 
@@ -25,7 +26,7 @@ const fail = failer('ai_sdk_agent.mjs');
 
 async function main() {
   const { values, passes, timeoutMillis, runId } = parseAgentCli(fail, {
-    options: { telemetry: { type: 'string', default: 'on' } },
+    options: { telemetry: { type: 'string', default: 'on' }, stream: { type: 'boolean', default: false } },
     runIdPrefix: 'ai-sdk-run',
   });
   if (!['on', 'off'].includes(values.telemetry)) fail(2, '--telemetry must be on or off');
@@ -55,10 +56,11 @@ async function main() {
     },
   });
   const telemetry = values.telemetry === 'on';
+  const generate = values.stream ? streamText : generateText; // the same options, the same spans
   const result = await footprintRun(runOptions(provider.getTracer('ai-sdk-agent'), runId), async (run) => {
     const steps = [];
     // recipe:start call
-    const outcome = await generateText({
+    const outcome = await generate({
       model,
       system,
       prompt: userPrompt,
@@ -72,7 +74,7 @@ async function main() {
         onStepFinish: () => steps.push([run.iteration, run.unattached]),
       }),
     });
-    run.answer(outcome.text);
+    run.answer(await outcome.text);
     // recipe:end
     const { traceId, spanId } = run.span.spanContext();
     return { traceId, runSpanId: spanId, passes: run.iteration, unattached: run.unattached, steps };
