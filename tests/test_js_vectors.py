@@ -127,11 +127,15 @@ def test_integral_floats_are_refused(js_vectors: ModuleType) -> None:
 
 def test_the_integrity_method_table_matches_both_recorders() -> None:
     """docs/javascript.md's table names every integrity method of the Python recorder, its
-    TypeScript twin (a method of src/recorder.ts) and what it writes (a name of semconv.py)."""
+    TypeScript twin (a method of the recorder's modules, src/*.ts) and what it writes (a name of
+    semconv.py)."""
     doc = (ROOT / "docs" / "javascript.md").read_text(encoding="utf-8")
     table = doc.split("<!-- integrity-methods -->", 1)[1].split("\n\n", 1)[0]
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| `")]
-    ts_source = (ROOT / "js" / "otel-footprint" / "src" / "recorder.ts").read_text(encoding="utf-8")
+    ts_source = "\n".join(
+        path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "js" / "otel-footprint" / "src").glob("*.ts"))
+    )
     names = set(semconv.all_names().values())
     python_methods = set()
     for ts, python, writes in rows:
