@@ -188,3 +188,16 @@ def test_a_tool_span_gives_its_arguments_and_its_result_decoded_once() -> None:
 def test_prompt_messages_that_do_not_parse_are_named_unreadable() -> None:
     read = call_view(_view({**MODEL_CALL, "ai.prompt.messages": '[{"role": "us'}))
     assert read.messages is None and "ai.prompt.messages" in read.unreadable
+
+
+def test_an_array_where_the_operation_belongs_is_read_as_no_ai_sdk_call() -> None:
+    read = call_view(
+        _view({"ai.operationId": ["ai.generateText.doGenerate"], "ai.response.text": "x"})
+    )
+    assert (read.convention, read.output) == ("none", None)
+
+
+def test_offered_tools_that_are_no_list_of_json_objects_are_named_unreadable() -> None:
+    for listed in (7, ["not json"], '{"name": "x"'):
+        read = call_view(_view({**MODEL_CALL, "ai.prompt.tools": listed}))
+        assert read.tools is None and "ai.prompt.tools" in read.unreadable, listed

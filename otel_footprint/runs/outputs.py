@@ -301,7 +301,9 @@ def _response_parts(items: Any) -> list[dict[str, Any]] | None:
 
 
 def _is_ai_sdk_call(view: SpanView) -> bool:
-    return view.attribute(semconv.AI_SDK_OPERATION_ID) in semconv.AI_SDK_MODEL_CALL_OPERATIONS
+    # An array where the operation belongs (a sender's bug) is no AI SDK call, never an error.
+    operation = view.attribute(semconv.AI_SDK_OPERATION_ID)
+    return isinstance(operation, str) and operation in semconv.AI_SDK_MODEL_CALL_OPERATIONS
 
 
 def _ai_sdk_messages(view: SpanView, inputs: bool, unreadable: list[str]) -> _Messages | None:
@@ -484,7 +486,13 @@ def _tools(
     listed = view.attribute(semconv.AI_SDK_PROMPT_TOOLS)
     if listed is not None and _is_ai_sdk_call(view):
         # An array attribute of JSON texts, one per tool.
-        texts = [listed] if isinstance(listed, str) else list(listed)
+        texts = (
+            [listed]
+            if isinstance(listed, str)
+            else list(listed)
+            if isinstance(listed, list | tuple)
+            else [None]
+        )
         items = [loads(text)[0] for text in texts]
         if all(isinstance(item, dict) for item in items):
             offered = (_tool(item) for item in items if isinstance(item, dict))
