@@ -215,6 +215,31 @@ LLM_REQUEST_TYPE: Final = "llm.request.type"
 LLM_REQUEST_TYPE_MODEL_CALLS: Final = frozenset({"chat", "completion"})
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
 
+# The Vercel AI SDK (`ai`, `experimental_telemetry`; attribute shapes of versions 4 to 6): every span
+# it makes names its operation in `ai.operationId` (its model-call spans carry no
+# `gen_ai.operation.name`).
+AI_SDK_OPERATION_ID: Final = "ai.operationId"
+AI_SDK_RUN_OPERATIONS: Final = frozenset(
+    {"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"}
+)
+AI_SDK_MODEL_CALL_OPERATIONS: Final = frozenset(
+    {
+        "ai.generateText.doGenerate",
+        "ai.streamText.doStream",
+        "ai.generateObject.doGenerate",
+        "ai.streamObject.doStream",
+    }
+)
+AI_SDK_OP_TOOL_CALL: Final = "ai.toolCall"
+AI_SDK_TOOL_CALL_NAME: Final = "ai.toolCall.name"
+AI_SDK_TOOL_CALL_ID: Final = "ai.toolCall.id"
+AI_SDK_TOOL_CALL_ARGS: Final = "ai.toolCall.args"
+AI_SDK_TOOL_CALL_RESULT: Final = "ai.toolCall.result"
+AI_SDK_PROMPT_MESSAGES: Final = "ai.prompt.messages"
+AI_SDK_PROMPT_TOOLS: Final = "ai.prompt.tools"
+AI_SDK_RESPONSE_TOOL_CALLS: Final = "ai.response.toolCalls"
+AI_SDK_RESPONSE_TEXT: Final = "ai.response.text"
+
 # ---------------------------------------------------------------------------------------------
 # Integrations (read): what existing instrumentations put on model-call and tool spans, and the
 # recorder's own problem event. docs/schema.md "Recognition by library" lists them per library.
@@ -238,8 +263,11 @@ GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
 """On an ``execute_tool`` span that loads a skill (semantic-conventions-genai PR #498): the skill."""
 GEN_AI_SKILL_PREFIX: Final = "gen_ai.skill."
-TOOL_CALL_FINISH_REASONS: Final = frozenset({"tool_calls", "tool_call", "function_call"})
-"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``)."""
+TOOL_CALL_FINISH_REASONS: Final = frozenset(
+    {"tool_calls", "tool_call", "function_call", "tool-calls"}
+)
+"""Finish reasons that say the model asked for tools (OpenAI; OpenLLMetry writes ``tool_call``, the
+Vercel AI SDK ``tool-calls``)."""
 OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 """OpenInference: ``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.function.name`` ..."""
 OI_TOOLS_PREFIX: Final = "llm.tools."
@@ -248,10 +276,22 @@ OI_OUTPUT_VALUE: Final = "output.value"
 OI_INPUT_VALUE: Final = "input.value"
 TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
 TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
-TOOL_ARGUMENT_KEYS: Final = ("gen_ai.tool.call.arguments", OI_INPUT_VALUE, TRACELOOP_ENTITY_INPUT)
-"""A tool span's arguments: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
-TOOL_RESULT_KEYS: Final = ("gen_ai.tool.call.result", OI_OUTPUT_VALUE, TRACELOOP_ENTITY_OUTPUT)
-"""A tool span's result: GenAI, then OpenInference, then OpenLLMetry (first present wins)."""
+TOOL_ARGUMENT_KEYS: Final = (
+    "gen_ai.tool.call.arguments",
+    OI_INPUT_VALUE,
+    TRACELOOP_ENTITY_INPUT,
+    AI_SDK_TOOL_CALL_ARGS,
+)
+"""A tool span's arguments: GenAI, then OpenInference, OpenLLMetry, the Vercel AI SDK (first present
+wins)."""
+TOOL_RESULT_KEYS: Final = (
+    "gen_ai.tool.call.result",
+    OI_OUTPUT_VALUE,
+    TRACELOOP_ENTITY_OUTPUT,
+    AI_SDK_TOOL_CALL_RESULT,
+)
+"""A tool span's result: GenAI, then OpenInference, OpenLLMetry, the Vercel AI SDK (first present
+wins; the AI SDK's is the result JSON-encoded, read decoded once)."""
 OI_KIND_CHAIN: Final = "CHAIN"
 LEGACY_COMPLETION_PREFIXES: Final = ("gen_ai.completion.", "llm.completions.")
 """Older OpenLLMetry: ``gen_ai.completion.{i}.tool_calls.{j}.name`` / ``.arguments`` / ``.id``."""

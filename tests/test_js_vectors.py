@@ -127,11 +127,15 @@ def test_integral_floats_are_refused(js_vectors: ModuleType) -> None:
 
 def test_the_integrity_method_table_matches_both_recorders() -> None:
     """docs/javascript.md's table names every integrity method of the Python recorder, its
-    TypeScript twin (a method of src/recorder.ts) and what it writes (a name of semconv.py)."""
+    TypeScript twin (a method of the recorder's modules, src/*.ts) and what it writes (a name of
+    semconv.py)."""
     doc = (ROOT / "docs" / "javascript.md").read_text(encoding="utf-8")
     table = doc.split("<!-- integrity-methods -->", 1)[1].split("\n\n", 1)[0]
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| `")]
-    ts_source = (ROOT / "js" / "otel-footprint" / "src" / "recorder.ts").read_text(encoding="utf-8")
+    ts_source = "\n".join(
+        path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "js" / "otel-footprint" / "src").glob("*.ts"))
+    )
     names = set(semconv.all_names().values())
     python_methods = set()
     for ts, python, writes in rows:
@@ -147,3 +151,24 @@ def test_the_integrity_method_table_matches_both_recorders() -> None:
     source = (ROOT / "otel_footprint" / "record" / "recorder.py").read_text(encoding="utf-8")
     section = source.split("# ── integrity inputs", 1)[1].split("\n@contextmanager", 1)[0]
     assert python_methods == set(re.findall(r"^    def (\w+)\(", section, re.M)) | {"result_shape"}
+
+
+def _recipe(source: str) -> str:
+    """The ``// recipe:start`` ... ``// recipe:end`` regions of a file, dedented, joined by ``// ...``."""
+    regions = re.findall(
+        r"^([ \t]*)// recipe:start[^\n]*\n(.*?)^[ \t]*// recipe:end", source, re.M | re.S
+    )
+    assert regions, "no recipe region"
+    return "// ...\n".join(
+        "".join(line.removeprefix(indent) + "\n" for line in body.splitlines())
+        for indent, body in regions
+    )
+
+
+def test_the_recipes_in_javascript_md_are_the_files_the_tests_run() -> None:
+    """Each listing marked ``<!-- recipe: FILE -->`` in docs/javascript.md is FILE's recipe regions."""
+    doc = (ROOT / "docs" / "javascript.md").read_text(encoding="utf-8")
+    found = re.findall(r"<!-- recipe: (\S+) -->\n```js\n(.*?)```", doc, re.S)
+    assert found
+    for path, listing in found:
+        assert listing == _recipe((ROOT / path).read_text(encoding="utf-8")), path

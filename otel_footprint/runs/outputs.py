@@ -15,6 +15,12 @@ Client instrumentations make no tool spans; the tool calls are in the model-call
   Agents SDK's ``generation`` span of a streamed run), ``output.value`` holds the responses whole
   (``{"object": "response", "output": [...]}``, or a list of them): their ``function_call`` items
   are the tool calls.
+- the Vercel AI SDK (``ai`` 4 to 6, on its ``doGenerate`` / ``doStream`` spans): ``ai.prompt.tools``
+  (a list of JSON texts ``{type, name, inputSchema}``; ``parameters`` in v4), ``ai.prompt.messages``
+  (JSON; parts ``tool-call`` ``{toolCallId, toolName, input}`` — ``args`` in v4 — and ``tool-result``
+  ``{toolCallId, output: {type, value}}`` — ``result`` in v4), and the output in
+  ``ai.response.toolCalls`` (``[{toolCallId, toolName, input | args}]``, arguments a JSON text) and
+  ``ai.response.text``. Its ``ai.toolCall`` spans: ``ai.toolCall.args`` / ``.result``.
 - older OpenLLMetry: ``llm.request.functions.{i}``, ``gen_ai.prompt.{i}.*`` and
   ``gen_ai.completion.{i}.tool_calls.{j}.{id,name,arguments}`` (or ``llm.completions.*``).
 
@@ -112,7 +118,7 @@ class CallView:
     trace_id: str
     span_id: str
     convention: str
-    """``gen_ai``, ``openinference`` or ``openllmetry``: where the frame was read."""
+    """``gen_ai``, ``ai_sdk``, ``openinference`` or ``openllmetry``: where the frame was read."""
     tools: tuple[OfferedTool, ...] | None
     tools_ref: Ref | None
     system: tuple[str, ...] | None
@@ -234,6 +240,8 @@ def _messages(
         if readable and isinstance(decoded, list):
             return genai, "gen_ai", [(i, m) for i, m in enumerate(decoded) if isinstance(m, dict)]
         unreadable.append(genai)
+    if _is_ai_sdk_call(span.view):
+        return _ai_sdk_messages(span.view, side is _INPUT, unreadable)
     rows = span.rows(oi_prefix)
     if rows:
         return oi_prefix[:-1], "openinference", [(i, _rebuilt(row)) for i, row in rows]
@@ -290,6 +298,82 @@ def _response_parts(items: Any) -> list[dict[str, Any]] | None:
         elif kind not in _RESPONSE_ITEMS_WITHOUT_CALLS:
             return None
     return parts
+
+
+def _is_ai_sdk_call(view: SpanView) -> bool:
+    # An array where the operation belongs (a sender's bug) is no AI SDK call, never an error.
+    operation = view.attribute(semconv.AI_SDK_OPERATION_ID)
+    return isinstance(operation, str) and operation in semconv.AI_SDK_MODEL_CALL_OPERATIONS
+
+
+def _ai_sdk_messages(view: SpanView, inputs: bool, unreadable: list[str]) -> _Messages | None:
+    """The AI SDK's prompt (``ai.prompt.messages``) or response (``ai.response.toolCalls`` and
+    ``ai.response.text``, one assistant message) in the GenAI shape; None when not recorded."""
+    if inputs:
+        key = semconv.AI_SDK_PROMPT_MESSAGES
+        raw = view.attribute(key)
+        if raw is None:
+            return None
+        decoded, readable = loads(raw)
+        if not readable or not isinstance(decoded, list):
+            unreadable.append(key)
+            return None
+        messages: list[tuple[int, Mapping[str, Any]]] = []
+        for index, message in enumerate(decoded):
+            if isinstance(message, dict):
+                messages.extend((index, m) for m in _ai_sdk_message(message))
+        return key, "ai_sdk", messages
+    calls_raw = view.attribute(semconv.AI_SDK_RESPONSE_TOOL_CALLS)
+    text = view.attribute(semconv.AI_SDK_RESPONSE_TEXT)
+    if calls_raw is None and text is None:
+        return None
+    parts: list[dict[str, Any]] = []
+    if isinstance(text, str) and text:
+        parts.append({"type": "text", "content": text})
+    if calls_raw is not None:
+        calls, readable = loads(calls_raw)
+        if not readable or not isinstance(calls, list):
+            unreadable.append(semconv.AI_SDK_RESPONSE_TOOL_CALLS)
+            return None
+        parts.extend(_ai_sdk_call(c) for c in calls if isinstance(c, dict))
+    key = (
+        semconv.AI_SDK_RESPONSE_TOOL_CALLS
+        if calls_raw is not None
+        else semconv.AI_SDK_RESPONSE_TEXT
+    )
+    return key, "ai_sdk", [(0, {"role": "assistant", "parts": parts})]
+
+
+def _ai_sdk_call(part: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = part.get("input", part.get("args"))  # ``args`` in v4
+    return {
+        "type": "tool_call",
+        "id": part.get("toolCallId"),
+        "name": part.get("toolName"),
+        "arguments": arguments,
+    }
+
+
+def _ai_sdk_message(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """One AI SDK model message as GenAI-shaped messages: a ``tool`` message's results become one
+    message each (a frame message answers one call)."""
+    role, content = message.get("role"), message.get("content")
+    items = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    results: list[Mapping[str, Any]] = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text":
+            parts.append({"type": "text", "content": item.get("text")})
+        elif kind == "tool-call":
+            parts.append(_ai_sdk_call(item))
+        elif kind == "tool-result":
+            output = item.get("output", item.get("result"))  # ``result`` in v4
+            if isinstance(output, dict) and "value" in output:  # v5+: {type: text | json, value}
+                output = output["value"]
+            part = {"type": "tool_call_response", "id": item.get("toolCallId"), "response": output}
+            results.append({"role": role, "name": item.get("toolName"), "parts": [part]})
+    return results if results and not parts else [{"role": role, "parts": parts}, *results]
 
 
 def _rebuilt(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -382,7 +466,8 @@ def _tool(item: Mapping[str, Any], name: Any = None) -> OfferedTool | None:
     inner = item.get("function")
     body: Mapping[str, Any] = inner if isinstance(inner, dict) else item
     name = string(name) or string(body.get("name"))
-    return OfferedTool(name, body.get("parameters")) if name else None
+    parameters = body.get("parameters", body.get("inputSchema"))  # the AI SDK >= 5: inputSchema
+    return OfferedTool(name, parameters) if name else None
 
 
 def _tools(
@@ -398,6 +483,22 @@ def _tools(
             if found is not None:
                 return semconv.GEN_AI_TOOL_DEFINITIONS, "gen_ai", found
         unreadable.append(semconv.GEN_AI_TOOL_DEFINITIONS)
+    listed = view.attribute(semconv.AI_SDK_PROMPT_TOOLS)
+    if listed is not None and _is_ai_sdk_call(view):
+        # An array attribute of JSON texts, one per tool.
+        texts = (
+            [listed]
+            if isinstance(listed, str)
+            else list(listed)
+            if isinstance(listed, list | tuple)
+            else [None]
+        )
+        items = [loads(text)[0] for text in texts]
+        if all(isinstance(item, dict) for item in items):
+            offered = (_tool(item) for item in items if isinstance(item, dict))
+            found = tuple(tool for tool in offered if tool is not None)
+            return semconv.AI_SDK_PROMPT_TOOLS, "ai_sdk", found
+        unreadable.append(semconv.AI_SDK_PROMPT_TOOLS)
     tools: list[OfferedTool] = []
     bad: list[str] = []
     for i, row in span.rows(semconv.OI_TOOLS_PREFIX):
@@ -575,6 +676,15 @@ def tool_result_of(view: SpanView) -> Any | None:
     for key in semconv.TOOL_RESULT_KEYS:
         value = view.attribute(key)
         if value is not None:
+            if key == semconv.AI_SDK_TOOL_CALL_RESULT:
+                decoded, readable = loads(value)  # the AI SDK JSON-encodes the result
+                return (
+                    value
+                    if not readable
+                    else decoded
+                    if isinstance(decoded, str)
+                    else _compact(decoded)
+                )
             return value if key == semconv.GEN_AI_TOOL_CALL_RESULT else _unwrapped(value)
     return None
 

@@ -1,7 +1,10 @@
 """Which role a span plays in an agent run: run (agent), pass (model call), tool call, or other.
 
-One rule, first match wins: OTel GenAI ``gen_ai.operation.name``, then OpenInference
-``openinference.span.kind``, then OpenLLMetry (``traceloop.span.kind``, ``llm.request.type``).
+One rule, first match wins: OTel GenAI ``gen_ai.operation.name``, then the Vercel AI SDK's
+``ai.operationId`` (``ai.generateText`` / ``ai.streamText`` a run, its ``doGenerate`` / ``doStream``
+a pass, ``ai.toolCall`` a tool call: its model-call spans have no ``gen_ai.operation.name``), then
+OpenInference ``openinference.span.kind``, then OpenLLMetry (``traceloop.span.kind``,
+``llm.request.type``).
 
 An agent span (``invoke_agent``, OpenInference ``AGENT``, OpenLLMetry ``agent``) is a run span only
 when it names a run (``footprint.run.id``): frameworks make one per agent, workflow and handoff,
@@ -34,6 +37,7 @@ class SpanRole(Enum):
 ROLE_KEYS: frozenset[str] = frozenset(
     {
         semconv.GEN_AI_OPERATION_NAME,
+        semconv.AI_SDK_OPERATION_ID,
         semconv.OPENINFERENCE_SPAN_KIND,
         semconv.TRACELOOP_SPAN_KIND,
         semconv.LLM_REQUEST_TYPE,
@@ -75,6 +79,15 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
         if operation == semconv.OP_EXECUTE_TOOL:
             return SpanRole.TOOL
         return SpanRole.OTHER
+    ai_operation = attribute(semconv.AI_SDK_OPERATION_ID)
+    if ai_operation is not None:
+        if ai_operation in semconv.AI_SDK_RUN_OPERATIONS:
+            return SpanRole.RUN if named else SpanRole.OTHER
+        if ai_operation in semconv.AI_SDK_MODEL_CALL_OPERATIONS:
+            return SpanRole.PASS
+        if ai_operation == semconv.AI_SDK_OP_TOOL_CALL:
+            return SpanRole.TOOL
+        return SpanRole.OTHER
     oi_kind = attribute(semconv.OPENINFERENCE_SPAN_KIND)
     if oi_kind is not None:
         # CHAIN is a container, not an agent run: folding it into invoke_agent is too coarse.
@@ -107,8 +120,13 @@ def is_agent_span(attribute: Callable[[str], Any | None]) -> bool:
 
 
 def tool_name_of(attribute: Callable[[str], Any | None]) -> str | None:
-    """The tool a tool span called, from GenAI, OpenInference or OpenLLMetry names."""
-    for key in (semconv.GEN_AI_TOOL_NAME, semconv.OI_TOOL_NAME, semconv.TRACELOOP_ENTITY_NAME):
+    """The tool a tool span called, from GenAI, Vercel AI SDK, OpenInference or OpenLLMetry names."""
+    for key in (
+        semconv.GEN_AI_TOOL_NAME,
+        semconv.AI_SDK_TOOL_CALL_NAME,
+        semconv.OI_TOOL_NAME,
+        semconv.TRACELOOP_ENTITY_NAME,
+    ):
         value = attribute(key)
         if isinstance(value, str) and value:
             return value
@@ -116,8 +134,8 @@ def tool_name_of(attribute: Callable[[str], Any | None]) -> str | None:
 
 
 def tool_call_id_of(attribute: Callable[[str], Any | None]) -> str | None:
-    """The tool call id of a tool span, from GenAI or OpenInference names."""
-    for key in (semconv.GEN_AI_TOOL_CALL_ID, semconv.OI_TOOL_CALL_ID):
+    """The tool call id of a tool span, from GenAI, Vercel AI SDK or OpenInference names."""
+    for key in (semconv.GEN_AI_TOOL_CALL_ID, semconv.AI_SDK_TOOL_CALL_ID, semconv.OI_TOOL_CALL_ID):
         value = attribute(key)
         if isinstance(value, str) and value:
             return value

@@ -16,7 +16,7 @@
 
 import { type AttributeValue, type Attributes, type Context, type Span, type TimeInput, diag, trace } from '@opentelemetry/api';
 
-import { MODEL_CALL_OPERATIONS, LLM_REQUEST_TYPE_MODEL_CALLS, names } from './semconv.js';
+import { AI_SDK_MODEL_CALL_OPERATIONS, MODEL_CALL_OPERATIONS, LLM_REQUEST_TYPE_MODEL_CALLS, names } from './semconv.js';
 import { type ModelSpanSink, OWN_SPAN_CONTEXT_KEY, RUN_CONTEXT_KEY, registerHook } from './recorder.js';
 
 /** What the hook reads of a started span (the SDK's span has both). */
@@ -34,13 +34,17 @@ function attribute(span: StartedSpan, key: string): AttributeValue | undefined {
 /**
  * True when `span` is a model call, by the rule of the Python side (`runs/recognize.py`, `role_of`):
  * a GenAI `gen_ai.operation.name` decides when present (chat / text_completion / generate_content);
- * else OpenInference `openinference.span.kind` = LLM; else (not an OpenLLMetry agent or tool span)
- * OpenLLMetry `llm.request.type` chat / completion.
+ * else the Vercel AI SDK's `ai.operationId` (`ai.generateText.doGenerate`, `ai.streamText.doStream`,
+ * ...: its model-call spans carry no `gen_ai.operation.name`); else OpenInference
+ * `openinference.span.kind` = LLM; else (not an OpenLLMetry agent or tool span) OpenLLMetry
+ * `llm.request.type` chat / completion.
  */
 export function isModelCallSpan(span: Span): boolean {
   const started = span as unknown as StartedSpan;
   const operation = attribute(started, names.GEN_AI_OPERATION_NAME);
   if (operation !== undefined) return typeof operation === 'string' && MODEL_CALL_OPERATIONS.has(operation);
+  const aiOperation = attribute(started, names.AI_SDK_OPERATION_ID);
+  if (aiOperation !== undefined) return typeof aiOperation === 'string' && AI_SDK_MODEL_CALL_OPERATIONS.has(aiOperation);
   const kind = attribute(started, names.OPENINFERENCE_SPAN_KIND);
   if (kind !== undefined) return String(kind).toUpperCase() === names.OI_KIND_LLM;
   const traceloopKind = attribute(started, names.TRACELOOP_SPAN_KIND);

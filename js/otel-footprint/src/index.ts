@@ -15,6 +15,7 @@ export {
   pythonJson,
   snakeCase,
 } from './codec.js';
+export { type AiSdkStep, type FootprintSteps, footprintSteps } from './aiSdk.js';
 export { FootprintSpanProcessor, footprintHook, isModelCallSpan } from './hook.js';
 export { type Decision, type Savings, advanceEngagement, strengthOfMove, toolNameOf } from './policy.js';
 export {

@@ -20,6 +20,10 @@ export function currentRun(): Run | undefined {
   return typeof found?.nextPass === 'function' ? found : undefined;
 }
 
+const NO_SPAN =
+  "the Agents SDK's model call ran and no model-call span took its pass (is its OpenInference " +
+  "instrumentation on, with a tracer provider that has footprintHook()?)";
+
 /** What the Agents SDK is about to send the model (its `ModelInputData`, and the agent). */
 export interface AgentsModelCall {
   /** The `Agent` making the call (`agent.name`). */
@@ -49,7 +53,12 @@ export function footprintCallModelInputFilter(
   statePass: (pass: ModelCall, call: AgentsModelCall) => void,
   options: { run?: Run; wrapped?: (args: CallModelInputFilterArgs) => ModelInputData | Promise<ModelInputData> } = {},
 ): (args: CallModelInputFilterArgs) => Promise<ModelInputData> {
+  // The pass stated for the previous model call: still staged when the next call comes, it found no
+  // span (no instrumentation, or one without the hook), and is given up then, not at the run's end.
+  let previous: { run: Run; pass: ModelCall } | undefined;
   return async (args) => {
+    if (previous !== undefined) previous.run.giveUp(previous.pass, NO_SPAN);
+    previous = undefined;
     const target = options.run ?? currentRun();
     if (target === undefined) {
       throw new Error(
@@ -58,7 +67,9 @@ export function footprintCallModelInputFilter(
       );
     }
     const modelData = options.wrapped === undefined ? args.modelData : await options.wrapped(args);
-    statePass(target.nextPass(), { agent: args.agent, instructions: modelData.instructions, input: [...modelData.input] });
+    const pass = target.nextPass();
+    previous = { run: target, pass };
+    statePass(pass, { agent: args.agent, instructions: modelData.instructions, input: [...modelData.input] });
     return modelData;
   };
 }

@@ -14,7 +14,7 @@
  * in a model call's output; this one reads stated tool calls only.
  */
 
-import type { EngagementChange, MountedMap } from './recorder.js';
+import type { EngagementChange, MountedMap } from './plan.js';
 
 export type Strength = 'explicit' | 'structural' | 'semantic' | 'lexical' | 'assumed';
 

@@ -3,6 +3,16 @@
 
 /** Every name otel_footprint reads or writes (`python -m otel_footprint.semconv --json`). */
 export const names = {
+  AI_SDK_OPERATION_ID: "ai.operationId",
+  AI_SDK_OP_TOOL_CALL: "ai.toolCall",
+  AI_SDK_PROMPT_MESSAGES: "ai.prompt.messages",
+  AI_SDK_PROMPT_TOOLS: "ai.prompt.tools",
+  AI_SDK_RESPONSE_TEXT: "ai.response.text",
+  AI_SDK_RESPONSE_TOOL_CALLS: "ai.response.toolCalls",
+  AI_SDK_TOOL_CALL_ARGS: "ai.toolCall.args",
+  AI_SDK_TOOL_CALL_ID: "ai.toolCall.id",
+  AI_SDK_TOOL_CALL_NAME: "ai.toolCall.name",
+  AI_SDK_TOOL_CALL_RESULT: "ai.toolCall.result",
   ANNOTATION_DROPPED_EVENTS: "footprint.annotation.dropped_events",
   ANNOTATION_DROPPED_LINKS: "footprint.annotation.dropped_links",
   CAPABILITY_SKILL_READ: "skill_read",
@@ -235,6 +245,7 @@ export const names = {
   METRIC_VERDICT_SERVED_CHARS: "footprint.verdict.served.chars.while.parked",
   MISMATCH_DERIVED: "footprint.mismatch.derived",
   MISMATCH_REPORTED: "footprint.mismatch.reported",
+  MODE_OBSERVED: "observed",
   MODE_SHADOW: "shadow",
   MODE_VERIFY: "verify",
   OI_FINISH_REASON: "llm.finish_reason",
@@ -351,3 +362,4 @@ export type NameKey = keyof typeof names;
 export const MODEL_CALL_OPERATIONS: ReadonlySet<string> = new Set(["chat", "generate_content", "text_completion"]);
 export const LLM_REQUEST_TYPE_MODEL_CALLS: ReadonlySet<string> = new Set(["chat", "completion"]);
 export const JSON_FIELDS: ReadonlySet<string> = new Set(["args", "artifacts", "budget", "cannot_cover", "checked", "cursor_move", "decider", "dropped_resume", "dropped_summaries", "edges", "evidence_gate", "llm", "maps", "memories", "nodes", "not_checked", "offered", "paused_with", "policy", "question_payload", "recipes", "resume_input", "routing", "rows", "runner_up", "scores", "skill_catalog", "skill_graph", "skipped_details", "source_breakdown", "state", "stopped_early", "trigger_kind_counts", "usage", "window", "witness"]);
+export const AI_SDK_MODEL_CALL_OPERATIONS: ReadonlySet<string> = new Set(["ai.generateObject.doGenerate", "ai.generateText.doGenerate", "ai.streamObject.doStream", "ai.streamText.doStream"]);

@@ -59,6 +59,8 @@ for (const [library, attributes, name] of [
   ['OpenTelemetry / OpenLLMetry (gen_ai.operation.name)', { [N.GEN_AI_OPERATION_NAME]: 'text_completion' }, 'x'],
   ['OpenInference (openinference.span.kind)', { [N.OPENINFERENCE_SPAN_KIND]: N.OI_KIND_LLM }, 'OpenAI Chat Completions'],
   ['older OpenLLMetry (llm.request.type)', { [N.LLM_REQUEST_TYPE]: 'completion' }, 'openai.completion'],
+  ['Vercel AI SDK (ai.operationId)', { [N.AI_SDK_OPERATION_ID]: 'ai.generateText.doGenerate' }, 'ai.generateText.doGenerate'],
+  ['Vercel AI SDK, streamed (ai.operationId)', { [N.AI_SDK_OPERATION_ID]: 'ai.streamText.doStream' }, 'ai.streamText.doStream'],
 ]) {
   test(`recognised at start: ${library}`, async (t) => {
     const { order, tracer } = sdkWithHook(t);
@@ -334,4 +336,35 @@ test('two runs interleaved in async tasks: each pass lands in its own run', asyn
     assert.deepEqual(evaluated.attributes[N.F_ACTIVE_IDS], [span.name.slice(5)]);
   }
   assert.deepEqual(passes.filter((s) => s.name === 'chat a').map((s) => s.attributes[N.PASS_ITERATION]), [1, 2, 3]);
+});
+
+test('the AI SDK: its run and tool spans are no pass; footprintSteps gives a pass up at its step end', async (t) => {
+  const { order, tracer } = sdkWithHook(t);
+  const seen = [];
+  let leg;
+  await footprint.run({ tracer, agent: 'a' }, async (run) => {
+    leg = run;
+    const { prepareStep, onStepFinish } = footprint.footprintSteps((pass) => statePass(pass), {
+      onStepFinish: () => seen.push([run.iteration, run.unattached]),
+    });
+    // Step 0: the model-call span takes the pass (the SDK's container span before it does not).
+    await prepareStep({ stepNumber: 0 });
+    instrumentedCall(tracer, { [N.AI_SDK_OPERATION_ID]: 'ai.generateText' }, 'ai.generateText');
+    instrumentedCall(tracer, { [N.AI_SDK_OPERATION_ID]: 'ai.generateText.doGenerate' }, 'ai.generateText.doGenerate');
+    instrumentedCall(tracer, { [N.AI_SDK_OPERATION_ID]: 'ai.toolCall' }, 'ai.toolCall');
+    await onStepFinish({});
+    // Steps 1 and 2: no span for them (telemetry off): each is given up when its step ends.
+    await prepareStep({ stepNumber: 1 });
+    await onStepFinish({});
+    await prepareStep({ stepNumber: 2 });
+    await onStepFinish({});
+  });
+  assert.deepEqual(seen, [[1, 0], [2, 1], [3, 2]]);
+  assert.equal(leg.unattached, 2);
+  assert.deepEqual(order.spans.slice(1).map((s) => s.attributes[N.PASS_ITERATION]), [undefined, 1, undefined]);
+  if (N.EV_RECORD_PROBLEM !== undefined) {
+    const problems = order.spans[0].events.filter((e) => e.name === N.EV_RECORD_PROBLEM);
+    assert.deepEqual(problems.map((e) => e.attributes[N.F_ITERATION]), [2, 3]);
+    assert.match(problems[0].attributes[N.F_MESSAGE], /the AI SDK step ended/);
+  }
 });

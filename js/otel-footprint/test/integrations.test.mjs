@@ -52,3 +52,19 @@ test('a wrapped filter runs first; outside a run the filter says what is missing
   const filter = footprint.footprintCallModelInputFilter(() => {});
   await assert.rejects(filter(args([])), /no footprint run is open/);
 });
+
+test('a pass no span took is given up when the next model call comes, not at the run end', async (t) => {
+  const { tracer } = sdkWithHook(t);
+  const seen = [];
+  let leg;
+  await footprint.run({ tracer, agent: 'a' }, async (run) => {
+    leg = run;
+    const filter = footprint.footprintCallModelInputFilter((pass) => pass.evaluated(['billing']));
+    for (const input of [['hi'], ['hi', 'r1'], ['hi', 'r1', 'r2']]) {
+      await filter(args(input)); // no generation span: the instrumentation is off
+      seen.push([run.iteration, run.unattached]);
+    }
+  });
+  assert.deepEqual(seen, [[1, 0], [2, 1], [3, 2]]);
+  assert.equal(leg.unattached, 3); // the last one at the run's end
+});
