@@ -176,7 +176,7 @@ def test_every_hop_metric_is_exposed_under_its_documented_name() -> None:
     expected = {
         m.name.replace(".", "_") + ("_total" if m.kind == "counter" else "") for m in hop_rows
     }
-    assert exposed == expected and len(expected) == len(hop_rows) == 39
+    assert exposed == expected and len(expected) == len(hop_rows) == 43
     deploy = (Path(__file__).resolve().parents[1] / "docs" / "deploy.md").read_text()
     undocumented = sorted(n for n in expected if n.removeprefix("otel_footprint_") not in deploy)
     assert not undocumented, f"docs/deploy.md's /metrics list lacks {undocumented}"
