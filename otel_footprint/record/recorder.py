@@ -988,18 +988,7 @@ class Run:
         """The facts a tool call settled (``tools.semantics_declared`` on its span): ``facts`` rows
         ``{entity, <field>: value, ...}``, ``series`` points ``{entity, metric, value, t?}`` —
         the full envelope, whatever the model was served."""
-        semantics: dict[str, Any] = {"facts": [dict(r) for r in facts]}
-        if series:
-            semantics["series"] = [dict(p) for p in series]
-        if measured_at is not None:
-            semantics["provenance"] = {"measured_at": measured_at}
-        payload = {
-            "toolName": call.name,
-            "toolCallId": call.call_id,
-            "iteration": call.iteration,
-            "semantics": json.dumps(semantics, ensure_ascii=False),
-        }
-        self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
+        self._semantics_declared(call, facts, series, {"measured_at": measured_at})
 
     def tool_described_result(
         self,
@@ -1012,16 +1001,28 @@ class Run:
         """The facts a tool call settled, as a ``describedResult()`` declaration (the upstream's
         10.0 replacement of ``semantic()``: camelCase keys, ``provenance.measuredAt``) on the same
         ``tools.semantics_declared`` event; read alongside :meth:`tool_semantics`' envelopes."""
-        described: dict[str, Any] = {"facts": [dict(r) for r in facts]}
+        self._semantics_declared(call, facts, series, {"measuredAt": measured_at})
+
+    def _semantics_declared(
+        self,
+        call: ToolCall,
+        facts: Sequence[Mapping[str, Any]],
+        series: Sequence[Mapping[str, Any]],
+        provenance: Mapping[str, str | None],
+    ) -> None:
+        """One ``tools.semantics_declared`` event: the envelope's facts, series (when any) and
+        provenance (its one key spelled as the declaration's style spells it, when given)."""
+        envelope: dict[str, Any] = {"facts": [dict(r) for r in facts]}
         if series:
-            described["series"] = [dict(p) for p in series]
-        if measured_at is not None:
-            described["provenance"] = {"measuredAt": measured_at}
+            envelope["series"] = [dict(p) for p in series]
+        given = {k: v for k, v in provenance.items() if v is not None}
+        if given:
+            envelope["provenance"] = given
         payload = {
             "toolName": call.name,
             "toolCallId": call.call_id,
             "iteration": call.iteration,
-            "semantics": json.dumps(described, ensure_ascii=False),
+            "semantics": json.dumps(envelope, ensure_ascii=False),
         }
         self.emit(call.span, semconv.T_SEMANTICS_DECLARED, payload)
 
