@@ -2,8 +2,9 @@
 desk of tests/observed_agents.py (tests/node/zero_code_agent.mjs) on each SDK, exporting only the
 SDK's own spans to the hop, which reads each trace as an observed run: one run per agent run on
 the SDK's own spans, its passes on the SDK's model-call spans, no span added, no ``missing-spans``,
-the account and check 1 ``not-applicable``; and the same verdicts on every SDK wherever it records
-the same evidence.
+the account and check 1 ``not-applicable``; the same verdicts on every SDK wherever it records the
+same evidence, and as the same desk on the plain recorder (``--sdk plain``) wherever the observed
+mode can know them.
 
 What each SDK gets (docs/javascript.md, "No footprint code"):
 
@@ -67,8 +68,9 @@ Served = dict[tuple[str, str], tuple[dict[str, Any], list[ReceivedSpan]]]
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
-    """Each SDK's agent on each model (``clean-m``, ``invented-m``) through one ``serve``: the
-    agent's summary and the spans the hop forwarded, by (sdk, model)."""
+    """Each SDK's agent on each model (``clean-m``, ``invented-m``) through one ``serve``, and the
+    same desk on the plain recorder (``plain``): the agent's summary and the spans the hop
+    forwarded, by (sdk, model)."""
     require_node_packages()
     if not (NODE_PROJECT / "node_modules" / "ai").is_dir():
         pytest.skip("the ai package is not installed in tests/node: run scripts/node-install.sh")
@@ -80,7 +82,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
             forward_protocol="http/protobuf",
         )
         with hop.stopped_cleanly():
-            for sdk in PASS_SPAN:
+            for sdk in (*PASS_SPAN, "plain"):
                 for model in ("clean-m", "invented-m"):
                     server.reset()  # each run replays its model's script from the start
                     server.set_script(SCRIPT)
@@ -171,3 +173,41 @@ def test_the_same_work_gets_the_same_verdicts_on_every_sdk_where_each_can_know_t
         k: v for k, v in ai["run"].items() if k != ARGUMENTS
     }
     assert agents["account"] == ai["account"]
+
+
+def _account(spans: list[ReceivedSpan], rows: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The run's account lines of ``rows``: (row, text)."""
+    out = []
+    for event in _run_span(spans).span.events:
+        if event.name == sc.EV_ACCOUNT_LINE:
+            line = {a.key: a.value.string_value for a in event.attributes}
+            if line.get(sc.LINE_ROW) in rows:
+                out.append((line[sc.LINE_ROW], line.get(sc.LINE_TEXT, "")))
+    return out
+
+
+@pytest.mark.parametrize("model", ["clean-m", "invented-m"])
+@pytest.mark.parametrize("sdk", list(PASS_SPAN))
+def test_each_sdk_decides_as_the_plain_recorder_where_the_observed_mode_can_know(
+    served: Served, sdk: str, model: str
+) -> None:
+    """The same desk on the plain recorder (its own spans, the frame stated, one map): checks 2
+    and 3, every integrity row it judges, and the account's question, calls and results come out
+    the same on the SDK's own spans. Check 1 cannot (no routing decision is recorded), and the
+    argument check knows more there: the recorder arms it by a declaration, an observed run by
+    its record."""
+    observed, plain = served[sdk, model][1], served["plain", model][1]
+    assert _run_span(plain).attributes[sc.RUN_MODE] == "shadow"
+    checks = (sc.CHECK_EXISTENCE, sc.CHECK_EMPTY_RESULTS)
+    assert {k: _run_span(observed).attributes[k] for k in checks} == {
+        k: _run_span(plain).attributes[k] for k in checks
+    }
+    judged = {
+        k: v
+        for k, v in _verdict(plain)["run"].items()
+        if k.startswith("footprint.integrity.row.") and v in ("pass", "fail")
+    }
+    assert {k: _verdict(observed)["run"].get(k) for k in judged} == judged
+    rows = ("asked", "checked", "not-checked", "found")
+    assert _account(observed, rows) == _account(plain, rows)
+    assert len(_account(observed, ("found",))) == 2

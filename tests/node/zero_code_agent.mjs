@@ -9,8 +9,12 @@
 //   --sdk agents  @openai/agents + OpenInference: Agent workflow → support → turn → generation / tool.
 //   --sdk openai  the `openai` client + OpenInference JS, a plain tool loop inside one span of the
 //                 application's own (plain OpenTelemetry API: nothing traces the tool runs).
+//   --sdk plain   for comparison, the same loop on the `openai` client with no instrumentation, written
+//                 with the plain recorder (@otel-footprint/recorder: its own model-call spans, the
+//                 frame stated with run.frame, each tool call with run.toolCall; one map, a shadow
+//                 run: a recorder run with no plan is not decided).
 //
-// Usage: node zero_code_agent.mjs --sdk ai|agents|openai --base-url URL --model M [--endpoint URL]
+// Usage: node zero_code_agent.mjs --sdk ai|agents|openai|plain --base-url URL --model M [--endpoint URL]
 //          [--timeout-ms MS]
 // Prints one JSON summary line. Exit status: 0 all spans exported, 1 an export failed, 2 bad arguments.
 
@@ -120,6 +124,65 @@ async function onOpenAI(provider, client, model) {
   });
 }
 
+/** The gen_ai message parts of an OpenAI chat message (for the plain recorder's run.frame). */
+function genAiMessage(message) {
+  if (message.role === 'tool') {
+    return { role: 'tool', parts: [{ type: 'tool_call_response', id: message.tool_call_id, response: message.content }] };
+  }
+  const parts = message.content ? [{ type: 'text', content: message.content }] : [];
+  for (const call of message.tool_calls ?? []) {
+    parts.push({ type: 'tool_call', id: call.id, name: call.function.name, arguments: JSON.parse(call.function.arguments) });
+  }
+  return { role: message.role, parts };
+}
+
+async function onPlainRecorder(provider, client, model) {
+  const { run: footprintRun } = await import('@otel-footprint/recorder');
+  const tools = Object.entries(SCHEMAS).map(([name, [description, field]]) => ({
+    type: 'function',
+    function: { name, description, parameters: parameters(field) },
+  }));
+  const definitions = tools.map(({ function: f }) => ({ type: 'function', ...f }));
+  const options = {
+    tracer: provider.getTracer('support-desk'),
+    agent: 'support',
+    userPrompt: PROMPT,
+    maps: [{ id: 'desk-map', memberIds: ['orders'], toolNames: ['order_status'] }],
+    enforced: false,
+  };
+  return footprintRun(options, async (run) => {
+    const messages = [{ role: 'user', content: PROMPT }];
+    for (let turn = 0; turn < 6; turn += 1) {
+      const message = await run.modelCall(model, {}, async (call) => {
+        const move = call.iteration === 1 ? { movedBy: 'entry', witness: 'order' } : { movedBy: 'stay' };
+        call.evaluated(['orders'], { cursorTo: 'orders', ...move });
+        run.frame(call, { tools: definitions, system: [INSTRUCTIONS], messages: messages.map(genAiMessage) });
+        const reply = await client.chat.completions.create({
+          model,
+          messages: [{ role: 'system', content: INSTRUCTIONS }, ...messages],
+          tools,
+        });
+        const out = reply.choices[0].message;
+        const finish = out.tool_calls?.length ? 'tool_call' : 'stop';
+        run.frame(call, { output: [{ ...genAiMessage(out), finish_reason: finish }] });
+        return out;
+      });
+      messages.push(message);
+      if (!message.tool_calls?.length) {
+        run.answer(message.content ?? '');
+        return message.content ?? '';
+      }
+      for (const call of message.tool_calls) {
+        const args = JSON.parse(call.function.arguments);
+        const content = runTool(call.function.name, args);
+        run.toolCall(call.function.name, { args, callId: call.id }, (tool) => tool.result(content));
+        messages.push({ role: 'tool', tool_call_id: call.id, content });
+      }
+    }
+    return '';
+  });
+}
+
 async function main() {
   let values;
   try {
@@ -136,8 +199,8 @@ async function main() {
   } catch (err) {
     fail(2, err.message);
   }
-  const run = { ai: onAiSdk, agents: onAgentsSdk, openai: onOpenAI }[values.sdk];
-  if (run === undefined) fail(2, '--sdk must be ai, agents or openai');
+  const run = { ai: onAiSdk, agents: onAgentsSdk, openai: onOpenAI, plain: onPlainRecorder }[values.sdk];
+  if (run === undefined) fail(2, '--sdk must be ai, agents, openai or plain');
   if (!values['base-url'] || !values.model) fail(2, '--base-url and --model are required');
   const timeoutMillis = Number(values['timeout-ms']);
 
