@@ -11,11 +11,13 @@ import json
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_footprint import semconv as sc
+from otel_footprint.runs.group import group_runs
 from otel_footprint.runs.outputs import (
     asked_for_tools,
     call_view,
@@ -25,6 +27,7 @@ from otel_footprint.runs.outputs import (
     tool_result_of,
     tool_results,
 )
+from otel_footprint.runs.passes import read_run
 from otel_footprint.runs.recognize import SpanRole, role_of, tool_call_id_of, tool_name_of
 from otel_footprint.runs.spans import SdkSpanView
 
@@ -204,3 +207,46 @@ def test_offered_tools_that_are_no_list_of_json_objects_are_named_unreadable() -
     for listed in (7, ["not json"], '{"name": "x"'):
         read = call_view(_view({**MODEL_CALL, "ai.prompt.tools": listed}))
         assert read.tools is None and "ai.prompt.tools" in read.unreadable, listed
+
+
+def test_a_tool_starting_in_the_millisecond_of_the_next_call_belongs_to_the_call_before() -> None:
+    """JavaScript's span start times have millisecond resolution: a fast tool (``ai.toolCall``)
+    and the next ``doGenerate`` start in the same millisecond. The tool is still the earlier
+    pass's (a model call returns before its tool runs): no pass reads its output calls again."""
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("ai")
+    ms = 1_000_000
+
+    def call(start: int, end: int, calls: list[tuple[str, str]]) -> None:
+        attributes = {
+            **MODEL_CALL,
+            "ai.prompt.messages": json.dumps([{"role": "user", "content": "q"}]),
+        }
+        if calls:
+            attributes["ai.response.toolCalls"] = json.dumps(
+                [{"toolCallId": cid, "toolName": name, "input": "{}"} for cid, name in calls]
+            )
+            attributes["ai.response.finishReason"] = "tool-calls"
+        else:
+            attributes["ai.response.text"] = "done"
+        tracer.start_span(
+            "ai.generateText.doGenerate", attributes=attributes, start_time=start
+        ).end(end)
+
+    def tool(start: int, call_id: str, name: str) -> None:
+        attributes = {**TOOL_CALL, "ai.toolCall.id": call_id, "ai.toolCall.name": name}
+        tracer.start_span("ai.toolCall", attributes=attributes, start_time=start).end(start + 100)
+
+    root = tracer.start_span("ai.generateText", {"ai.operationId": "ai.generateText"}, start_time=0)
+    with trace.use_span(root, end_on_exit=False):
+        call(1 * ms, 40 * ms, [("c1", "find_orders")])
+        tool(41 * ms, "c1", "find_orders")
+        call(42 * ms, 50 * ms, [("c2", "order_status")])
+        tool(51 * ms, "c2", "order_status")
+        call(51 * ms, 60 * ms, [])  # the same millisecond as the tool before it
+    root.end(61 * ms)
+    (run,) = group_runs([SdkSpanView(s) for s in exporter.get_finished_spans()], observed=True)
+    calls = read_run(run).tool_calls
+    assert [(c.name, c.iteration) for c in calls] == [("find_orders", 1), ("order_status", 2)]

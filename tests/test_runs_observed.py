@@ -81,6 +81,66 @@ def test_without_an_agent_span_the_top_span_is_the_run() -> None:
     assert _names(spans, run) == ("handle", ["chat 1", "chat 2"], [])
 
 
+def test_the_agents_sdk_nested_agents_and_chains_are_one_run() -> None:
+    """@openai/agents + OpenInference JS (tests/node/zero_code_agent.mjs): ``Agent workflow``
+    (AGENT) → ``Agent workflow`` (CHAIN) → ``support`` (AGENT) → ``turn`` (CHAIN) × n, each with a
+    ``generation`` and a tool span: one run, on the outermost agent span."""
+    chain = {semconv.OPENINFERENCE_SPAN_KIND: "CHAIN"}
+    tool = {semconv.OPENINFERENCE_SPAN_KIND: "TOOL"}
+
+    def build(tracer: Tracer) -> None:
+        with (
+            tracer.start_as_current_span("Agent workflow", attributes=OI_AGENT),
+            tracer.start_as_current_span("Agent workflow", attributes=chain),
+            tracer.start_as_current_span("support", attributes=OI_AGENT),
+        ):
+            for turn in (1, 2, 3):
+                with tracer.start_as_current_span("turn", attributes=chain):
+                    with tracer.start_as_current_span(f"generation {turn}", attributes=OI_LLM):
+                        pass
+                    if turn < 3:
+                        with tracer.start_as_current_span(f"tool {turn}", attributes=tool):
+                            pass
+
+    spans = _record(build)
+    (run,) = group_runs(spans, observed=True)
+    assert run.run_span is not None and run.run_span.span_id == spans[-1].span_id  # the outermost
+    assert _names(spans, run) == (
+        "Agent workflow",
+        ["generation 1", "generation 2", "generation 3"],
+        [],
+    )
+    assert [t.name for t in run.tools] == ["tool 1", "tool 2"]
+
+
+def test_the_ai_sdk_top_span_is_the_run_and_its_model_calls_the_passes() -> None:
+    """The Vercel AI SDK with no footprint code: ``ai.generateText`` (no run id, no agent span) is
+    the trace's top span, so the run; its ``doGenerate`` spans are the passes, never itself."""
+    op = semconv.AI_SDK_OPERATION_ID
+
+    def build(tracer: Tracer) -> None:
+        with tracer.start_as_current_span("ai.generateText", attributes={op: "ai.generateText"}):
+            for step in (1, 2, 3):
+                with tracer.start_as_current_span(
+                    f"doGenerate {step}", attributes={op: "ai.generateText.doGenerate"}
+                ):
+                    pass
+                if step < 3:
+                    with tracer.start_as_current_span(
+                        f"tool {step}", attributes={op: "ai.toolCall"}
+                    ):
+                        pass
+
+    spans = _record(build)
+    (run,) = group_runs(spans, observed=True)
+    assert _names(spans, run) == (
+        "ai.generateText",
+        ["doGenerate 1", "doGenerate 2", "doGenerate 3"],
+        [],
+    )
+    assert [t.name for t in run.tools] == ["tool 1", "tool 2"]
+
+
 def test_recorder_input_anywhere_in_the_trace_wins() -> None:
     def build(tracer: Tracer) -> None:
         with (

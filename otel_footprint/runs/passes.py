@@ -856,14 +856,17 @@ class _PassStarts:
         self._keys: list[tuple[int, int]] | None = None
         self._starts: list[int] = []
 
-    def latest_at_or_before(self, start: int) -> int | None:
-        """The iteration of the latest (by start, then iteration) pass started at or before."""
+    def latest_before(self, start: int) -> int | None:
+        """The iteration of the latest (by start, then iteration) pass started before ``start``;
+        one started at the same instant only when none started earlier. A model call must return
+        before its tool runs, so a pass starting with the tool is the next one: clocks of
+        millisecond resolution (JavaScript's) give a fast tool and the next call one start."""
         if self._keys is None:
             self._keys = sorted(
                 (v.start_time_unix_nano, self._span_iteration[v.span_id]) for v in self._passes
             )
             self._starts = [key[0] for key in self._keys]
-        index = bisect_right(self._starts, start)
+        index = bisect_left(self._starts, start) or bisect_right(self._starts, start)
         return self._keys[index - 1][1] if index else None
 
 
@@ -872,7 +875,7 @@ def _tool_iteration(view: SpanView, pass_starts: _PassStarts, first_iteration: i
     if stated is not None:
         return stated
     # Design rule: the latest pass span that started before the tool span.
-    best = pass_starts.latest_at_or_before(view.start_time_unix_nano)
+    best = pass_starts.latest_before(view.start_time_unix_nano)
     if best is not None:
         return best
     if first_iteration > 1:
