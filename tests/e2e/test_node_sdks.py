@@ -168,7 +168,9 @@ def test_without_telemetry_each_step_says_at_once_that_its_pass_found_no_span(
     [
         ("invented", "unsupported-argument", "choice", "fail"),
         ("grounded", "unsupported-argument", "choice", "pass"),
-        ("parked", "invariant-violation", "compose", "fail"),
+        # The Node auditor runs no kernel of its own (shadow mode): what parking would have
+        # withheld is an advisory on a judged call, never a contradiction (issue 25).
+        ("parked", "invariant-violation", "compose", "pass"),
     ],
 )
 def test_the_integrity_checks_read_the_sdk_spans(
@@ -176,7 +178,8 @@ def test_the_integrity_checks_read_the_sdk_spans(
 ) -> None:
     """The auditor of the integrity tests on the AI SDK (tests/integrity_agent.py's scenarios and
     outcomes): the id it invents is found from the frame and the tool calls the SDK's spans record,
-    the grounded run passes, and the parked map's tool left on the offered list is found."""
+    the grounded run passes, and the parked map's tool left on the offered list is found (an
+    advisory in shadow mode)."""
     from integrity_agent import MODEL, SCENARIOS
 
     with FakeOpenAI({MODEL: SCENARIOS[scenario]}) as server, OtlpSink() as sink:
@@ -193,6 +196,10 @@ def test_the_integrity_checks_read_the_sdk_spans(
     if scenario == "invented":
         [finding] = integrity.findings
         assert "host-zeta-99" in str(finding)
+    if scenario == "parked":
+        assert integrity.contradictions == ()
+        [advisory] = integrity.advisories
+        assert (advisory.kind, advisory.seam) == (check, seam)
 
 
 @pytest.mark.parametrize(
