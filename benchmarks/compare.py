@@ -261,6 +261,20 @@ def _summary(
         # > 1: head is faster. The hop: more spans per CPU-second; the decision: fewer µs per pass.
         "ratio_hop": round(head["hop_spans_per_cpu_second"] / base["hop_spans_per_cpu_second"], 3),
         "ratio_decide": round(base["decide_us_per_pass"] / head["decide_us_per_pass"], 3),
+        # The rounds are pairs run back to back: the median of their ratios shrugs off a round
+        # in which a neighbour's load came and went.
+        "ratio_hop_paired": round(
+            _median([h / b for h, b in zip(hop["head"], hop["base"], strict=True)]), 3
+        ),
+        "ratio_decide_paired": round(
+            _median(
+                [
+                    b["decide_us_per_pass"] / h["decide_us_per_pass"]
+                    for h, b in zip(decide["head"], decide["base"], strict=True)
+                ]
+            ),
+            3,
+        ),
     }
 
 
@@ -271,11 +285,13 @@ def _print(result: dict[str, Any]) -> None:
     print(
         f"hop    : base {base['hop_spans_per_cpu_second']:,.0f}  head "
         f"{head['hop_spans_per_cpu_second']:,.0f} spans per hop-CPU-second (median of "
-        f"{result['rounds']})  ratio head/base {result['ratio_hop']}"
+        f"{result['rounds']})  ratio head/base {result['ratio_hop']} (paired rounds: "
+        f"{result['ratio_hop_paired']})"
     )
     print(
         f"decide : base {base['decide_us_per_pass']}  head {head['decide_us_per_pass']} µs per pass "
-        f"with the account  ratio base/head {result['ratio_decide']}"
+        f"with the account  ratio base/head {result['ratio_decide']} (paired rounds: "
+        f"{result['ratio_decide_paired']})"
     )
     for name, fig in (("base", base), ("head", head)):
         if fig["reasons"]:

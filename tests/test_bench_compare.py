@@ -28,8 +28,10 @@ def test_a_tiny_comparison_against_head_prints_both_ratios(
     tiny = ["--base", "HEAD", "--rounds", "1", "--spans", "300", "--warmup", "138"]
     assert compare.main([*tiny, "--batch", "2", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
-    hop = re.search(r"^hop .*ratio head/base (\d+\.\d+)$", out, re.M)
-    decide = re.search(r"^decide .*ratio base/head (\d+\.\d+)$", out, re.M)
+    hop = re.search(r"^hop .*ratio head/base (\d+\.\d+) \(paired rounds: \d+\.\d+\)$", out, re.M)
+    decide = re.search(
+        r"^decide .*ratio base/head (\d+\.\d+) \(paired rounds: \d+\.\d+\)$", out, re.M
+    )
     assert hop and decide, out
     assert float(hop.group(1)) > 0 and float(decide.group(1)) > 0
     assert "load average" in out
