@@ -251,11 +251,16 @@ class CountingSink:
 
 
 class Hop:
-    def __init__(self, data_dir: Path, forward: str, *sets: str) -> None:
+    """``otel-footprint serve`` as a subprocess; ``tree``: the checkout whose ``otel_footprint`` it
+    runs (put first on its path: ``benchmarks/compare.py`` starts another commit's hop this way)."""
+
+    def __init__(self, data_dir: Path, forward: str, *sets: str, tree: Path = REPO) -> None:
+        # Older trees had the command line at otel_footprint/cli.py.
+        commands = tree / "otel_footprint" / "commands" / "cli.py"
         argv = [
             sys.executable,
             "-m",
-            "otel_footprint.commands.cli",
+            "otel_footprint.commands.cli" if commands.exists() else "otel_footprint.cli",
             "serve",
             "--grpc",
             "127.0.0.1:0",
@@ -275,8 +280,10 @@ class Hop:
         for item in sets:
             argv += ["--set", item]
         self.stderr = (data_dir.parent / f"{data_dir.name}.log").open("w")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(tree), env.get("PYTHONPATH"))))
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=REPO
+            argv, stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=tree, env=env
         )
         self.addresses: dict[str, str] = {}
         assert self.proc.stdout is not None
