@@ -60,7 +60,8 @@ def _prog(args: tuple[str, ...]) -> str:
     return " ".join(("otel-footprint", *words))
 
 
-_CLI = Path(__file__).resolve().parents[1] / "otel_footprint" / "commands" / "cli.py"
+_PACKAGE = Path(__file__).resolve().parents[1] / "otel_footprint"
+_CLI = _PACKAGE / "commands" / "cli.py"
 TAKE_OVER_LINE = next(
     n for n, text in enumerate(_CLI.read_text().splitlines(), 1) if "take_over()" in text
 )
@@ -73,8 +74,12 @@ def _before_take_over(err: str) -> bool:
     """A traceback from before the console script reached ``interrupt.take_over()``: Python's own
     start (``site``), the console-script wrapper's ``import re``, the few lines before ours."""
     for path, line in _FRAME.findall(err):
+        # A frame is ours by where it lives, not by its name: the checkout itself may sit in a
+        # folder called otel_footprint (CI's clone does), and the console script lives in it.
+        if not Path(path).resolve().is_relative_to(_PACKAGE):
+            continue
         path = path.replace("\\", "/")
-        if "/otel_footprint/" not in path or path.endswith(_FIRST_MODULES):
+        if path.endswith(_FIRST_MODULES):
             continue
         if path.endswith("otel_footprint/commands/cli.py") and int(line) <= TAKE_OVER_LINE:
             continue
