@@ -1,4 +1,4 @@
-"""Integration: the account over the real upstream recordings (shared/recordings), pointers resolved."""
+"""Integration: the account over the real upstream recordings (tests/data/reference/recordings), pointers resolved."""
 
 from __future__ import annotations
 

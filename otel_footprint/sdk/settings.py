@@ -26,6 +26,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from otel_footprint.annotate.form import AnnotateOptions, WitnessPolicy
+from otel_footprint.engine.decide import EngineOptions
 from otel_footprint.runs.holding import DEFAULT_LIMITS
 from otel_footprint.sdk.endpoint import Protocol as Protocol_
 
@@ -74,6 +75,7 @@ Address = Annotated[HostPort, _unit("host:port")]
 Headers = dict[str, str]
 _L = DEFAULT_LIMITS
 _A = AnnotateOptions()
+_E = EngineOptions()
 """What the annotation writes by default (the witness policy, the account's lines): one place."""
 
 
@@ -139,7 +141,7 @@ class InProcessSettings(_Model, frozen=True):
             "and the integrity checks from their spans (false: such traces pass undecided)",
             env="FOOTPRINT_OBSERVED_RUNS",
         ),
-    ] = True
+    ] = _E.observed
     protocol: Annotated[
         Protocol_,
         doc(
@@ -419,7 +421,7 @@ class ProcessingSettings(_Model, frozen=True):
     observed_runs: Annotated[
         bool,
         doc("decide observed runs (instrumentation only, no recorder); false: pass them undecided"),
-    ] = True
+    ] = _E.observed
     decision_cache: DecisionCacheSettings = DecisionCacheSettings()
     run_store: RunStoreSettings = RunStoreSettings()
     recent_verdicts: Annotated[int, doc("verdicts kept for StreamVerdicts' replay")] = 1000
