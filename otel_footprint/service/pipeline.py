@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otel_footprint.annotate.backoff import Backoff
 from otel_footprint.annotate.phoenix import Annotation
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket
@@ -69,10 +70,9 @@ GROUP_COMMIT_RELEASES = 64
 """At most this many decided traces share one journal append and fsync (when that many are due)."""
 GROUP_COMMIT_SECONDS = 0.05
 """... and a decided trace waits at most about this long for the others of its group."""
-RETRY_FIRST = 0.05
-"""A journal write that failed (a full disk) is tried again after this long, then twice as long
-each time up to :data:`RETRY_MAX`."""
-RETRY_MAX = 2.0
+WRITE_RETRY = Backoff(0.05, 2.0)
+"""A journal write that failed (a full disk) is tried again after 50 ms, then twice as long each
+time up to 2 s (the one backoff policy, annotate/backoff.py; no jitter: a local disk, no herd)."""
 
 
 @dataclass(slots=True)
@@ -653,7 +653,7 @@ class Pipeline:
         it fails: the journal stays as it was before each failed try and refuses new input
         meanwhile, so what waits here is bounded. At shutdown a failing write is given up on:
         the held input records stay pending and replay after the restart."""
-        delay = RETRY_FIRST
+        attempt = 0
         while True:
             try:
                 if locked:
@@ -669,8 +669,8 @@ class Pipeline:
                             for d in batch:
                                 self.buffer.releasing_bytes -= d.release.size
                         raise
-                    self._wake.wait(delay)
-                delay = min(delay * 2, RETRY_MAX)
+                    self._wake.wait(WRITE_RETRY.delay(attempt))
+                attempt += 1
 
     def _account(self, release: Release, decisions: list[Decision], spans: int) -> None:
         m = self.metrics
