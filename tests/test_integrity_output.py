@@ -14,7 +14,8 @@ from otel_footprint.account.integrity import combined_tone
 from otel_footprint.annotate.form import SpanNote, annotations_for
 from otel_footprint.annotate.phoenix import phoenix_annotations_for
 from otel_footprint.annotate.sdk import annotated_copy
-from otel_footprint.commands.explain import render_html, render_run_text, verdict_to_json
+from otel_footprint.commands.explain import render_run_text, verdict_to_json
+from otel_footprint.commands.explain_html import render_html
 from otel_footprint.engine.verdict import RunVerdict
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -260,13 +260,6 @@ def verdict_to_json(verdict: RunVerdict) -> dict[str, Any]:
         for line in account.lines
     ]
     return body
-
-
-def render_html(verdicts: Sequence[RunVerdict]) -> str:
-    """The HTML run view (``explain_html.py``), with in-page evidence links."""
-    from otel_footprint.commands.explain_html import render_html as page
-
-    return page(verdicts)
 
 
 # ── integrity (issue 17): its own section in every format ─────────────────────────────────────
