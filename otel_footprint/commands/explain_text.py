@@ -60,6 +60,16 @@ def _state(p: PassVerdict) -> tuple[object, ...]:
     )
 
 
+def _folds(p: PassVerdict, shown: PassVerdict, failed: Mapping[int, str]) -> bool:
+    """A call that changes nothing, did not fail, and leaves everything as ``shown`` did."""
+    return (
+        not p.changes
+        and not p.mismatch
+        and p.iteration not in failed
+        and _state(p) == _state(shown)
+    )
+
+
 def timeline_rows(
     passes: Sequence[PassVerdict], failed: Mapping[int, str] | None = None
 ) -> list[list[str] | str]:
@@ -72,27 +82,14 @@ def timeline_rows(
     shown: PassVerdict | None = None
     i = 0
     while i < len(passes):
-        p = passes[i]
-        if (
-            shown is None
-            or p.changes
-            or p.mismatch
-            or p.iteration in failed
-            or _state(p) != _state(shown)
-        ):
-            rows.append(_pass_row(p, failed.get(p.iteration)))
-            shown = p
+        j = i
+        while shown is not None and j < len(passes) and _folds(passes[j], shown, failed):
+            j += 1
+        if shown is None or j == i:
+            shown = passes[i]
+            rows.append(_pass_row(shown, failed.get(shown.iteration)))
             i += 1
             continue
-        j = i
-        while (
-            j < len(passes)
-            and not passes[j].changes
-            and not passes[j].mismatch
-            and passes[j].iteration not in failed
-            and _state(passes[j]) == _state(shown)
-        ):
-            j += 1
         first, last = passes[i].iteration, passes[j - 1].iteration
         calls = f"call {first}" if first == last else f"calls {first}–{last}"
         rows.append(f"{calls}: same as call {shown.iteration}")
