@@ -172,10 +172,7 @@ def render_html(verdicts: Sequence[RunVerdict], links: Links | None = None) -> s
     if not runs:
         parts.append("<p>No agent runs were found in the input.</p>")
     else:
-        parts.append(_glance(runs))
-        parts.append(_key())
-        for legs in runs:
-            parts.append(_run_section(legs, chosen))
+        parts += [_glance(runs), _key(), *(_run_section(legs, chosen) for legs in runs)]
     parts.append("</main></body></html>\n")
     return "".join(parts)
 
@@ -373,13 +370,11 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
         f"<span>{len(verdict.passes)} calls</span><span>{_e(spans)}</span></div>",
         f"<div class='headline tone-{_e(tone)}'>{_e(verdict_sentence(verdict))}</div>",
     ]
-    for finding in verdict.findings:
-        parts.append(f"<p class='finding'>{_e(round_numbers(finding))}</p>")
+    parts += (f"<p class='finding'>{_e(round_numbers(f))}</p>" for f in verdict.findings)
     if verdict.passes:
         parts.append(_timeline(verdict, links))
     if verdict.account is not None:
-        parts.append(_checks(verdict, links))
-        parts.append(_rows(verdict, links))
+        parts += [_checks(verdict, links), _rows(verdict, links)]
     if verdict.integrity is not None and verdict.integrity.armed:
         parts.append(_integrity(verdict.integrity))
     if verdict.passes:
@@ -387,10 +382,10 @@ def _leg(verdict: RunVerdict, links: Links) -> str:
     parts.append(_evidence(verdict, links))
     if verdict.reasons:
         parts.append("<h3>Why the record could not be read whole</h3><ul>")
-        for reason in verdict.reasons:
-            parts.append(
-                f"<li class='reason'><code>{_e(reason.code)}</code> {_e(reason.message)}</li>"
-            )
+        parts += (
+            f"<li class='reason'><code>{_e(r.code)}</code> {_e(r.message)}</li>"
+            for r in verdict.reasons
+        )
         parts.append("</ul>")
     return "".join(parts)
 
@@ -436,8 +431,10 @@ def _timeline(verdict: RunVerdict, links: Links) -> str:
     given = "".join(f"<b title='call {p.iteration}'>{_e(_initials(p))}</b>" for p in passes)
     parts.append(f"<div class='meta'>given to the model</div><div class='ticks'>{given}</div>")
     parts.append("</div>")
-    for line in riding_totals(verdict):
-        parts.append(f"<p class='finding riding'><b>Rode while parked:</b> {_e(line)}</p>")
+    parts += (
+        f"<p class='finding riding'><b>Rode while parked:</b> {_e(line)}</p>"
+        for line in riding_totals(verdict)
+    )
     changes = [(p, c) for p in passes for c in p.changes]
     mismatches = [p for p in passes if p.mismatch]
     if changes or mismatches or failed:

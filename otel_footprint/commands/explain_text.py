@@ -136,8 +136,7 @@ def _account(verdict: RunVerdict) -> list[str]:
             + (f" on {record.founded_on}" if record.founded_on else "")
             + f"; idle {record.idle})"
         )
-    for total in riding_totals(verdict):
-        out.append(f"  rode while parked: {total}")
+    out.extend(f"  rode while parked: {total}" for total in riding_totals(verdict))
     if verdict.account is None:
         return out
     current = None
@@ -165,9 +164,7 @@ def _integrity(verdict: RunVerdict, account: bool) -> list[str]:
             return []
         return [f"  Integrity: {round_numbers(summary_words(result))}"]
     out = [f"  Integrity: {round_numbers(summary_words(result))}"]
-    for row in result.rows:
-        if row.armed:
-            out.append(f"    - {round_numbers(row_words(row, result))}")
+    out.extend(f"    - {round_numbers(row_words(r, result))}" for r in result.rows if r.armed)
     for finding in result.findings:
         mark = "worth a look" if finding.advisory else "found"
         at = f" on call {finding.iteration}" if finding.iteration is not None else ""
@@ -175,8 +172,7 @@ def _integrity(verdict: RunVerdict, account: bool) -> list[str]:
     for d in result.disagreements:
         side = "only the agent reported" if d.side == "reported-only" else "only the evidence gives"
         out.append(f"    - verify mode, {side}: {d.identity}")
-    for alarm in result.alarms:
-        out.append(f"    - development alarm: {alarm}")
+    out.extend(f"    - development alarm: {alarm}" for alarm in result.alarms)
     return out
 
 

@@ -276,10 +276,7 @@ def _output_calls(span: object | None) -> Sequence[tuple[str, Any]] | None:
     if span.end_time is None:
         return None
     found = output_tool_calls(SdkSpanView(span)) or ()
-    result: list[tuple[str, Any]] = []
-    for call in found:
-        result.append((call.name, loads(call.arguments_text)[0]))
-    return result
+    return [(call.name, loads(call.arguments_text)[0]) for call in found]
 
 
 def rode_card(injection_id: str | None) -> bool:

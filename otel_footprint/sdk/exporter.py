@@ -128,11 +128,8 @@ class FootprintOTLPSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Send spans of no agent run now; hold the rest until their run is decided."""
-        passing: list[ReadableSpan] = []
         offer = self._buffer.offer
-        for span in spans:
-            if not offer(span, span_role(span), carries_footprint_events(span)):
-                passing.append(span)
+        passing = [s for s in spans if not offer(s, span_role(s), carries_footprint_events(s))]
         if passing:
             return self._send(passing)
         return SpanExportResult.SUCCESS
