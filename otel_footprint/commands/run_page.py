@@ -117,7 +117,7 @@ class RunPageHtml:
         parts.append("</main></body></html>\n")
         return "".join(parts)
 
-    def run(self, run_id: str, legs: Sequence[RunVerdict]) -> str:
+    def run(self, legs: Sequence[RunVerdict]) -> str:
         page = render_html(legs)
         back = "<p><a class='back' href='../runs'>&larr; recent runs</a></p>"
         return page.replace("<main>", "<main>" + back, 1)

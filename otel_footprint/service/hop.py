@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from msgspec import structs
 
@@ -442,7 +442,7 @@ class Hop:
 
     # -- stop ----------------------------------------------------------------------------------
 
-    def stop(self, out: TextIO | None = None) -> bool:
+    def stop(self) -> bool:
         """Graceful shutdown; True when everything held was forwarded before the deadline.
 
         Unwinds the start stack: receivers close, the buffer is flushed, the queue drained until

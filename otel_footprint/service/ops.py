@@ -155,7 +155,7 @@ class _OpsHandler(BaseHTTPRequestHandler):
                 f"{page.settings.explained} runs (service.telemetry.run_page.explained)",
             )
             return None
-        return page.renderer.run(run_id, legs)
+        return page.renderer.run(legs)
 
     def do_HEAD(self) -> None:
         self.do_GET()
