@@ -27,7 +27,7 @@ from otel_footprint.bridges.agentfootprint import (
     recording_to_requests,
 )
 from otel_footprint.bridges.otlpjson import requests_to_jsonl
-from otel_footprint.commands.errors import CommandError, check_writable
+from otel_footprint.commands.errors import EXIT_FAILED, CommandError, check_writable
 from otel_footprint.sdk.endpoint import (
     CONNECT_TIMEOUT,
     PROTOCOLS,
@@ -39,7 +39,6 @@ from otel_footprint.sdk.endpoint import (
 )
 
 DEFAULT_TIMEOUT_S = 10.0
-_EXIT_OK, _EXIT_SEND_FAILED, _EXIT_BAD_INPUT = 0, 1, 2
 
 
 class ExportError(RuntimeError):
@@ -313,21 +312,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         reason = unreachable(endpoint.target, min(args.timeout, CONNECT_TIMEOUT))
         if reason is not None:
             raise CommandError(
-                f"cannot reach {endpoint.describe()}: {reason}; nothing sent", _EXIT_SEND_FAILED
+                f"cannot reach {endpoint.describe()}: {reason}; nothing sent", EXIT_FAILED
             )
         send = send_grpc if endpoint.protocol == "grpc" else send_http
         try:
             send(requests, endpoint, args.timeout)
         except ExportError as exc:
-            raise CommandError(str(exc), _EXIT_SEND_FAILED) from None
+            raise CommandError(str(exc), EXIT_FAILED) from None
         elapsed = (time.perf_counter() - started) * 1000
         print(f"{summary} -> {endpoint.describe()}, {elapsed:.0f} ms", file=out)
-        return _EXIT_OK
+        return 0
     if args.output in (None, "-"):
         out.writelines(requests_to_jsonl(requests))
         out.flush()
         print(summary, file=sys.stderr)
-        return _EXIT_OK
+        return 0
     try:
         with Path(args.output).open("w", encoding="utf-8") as handle:
             handle.writelines(requests_to_jsonl(requests))
@@ -335,4 +334,4 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     elapsed = (time.perf_counter() - started) * 1000
     print(f"{summary} -> {args.output} ({elapsed:.0f} ms)", file=out)
-    return _EXIT_OK
+    return 0
