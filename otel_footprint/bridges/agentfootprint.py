@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from otel_footprint import __version__, semconv
+from otel_footprint.annotate.otlp import to_any_value
 from otel_footprint.bridges.plan_inference import DerivedPlan, derive_plan
 from otel_footprint.bridges.recording import (
     Leg,
@@ -109,22 +110,8 @@ def _digest(size: int, *parts: str) -> bytes:
     return raw if any(raw) else raw[:-1] + b"\x01"
 
 
-def _any_value(value: AttributeValue) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, str):
-        return AnyValue(string_value=value)
-    out = AnyValue()
-    out.array_value.values.extend(_any_value(item) for item in value)
-    return out
-
-
 def _key_values(attributes: Mapping[str, AttributeValue]) -> list[KeyValue]:
-    return [KeyValue(key=key, value=_any_value(value)) for key, value in attributes.items()]
+    return [KeyValue(key=key, value=to_any_value(value)) for key, value in attributes.items()]
 
 
 def _text(value: Any) -> str:

@@ -19,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from otel_footprint.annotate.otlp import to_any_value
+
 _MICROS = 1000
 _KINDS = {
     "internal": Span.SPAN_KIND_INTERNAL,
@@ -66,16 +68,7 @@ def _hex_id(value: Any, size: int, where: str) -> bytes:
 
 
 def _scalar(value: Any) -> AnyValue:
-    out = AnyValue()
-    if isinstance(value, bool):
-        out.bool_value = value
-    elif isinstance(value, int):
-        out.int_value = value
-    elif isinstance(value, float):
-        out.double_value = value
-    else:
-        out.string_value = str(value)
-    return out
+    return to_any_value(value if isinstance(value, str | int | float) else str(value))
 
 
 def _any_value(tag: Mapping[str, Any]) -> AnyValue:
