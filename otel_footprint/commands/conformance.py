@@ -137,13 +137,10 @@ def _diff_into(expected: object, got: object, path: str, out: list[str]) -> None
             )
         return
     if isinstance(expected, dict | list) or isinstance(got, dict | list):
-        if expected != got or type(expected) is not type(got):
-            out.append(f"{path}: expected {_render(expected)}, got {_render(got)}")
-        return
-    if isinstance(expected, _Absent) or isinstance(got, _Absent):
-        out.append(f"{path}: expected {_render(expected)}, got {_render(got)}")
-        return
-    if not _same_scalar(expected, got):
+        same = expected == got and type(expected) is type(got)
+    else:  # a side marked absent equals nothing on the other
+        same = _same_scalar(expected, got)
+    if not same:
         out.append(f"{path}: expected {_render(expected)}, got {_render(got)}")
 
 
