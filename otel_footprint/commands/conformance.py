@@ -327,17 +327,3 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """``otel-footprint conformance engagement FILE``: replay, report, exit non-zero on failure."""
     return run_conformance_engagement(str(args.file), out)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m otel_footprint.commands.conformance VECTORS.jsonl``: the CLI command without the CLI."""
-    parser = argparse.ArgumentParser(
-        prog="python -m otel_footprint.commands.conformance",
-        description="Replay engagement reducer reference vectors (JSON Lines) through the kernel.",
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv), sys.stdout)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
