@@ -118,18 +118,14 @@ def _forwarder(endpoint: Endpoint | None) -> SpanExporter | None:
     return otlp_span_exporter("http/protobuf", endpoint=endpoint.target, timeout=10)
 
 
-def write_otlp_json(spans: Sequence[ReadableSpan], path: Path | TextIO) -> int:
+def write_otlp_json(spans: Sequence[ReadableSpan], out: TextIO) -> int:
     """Write ``spans`` as OTLP JSON, one ExportTraceServiceRequest per trace; returns the lines."""
     by_trace: dict[int, list[ReadableSpan]] = {}
     for span in spans:
         trace_id = span.context.trace_id if span.context is not None else 0
         by_trace.setdefault(trace_id, []).append(span)
     requests = [encode_spans(group) for group in by_trace.values()]
-    if isinstance(path, Path):
-        with path.open("w", encoding="utf-8") as handle:
-            handle.writelines(requests_to_jsonl(requests))
-    else:
-        path.writelines(requests_to_jsonl(requests))
+    out.writelines(requests_to_jsonl(requests))
     return len(requests)
 
 
@@ -236,7 +232,6 @@ def _run(
     )
     if not args.account:
         out.write("the account behind each verdict: otel-footprint demo --account\n")
-    status = 0
     if output is not None:
         lines = write_otlp_json(collector.spans, output)
         out.write(f"wrote {lines} OTLP JSON export requests to {args.output}\n")
@@ -248,6 +243,4 @@ def _run(
                 EXIT_FAILED,
             )
         out.write(f"sent to {endpoint.describe()}\n")
-    if stats.decision_errors or stats.runs_decided < len(chosen):
-        status = 1
-    return status
+    return 1 if stats.decision_errors or stats.runs_decided < len(chosen) else 0
