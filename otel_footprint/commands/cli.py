@@ -59,11 +59,11 @@ def _load(module: str) -> _Command:
 
 
 def build_parser(
-    argv: Sequence[str], subparsers: dict[str, argparse.ArgumentParser] | None = None
+    argv: Sequence[str], subparsers: dict[str, argparse.ArgumentParser]
 ) -> argparse.ArgumentParser:
     """The full parser; only the command named in ``argv`` has its module imported.
 
-    ``subparsers`` (when given) receives each command's parser by module, so an error in a
+    ``subparsers`` receives each command's parser by module, so an error in a
     command's arguments is reported with that command's usage."""
     parser = argparse.ArgumentParser(
         prog="otel-footprint",
@@ -84,8 +84,7 @@ def build_parser(
                 )
             sub = groups[path[0]].add_parser(path[1], help=help_text, description=help_text)
         sub.set_defaults(_module=module, _prog=sub.prog)
-        if subparsers is not None:
-            subparsers[module] = sub
+        subparsers[module] = sub
         if list(path) == wanted[: len(path)]:
             _load(module).add_arguments(sub)
     return parser

@@ -178,7 +178,6 @@ def _unreadable_line(line: str) -> str | None:
 def replay_engagement(
     lines: Iterable[str],
     on_finding: Callable[[Finding], None] | None = None,
-    keep_findings: int = DEFAULT_KEPT_FINDINGS,
 ) -> Report:
     """Replay every step of every scenario (one JSON scenario per line) with its STORED prior.
 
@@ -194,7 +193,7 @@ def replay_engagement(
         nonlocal omitted
         if on_finding is not None:
             on_finding(finding)
-        if len(kept) < keep_findings:
+        if len(kept) < DEFAULT_KEPT_FINDINGS:
             kept.append(finding)
         else:
             omitted += 1

@@ -89,7 +89,6 @@ def run_script(
     tracer: Tracer,
     script: Script,
     *,
-    agent_name: str = "ops-assistant",
     emit_as: footprint.EmitAs = "span",
     logger_provider: LoggerProvider | None = None,
 ) -> None:
@@ -100,7 +99,7 @@ def run_script(
         tracer,
         emit_as=emit_as,
         logger_provider=logger_provider,
-        agent=agent_name,
+        agent="ops-assistant",
         run_id=script.run_id,
         maps=script.plan.maps,
         renewal_grace=script.plan.renewal_grace,
