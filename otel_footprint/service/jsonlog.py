@@ -7,7 +7,7 @@ import logging
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import Any
 
 LOGGER_NAME = "otel_footprint.service"
 
@@ -34,8 +34,8 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, separators=(",", ":"))
 
 
-def configure(level: str = "info", stream: TextIO | None = None) -> logging.Logger:
-    """Route the hop's logger to ``stream`` (stderr) as JSON lines; idempotent.
+def configure(level: str = "info") -> None:
+    """Route the hop's logger to stderr as JSON lines; idempotent.
 
     Everything else that could write to stderr goes the same way, so no plain-text traceback
     breaks the JSON log: other libraries' loggers (gRPC logs a handler's exception on its own
@@ -44,7 +44,7 @@ def configure(level: str = "info", stream: TextIO | None = None) -> logging.Logg
     logger = logging.getLogger(LOGGER_NAME)
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     logger.addHandler(handler)
     logger.setLevel(level.upper())
@@ -56,7 +56,6 @@ def configure(level: str = "info", stream: TextIO | None = None) -> logging.Logg
     root.setLevel(logging.WARNING)
     logging.captureWarnings(True)  # Python warnings too, as JSON lines (logger "py.warnings")
     threading.excepthook = _thread_excepthook
-    return logger
 
 
 def get(name: str = "") -> logging.Logger:
