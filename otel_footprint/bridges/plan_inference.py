@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from otel_footprint import semconv
 from otel_footprint.bridges.recording import (
@@ -27,9 +27,6 @@ from otel_footprint.kernel import (
 )
 from otel_footprint.kernel.jsoncodec import change_to_json, plan_to_json
 
-GraceSource = Literal["option", "map.parked", "default"]
-ParkableSource = Literal["option", "replay", "default"]
-
 _UNLOCKED_TOOL = re.compile(r"unlocked tool '([^']+)'")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 # The fields that identify a kernel decision; witnesses and positions are compared by the engine.
@@ -38,16 +35,11 @@ _CHANGE_KEYS = ("kind", "mapId", "iteration", "by", "idleCalls", "reengaged", "u
 
 @dataclass(frozen=True, slots=True)
 class DerivedPlan:
-    """The plan to announce in ``footprint.maps.mounted``, and how each part was decided."""
+    """The plan to announce in ``footprint.maps.mounted``."""
 
     plan: EngagementPlan
     enforced: bool
     """The agent ran the kernel itself (``map.*`` events or the park card in the recording)."""
-    grace_source: GraceSource
-    non_parkable_source: ParkableSource
-    replay_matches: bool | None = None
-    """Verify mode: whether our kernel, replayed under ``plan``, reproduced every ``map.*`` event
-    (None when there was nothing to replay)."""
 
     def payload(self) -> dict[str, Any]:
         """The upstream-style payload of ``maps.mounted`` (camelCase, for ``encode_payload``)."""
@@ -362,36 +354,24 @@ def derive_plan(
     tools = owned_tool_names(events, members)
     enforced = is_enforced(events)
     parked_idle = _parked_idle_calls(events)
-    grace_source: GraceSource
     if renewal_grace is not None:
-        grace, grace_source = renewal_grace, "option"
+        grace = renewal_grace
     elif parked_idle is not None:
-        grace, grace_source = parked_idle, semconv.T_MAP_PARKED
+        grace = parked_idle
     else:
-        grace, grace_source = DEFAULT_RENEWAL_GRACE, "default"
+        grace = DEFAULT_RENEWAL_GRACE
 
     def plan_with(flag: bool | None) -> EngagementPlan:
         mounted = MountedMap(semconv.SKILL_MAP_ID, members, tools, flag)
         return EngagementPlan(maps=(mounted,), renewal_grace=grace)
 
     if non_parkable is not None:
-        chosen = plan_with(non_parkable)
-        return DerivedPlan(chosen, enforced, grace_source, "option", _check(events, legs, chosen))
-    if not enforced:
-        return DerivedPlan(plan_with(None), enforced, grace_source, "default", None)
-    chains = [_recorded_passes(chain) for chain in _chains(legs)]
+        return DerivedPlan(plan_with(non_parkable), enforced)
     plain = plan_with(None)
-    if _replays(plain, chains):
-        return DerivedPlan(plain, enforced, grace_source, "default", True)
+    if not enforced:
+        return DerivedPlan(plain, enforced)
+    chains = [_recorded_passes(chain) for chain in _chains(legs)]
     mandatory = plan_with(True)
-    if _replays(mandatory, chains):
-        return DerivedPlan(mandatory, enforced, grace_source, "replay", True)
-    return DerivedPlan(plain, enforced, grace_source, "default", False)
-
-
-def _check(
-    events: Sequence[UpstreamEvent], legs: Sequence[Leg], plan: EngagementPlan
-) -> bool | None:
-    if not is_enforced(events):
-        return None
-    return _replays(plan, [_recorded_passes(chain) for chain in _chains(legs)])
+    if not _replays(plain, chains) and _replays(mandatory, chains):
+        return DerivedPlan(mandatory, enforced)
+    return DerivedPlan(plain, enforced)
