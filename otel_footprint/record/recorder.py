@@ -337,18 +337,20 @@ class ModelCall:
 
     def usage(self, *, input_tokens: int | None = None, output_tokens: int | None = None) -> None:
         """Token usage of the call (``gen_ai.usage.*``)."""
-        values = {
-            semconv.GEN_AI_USAGE_INPUT_TOKENS: input_tokens,
-            semconv.GEN_AI_USAGE_OUTPUT_TOKENS: output_tokens,
-        }
-        for key, value in values.items():
-            if value is None:
-                continue
-            if self.span is None:
-                self._staged_attributes[key] = value
-            elif self.span.is_recording() and not self.claimed:
-                # A claimed span's usage is its instrumentation's to record.
-                self.span.set_attribute(key, value)
+        for key, value in (
+            (semconv.GEN_AI_USAGE_INPUT_TOKENS, input_tokens),
+            (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens),
+        ):
+            if value is not None:
+                self._attribute(key, value)
+
+    def _attribute(self, key: str, value: int | str) -> None:
+        """An attribute of the pass's own span, staged until the span is there. A claimed span's
+        usage and frame are its instrumentation's to record."""
+        if self.span is None:
+            self._staged_attributes[key] = value
+        elif self.span.is_recording() and not self.claimed:
+            self.span.set_attribute(key, value)
 
     def event(self, event_type: str, payload: Mapping[str, Any]) -> None:
         """Any other upstream event type on this pass (e.g. ``skill.route_conflict``)."""
@@ -1048,14 +1050,8 @@ class Run:
             semconv.GEN_AI_OUTPUT_MESSAGES: output,
         }
         for key, value in values.items():
-            if value is None:
-                continue
-            text = json.dumps(list(value), ensure_ascii=False)
-            if call.span is None:
-                call._staged_attributes[key] = text  # lands with the pass's span
-            elif call.span.is_recording() and not call.claimed:
-                # A claimed span's frame is its instrumentation's to record.
-                call.span.set_attribute(key, text)
+            if value is not None:
+                call._attribute(key, json.dumps(list(value), ensure_ascii=False))
 
 
 @contextmanager
