@@ -246,19 +246,16 @@ def _exporter(exp: OtlpExporterSettings, endpoint_source: str) -> Forward:
     # The one endpoint rule (sdk/endpoint.py): the environment variables are already a layer of
     # the settings, so the rule reads no environment here; unknown schemes are refused.
     try:
-        protocol = endpoint_rule.resolve(url, exp.protocol, environ={}).protocol
+        resolved = endpoint_rule.resolve(url, exp.protocol, environ={})
     except endpoint_rule.EndpointError as error:
         raise ConfigError(f"{where}: {error}") from None
+    protocol = resolved.protocol
     if protocol == "grpc":
-        parts = _split_url(url, where)
-        if parts.port is None:
-            raise ConfigError(f"{where}: a gRPC endpoint needs a port, got {url!r}")
-        host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
-        target = f"{host}:{parts.port}"
+        target = resolved.target  # host:port (the rule refuses a gRPC endpoint without a port)
         if exp.insecure is not None:
             secure = not exp.insecure
         else:
-            secure = parts.scheme == "https" or exp.tls.ca_file is not None
+            secure = resolved.secure or exp.tls.ca_file is not None
         logs_target = target if exp.forward_logs else None
     else:
         if traces_url:
