@@ -26,7 +26,6 @@ class RunRow:
     """One decided run leg as the list shows it."""
 
     run_id: str
-    trace_id: str
     agent: str
     mode: str
     tone: str
@@ -130,7 +129,6 @@ class RunPageStore:
             sentence = witness_policy(verdict, self._options).scrub(sentence)
         return RunRow(
             run_id=verdict.run_id,
-            trace_id=verdict.trace_id,
             agent=decision.agent,
             mode=verdict.mode or NONE,
             tone=account.summary.tone if account is not None else NONE,
