@@ -169,9 +169,7 @@ class _ToolCall:
     end: UpstreamEvent | None = None
 
 
-def _event_attributes(
-    event: UpstreamEvent, composition: str | None = None
-) -> dict[str, AttributeValue]:
+def _event_attributes(event: UpstreamEvent, composition: str | None) -> dict[str, AttributeValue]:
     attributes = encode_payload(event.payload, composition_id=composition)
     if event.type == semconv.T_CONTEXT_INJECTED:
         # What riding costs: the characters this row put into the slot.

@@ -30,7 +30,7 @@ from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 COLUMNS = ("call", "span", "rode", "standing", "changes")
 
 
-def _pass_row(p: PassVerdict, failed: str | None = None) -> list[str]:
+def _pass_row(p: PassVerdict, failed: str | None) -> list[str]:
     changes = "; ".join(([failed] if failed else []) + [describe_change(c) for c in p.changes])
     if p.served_while_parked:
         changes += "; " if changes else ""
@@ -71,13 +71,12 @@ def _folds(p: PassVerdict, shown: PassVerdict, failed: Mapping[int, str]) -> boo
 
 
 def timeline_rows(
-    passes: Sequence[PassVerdict], failed: Mapping[int, str] | None = None
+    passes: Sequence[PassVerdict], failed: Mapping[int, str]
 ) -> list[list[str] | str]:
     """One row per call, except that calls which change nothing and leave everything as the call
     shown before them are folded into one line: ``calls 5–30: same as call 4``. ``failed``: what
     failed on which call (``check 1 failed``), said first in its changes; a failed call is never
     folded."""
-    failed = failed or {}
     rows: list[list[str] | str] = []
     shown: PassVerdict | None = None
     i = 0
