@@ -13,9 +13,16 @@ rounds. Two figures:
 - **decide**: ``decide_run`` with the account on the stuck run (30 passes, verify mode), µs of
   thread CPU per pass (``compare_decide.py``, ``bench_decide.py``'s method), on the same OTLP bytes.
 
+With ``--instructions`` (needs ``valgrind``), a third figure that other load on the machine does
+not move: the hop's pipeline in process (``compare_pipeline.py``: ingest, hold, release, decide,
+annotate, serialize, journal; no gRPC) on the same demo copies, in machine instructions per span
+counted by callgrind (a run of ``--ir-requests`` requests after the warm-up, minus a run of the
+warm-up alone). Once per tree, not per round: the count does not vary.
+
 Usage::
 
     .venv/bin/python benchmarks/compare.py --base 321e9b7 [--rounds 5] [--spans 20000] [--json]
+        [--instructions] [--ir-requests 20]
 
 A ratio above 1 means this checkout (or ``--head``) is faster than the base.
 """
@@ -26,6 +33,8 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -150,6 +159,32 @@ def decide_round(tree: Path, request: Path, batch: int, repeat: int) -> dict[str
     return result
 
 
+def instructions_per_span(tree: Path, tmp: Path, warmup: list[bytes], timed: list[bytes]) -> float:
+    """``compare_pipeline.py`` under callgrind against ``tree``'s package: the instructions of a run
+    with ``timed`` after ``warmup``, less those of ``warmup`` alone, per span of ``timed``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(tree), env.get("PYTHONPATH"))))
+    counts: list[int] = []
+    for name, requests in (("warmup", warmup), ("timed", warmup + timed)):
+        path = tmp / f"{name}.hex"
+        path.write_text("\n".join(r.hex() for r in requests))
+        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
+        argv += [str(HERE / "compare_pipeline.py"), str(path), "--warmup", str(len(warmup))]
+        done = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=False)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or found is None:
+            raise RuntimeError(
+                f"{tree}: compare_pipeline.py under callgrind failed:\n{done.stderr}"
+            )
+        package = json.loads(done.stdout)["package"]
+        if Path(package) != (tree / "otel_footprint").resolve():
+            raise RuntimeError(f"{tree}: the pipeline imported {package}")
+        counts.append(int(found.group(1)))
+    return (counts[1] - counts[0]) / sum(
+        _span_count(ExportTraceServiceRequest.FromString(r)) for r in timed
+    )
+
+
 @contextlib.contextmanager
 def checkout(rev: str, tmp: Path) -> Iterator[Path]:
     """``rev`` as a detached ``git worktree`` under ``tmp``, removed afterwards."""
@@ -184,7 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=20, help="decide: copies per timed batch")
     parser.add_argument("--repeat", type=int, default=5, help="decide: batches (best is kept)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the in-process pipeline's instructions per span (valgrind)",
+    )
+    parser.add_argument(
+        "--ir-requests", type=int, default=20, help="--instructions: timed requests (demo copies)"
+    )
     args = parser.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on the PATH")
     if min(args.rounds, args.spans, args.batch, args.repeat, args.threads) < 1:
         parser.error("--rounds, --spans, --batch, --repeat and --threads must be at least 1")
 
@@ -195,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     hop: dict[str, list[float]] = {"base": [], "head": []}
     decide: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
     loads: list[str] = [_load()]
+    instructions: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as d, contextlib.ExitStack() as stack:
         tmp = Path(d)
         stuck = tmp / "stuck.pb"
@@ -203,6 +249,16 @@ def main(argv: list[str] | None = None) -> int:
             "base": stack.enter_context(checkout(args.base, tmp)),
             "head": stack.enter_context(checkout(args.head, tmp)) if args.head else REPO,
         }
+        if args.instructions:
+            ir_warmup = demo_copies(demo, 2_000_000, 20)
+            ir_timed = demo_copies(demo, 3_000_000, max(1, args.ir_requests))
+            for name, tree in trees.items():
+                (tmp / f"ir-{name}").mkdir()
+                instructions[name] = instructions_per_span(
+                    tree, tmp / f"ir-{name}", ir_warmup, ir_timed
+                )
+                if not args.json:
+                    print(f"instructions: {name} {instructions[name]:,.0f} per span", flush=True)
         for i in range(args.rounds):
             order = ("base", "head") if i % 2 == 0 else ("head", "base")
             for name in order:
@@ -218,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"head {decide['head'][-1]['decide_us_per_pass']} µs/pass (load {loads[-1]})",
                     flush=True,
                 )
-    result = _summary(args, per, len(requests) * per, hop, decide, loads)
+    result = _summary(args, per, len(requests) * per, hop, decide, loads, instructions)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -233,6 +289,7 @@ def _summary(
     hop: dict[str, list[float]],
     decide: dict[str, list[dict[str, Any]]],
     loads: list[str],
+    instructions: dict[str, float],
 ) -> dict[str, Any]:
     def cut(name: str) -> dict[str, Any]:
         rows = decide[name]
@@ -248,6 +305,9 @@ def _summary(
         }
 
     base, head = cut("base"), cut("head")
+    for name, fig in (("base", base), ("head", head)):
+        if name in instructions:
+            fig["pipeline_instructions_per_span"] = round(instructions[name])
     return {
         "base": args.base,
         "head": args.head or "working tree",
@@ -261,6 +321,10 @@ def _summary(
         # > 1: head is faster. The hop: more spans per CPU-second; the decision: fewer µs per pass.
         "ratio_hop": round(head["hop_spans_per_cpu_second"] / base["hop_spans_per_cpu_second"], 3),
         "ratio_decide": round(base["decide_us_per_pass"] / head["decide_us_per_pass"], 3),
+        # Fewer instructions per span: faster (one count per tree: it does not vary).
+        "ratio_pipeline_instructions": round(instructions["base"] / instructions["head"], 3)
+        if instructions
+        else None,
         # The rounds are pairs run back to back: the median of their ratios shrugs off a round
         # in which a neighbour's load came and went.
         "ratio_hop_paired": round(
@@ -293,6 +357,12 @@ def _print(result: dict[str, Any]) -> None:
         f"with the account  ratio base/head {result['ratio_decide']} (paired rounds: "
         f"{result['ratio_decide_paired']})"
     )
+    if result["ratio_pipeline_instructions"] is not None:
+        print(
+            f"pipeline: base {base['pipeline_instructions_per_span']:,}  head "
+            f"{head['pipeline_instructions_per_span']:,} instructions per span (callgrind, in "
+            f"process)  ratio base/head {result['ratio_pipeline_instructions']}"
+        )
     for name, fig in (("base", base), ("head", head)):
         if fig["reasons"]:
             print(f"  note: the {name} tree's verdicts on {STUCK} carry reasons {fig['reasons']}")
