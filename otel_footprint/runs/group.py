@@ -41,7 +41,7 @@ from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.observed import observed_runs
 from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
-from otel_footprint.runs.slices import Steps, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, finish
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
 # Our own output events ride spans that may come back through the hop (a second pass, a replay of an
@@ -250,10 +250,11 @@ def group_runs_steps(
     *,
     observed: bool = False,
 ) -> Steps[list[RunSpans]]:
-    """:func:`group_runs` in steps (one per span, one per trace): see ``runs/slices.py``."""
+    """:func:`group_runs` in steps (one per :data:`STEP_SPANS` spans, one per trace): see
+    ``runs/slices.py``."""
     logs: Mapping[str, Sequence[SpanEventView]] = log_events or {}
     traces: dict[str, dict[str, _Node]] = {}
-    for view in spans:
+    for count, view in enumerate(spans, 1):
         role = role_of(view.attribute)
         # Only a span of no role needs its events looked at now: it matters only if it carries some.
         carries = (role is _OTHER or role is _AGENT) and (
@@ -264,7 +265,8 @@ def group_runs_steps(
         trace = traces.setdefault(view.trace_id, {})
         # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
         trace.setdefault(view.span_id, _Node(view, role, carries, marked, iteration))
-        yield None
+        if not count % STEP_SPANS:
+            yield None
 
     legs: list[RunSpans] = []
     for trace_id, nodes in traces.items():

@@ -41,7 +41,7 @@ from otel_footprint.runs.group import (
 from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.runs.slices import Steps, Ticket, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, Ticket, finish
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.sdk.verdict_metrics import UNKNOWN_AGENT, agent_of
 from otel_footprint.service import jsonlog
@@ -135,9 +135,10 @@ class FootprintAnnotation:
             # else not known until the spans are read.
             turn.declare(_own_run_keys(unit, members))
         views: dict[bytes, OtlpSpanView] = {}
-        for m in members:
+        for count, m in enumerate(members, 1):
             views[m.info.span_id] = OtlpSpanView(m.info.span)  # a held span is parsed here
-            yield None
+            if not count % STEP_SPANS:
+                yield None
         log_events: dict[str, Sequence[SpanEventView]] = {
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
@@ -209,7 +210,8 @@ class FootprintAnnotation:
             if view is not None:
                 apply_note(view.pb, note)
                 annotated += 1
-                yield None
+                if not annotated % STEP_SPANS:
+                    yield None
         if verdict is not None:
             complete, reasons = verdict.complete, tuple(r.code for r in verdict.reasons)
         else:
