@@ -38,13 +38,14 @@ from otel_footprint import semconv
 from otel_footprint.bridges.otlpjson import read_otlp_json_lines
 from otel_footprint.commands import cli
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
+from otel_footprint.engine.decide import run_span_keys
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.slices import WAIT, Slices, Steps, StoreTurns
 from otel_footprint.runs.store import MemoryRunStore
 from otel_footprint.sdk import FootprintSpanProcessor
 from otel_footprint.sdk.buffer import span_role
 from otel_footprint.sdk.decide import make_decider
-from otel_footprint.service.annotation import FootprintAnnotation, _own_run_keys
+from otel_footprint.service.annotation import FootprintAnnotation, _whole_run
 from otel_footprint.service.buffer import BufferLimits, RunBuffer
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
@@ -389,7 +390,8 @@ def test_a_units_run_store_keys_are_read_from_its_ids_only_when_no_other_run_can
 ) -> None:
     _, small_spans = long_and_small
     unit = _released_unit(encode_spans(small_spans))
-    assert _own_run_keys(unit, unit.members) == {"slices-3"}
+    whole = _whole_run(unit, unit.members)
+    assert whole is not None and run_span_keys([whole]) == {"slices-3"}
     # A tool span whose parent never arrived: grouping may make another run of an agent span
     # above it, so the keys are not told before the spans are read.
     request = encode_spans(small_spans)
@@ -398,4 +400,4 @@ def test_a_units_run_store_keys_are_read_from_its_ids_only_when_no_other_run_can
     tool.parent_span_id = b"\x01" * 8
     unit = _released_unit(request)
     assert any(m.span_id == tool.span_id for m in unit.members)
-    assert _own_run_keys(unit, unit.members) is None
+    assert _whole_run(unit, unit.members) is None

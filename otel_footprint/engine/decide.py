@@ -52,7 +52,7 @@ from otel_footprint.runs.passes import (
     latest_batch,
     read_run_steps,
 )
-from otel_footprint.runs.slices import Steps, Ticket, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, Ticket, finish
 from otel_footprint.runs.spans import SpanView
 from otel_footprint.runs.store import LegState, SessionState, StateError, session_key
 
@@ -124,12 +124,13 @@ def store_keys(runs: Iterable[RunSpans]) -> set[str]:
 def span_keys(spans: Iterable[SpanView]) -> Steps[set[str]]:
     """A superset of the run-store keys of the runs grouped from ``spans``, known before the
     grouping is (a long run's grouping takes several turns): the keys of every span grouping may
-    make a run span. In steps, one per span."""
+    make a run span. In steps, one per :data:`STEP_SPANS` spans."""
     keys: set[str] = set()
-    for view in spans:
+    for count, view in enumerate(spans, 1):
         if may_be_run_span(view):
             keys |= run_span_keys((view,))
-        yield None
+        if not count % STEP_SPANS:
+            yield None
     return keys
 
 

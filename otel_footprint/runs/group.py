@@ -41,7 +41,7 @@ from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.observed import observed_runs
 from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
-from otel_footprint.runs.slices import Steps, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, finish
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
 # Our own output events ride spans that may come back through the hop (a second pass, a replay of an
@@ -249,11 +249,18 @@ def group_runs_steps(
     log_events: Mapping[str, Sequence[SpanEventView]] | None = None,
     *,
     observed: bool = False,
+    whole: str | None = None,
 ) -> Steps[list[RunSpans]]:
-    """:func:`group_runs` in steps (one per span, one per trace): see ``runs/slices.py``."""
+    """:func:`group_runs` in steps (one per :data:`STEP_SPANS` spans, one per trace): see
+    ``runs/slices.py``.
+
+    ``whole``: the id (hex) of a span the caller knows every span's parent chain reaches through
+    ``spans`` (:func:`chains_reach`: the hop's buffer grouped them so). When it is their one run
+    span, every span's nearest run is known without walking a chain; the runs are the same.
+    """
     logs: Mapping[str, Sequence[SpanEventView]] = log_events or {}
     traces: dict[str, dict[str, _Node]] = {}
-    for view in spans:
+    for count, view in enumerate(spans, 1):
         role = role_of(view.attribute)
         # Only a span of no role needs its events looked at now: it matters only if it carries some.
         carries = (role is _OTHER or role is _AGENT) and (
@@ -264,14 +271,15 @@ def group_runs_steps(
         trace = traces.setdefault(view.trace_id, {})
         # Keep the role-bearing copy if a span id repeats (a retried export): first one wins.
         trace.setdefault(view.span_id, _Node(view, role, carries, marked, iteration))
-        yield None
+        if not count % STEP_SPANS:
+            yield None
 
     legs: list[RunSpans] = []
     for trace_id, nodes in traces.items():
         if observed and not _recorded(nodes, logs):
             legs.extend(_observed_legs(trace_id, nodes))
         else:
-            legs.extend(_group_trace(trace_id, nodes, logs))
+            legs.extend(_group_trace(trace_id, nodes, logs, whole))
         yield None
     legs.sort(key=lambda leg: (leg.start_time_unix_nano, leg.trace_id, leg.run_span_id or ""))
     return legs
@@ -377,10 +385,47 @@ def _settle_runs(nodes: Mapping[str, _Node]) -> None:
             node.carries = True
 
 
+def chains_reach(run_span_id: bytes, parents: Mapping[bytes, bytes]) -> bool:
+    """Whether the parent chain of every span in ``parents`` (span id -> parent id) reaches
+    ``run_span_id`` through the spans there (a cycle, or a parent not there, breaks a chain).
+    Read from the ids alone: what ``whole`` of :func:`group_runs_steps` asks of its caller."""
+    reaches = {run_span_id: True}
+    for span_id in parents:
+        path: dict[bytes, None] = {}
+        current: bytes | None = span_id
+        while current is not None and current not in reaches:
+            if current in path or current not in parents:
+                current = None  # a cycle, or a parent not among the spans: broken
+                break
+            path[current] = None
+            current = parents[current]
+        found = current is not None and reaches[current]
+        for visited in path:
+            reaches[visited] = found
+        if not found:
+            return False
+    return True
+
+
+def _sole_run(nodes: Mapping[str, _Node], run_span_id: str) -> bool:
+    """Whether ``run_span_id`` is the trace's one run span, and not under a span of its run
+    (then settling the runs changes nothing, and every chain that reaches it ends there)."""
+    node = nodes.get(run_span_id)
+    if node is None or node.role is not _RUN or node.view.parent_span_id in nodes:
+        return False
+    return sum(1 for n in nodes.values() if n.role is _RUN) == 1
+
+
 def _group_trace(
-    trace_id: str, nodes: Mapping[str, _Node], logs: Mapping[str, Sequence[SpanEventView]]
+    trace_id: str,
+    nodes: Mapping[str, _Node],
+    logs: Mapping[str, Sequence[SpanEventView]],
+    whole: str | None = None,
 ) -> list[RunSpans]:
-    _settle_runs(nodes)
+    if whole is not None and not _sole_run(nodes, whole):
+        whole = None
+    if whole is None:
+        _settle_runs(nodes)
     for node in nodes.values():
         if node.role is _AGENT:  # a container of a recorded run
             node.role = _OTHER
@@ -394,7 +439,7 @@ def _group_trace(
             continue
         if node.role is _OTHER and not node.carries:
             continue
-        owner = _nearest_run(span_id, nodes, memo)
+        owner = whole or _nearest_run(span_id, nodes, memo)
         if owner is False:
             owner = only_run
         if isinstance(owner, str):

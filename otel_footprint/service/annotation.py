@@ -34,6 +34,7 @@ from otel_footprint.engine.decide import (
 from otel_footprint.engine.verdict import RunVerdict
 from otel_footprint.runs.group import (
     RunSpans,
+    chains_reach,
     group_runs_steps,
     incomplete_for,
     recorder_input,
@@ -41,7 +42,7 @@ from otel_footprint.runs.group import (
 from otel_footprint.runs.holding import reason_for
 from otel_footprint.runs.model import Reason, RunStore
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.runs.slices import Steps, Ticket, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, Ticket, finish
 from otel_footprint.runs.spans import OtlpSpanView, SpanEventView
 from otel_footprint.sdk.verdict_metrics import UNKNOWN_AGENT, agent_of
 from otel_footprint.service import jsonlog
@@ -130,14 +131,20 @@ class FootprintAnnotation:
             # need no view: group_runs would only drop them, and a chain broken by leaving them out
             # still leads to the one run span here.
             members = [m for m in members if m.info.runish or m.info.span_id in unit.log_events]
+        # Whether every member's parent chain reaches the unit's run span (the usual case): then
+        # grouping can make no run but that one, its keys are known before the spans are read,
+        # and grouping needs no chain walked again.
+        whole = _whole_run(unit, members)
         if turn is not None:
-            # Known at once when grouping cannot find a run other than the unit's own (below);
-            # else not known until the spans are read.
-            turn.declare(_own_run_keys(unit, members))
+            # Else the keys are not known until the spans are read.
+            turn.declare(None if whole is None else run_span_keys([whole]))
         views: dict[bytes, OtlpSpanView] = {}
-        for m in members:
-            views[m.info.span_id] = OtlpSpanView(m.info.span)  # a held span is parsed here
-            yield None
+        for count, m in enumerate(members, 1):
+            # A held span is parsed here (the run span already was, for its keys).
+            view = whole if whole is not None and m is unit.run_span else OtlpSpanView(m.info.span)
+            views[m.info.span_id] = view
+            if not count % STEP_SPANS:
+                yield None
         log_events: dict[str, Sequence[SpanEventView]] = {
             span_id.hex(): [e.event for e in events] for span_id, events in unit.log_events.items()
         }
@@ -146,7 +153,10 @@ class FootprintAnnotation:
             # release behind this one need not wait for the whole grouping of a long run.
             turn.declare((yield from span_keys(views.values())))
         runs = yield from group_runs_steps(
-            views.values(), log_events, observed=self.engine_options.observed
+            views.values(),
+            log_events,
+            observed=self.engine_options.observed,
+            whole=None if whole is None else whole.span_id,
         )
         if turn is not None:
             turn.declare(store_keys(runs))
@@ -209,7 +219,8 @@ class FootprintAnnotation:
             if view is not None:
                 apply_note(view.pb, note)
                 annotated += 1
-                yield None
+                if not annotated % STEP_SPANS:
+                    yield None
         if verdict is not None:
             complete, reasons = verdict.complete, tuple(r.code for r in verdict.reasons)
         else:
@@ -255,33 +266,17 @@ class FootprintAnnotation:
 _NO_RUN = Reason("no-run-span", "footprint events without a run span")
 
 
-def _own_run_keys(unit: RunUnit, members: Sequence[HeldSpan]) -> set[str] | None:
-    """The run-store keys of the unit's own run when grouping ``members`` can make no other run
-    (None when that cannot be told without reading every span). The buffer made the unit's run
-    span the only run span among them; grouping makes another run only of an agent span that
-    footprint events with no run above them (a broken parent chain) lead to. When every member's
-    parent chain, through the members, reaches the run span, there is none: read from the ids
-    alone, without parsing the held spans."""
+def _whole_run(unit: RunUnit, members: Sequence[HeldSpan]) -> OtlpSpanView | None:
+    """The unit's run span when every one of ``members`` reaches it by its parent chain through
+    the others (:func:`chains_reach`, from the ids alone, without parsing the held spans), else
+    None. The buffer made it the only run span among them; grouping makes another run only of an
+    agent span that footprint events with no run above them (a broken chain) lead to."""
     run_span = unit.run_span
-    if run_span is None:
+    if run_span is None or not chains_reach(
+        run_span.span_id, {m.span_id: m.parent_id for m in members}
+    ):
         return None
-    parent = {m.span_id: m.parent_id for m in members}
-    reaches = {run_span.span_id: True}
-    for member in members:
-        path: dict[bytes, None] = {}
-        current: bytes | None = member.span_id
-        while current is not None and current not in reaches:
-            if current in path or current not in parent:
-                current = None  # a cycle, or a parent not among the members: broken
-                break
-            path[current] = None
-            current = parent[current]
-        found = current is not None and reaches[current]
-        for span_id in path:
-            reaches[span_id] = found
-        if not found:
-            return None
-    return run_span_keys([OtlpSpanView(run_span.span)])
+    return OtlpSpanView(run_span.span)
 
 
 def _as_note(note: object) -> SpanNote:
