@@ -10,6 +10,7 @@ serialized), the ones it annotates carry their notes.
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 
 from hypothesis import given
@@ -21,7 +22,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
 from otel_footprint.service.annotation import FootprintAnnotation
-from otel_footprint.service.buffer import BufferLimits
+from otel_footprint.service.buffer import BufferLimits, RunBuffer
 from otel_footprint.service.journal import Journal
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.otlp import (
@@ -33,7 +34,7 @@ from otel_footprint.service.otlp import (
     with_ids,
     without_ids,
 )
-from otel_footprint.service.pipeline import Pipeline, PipelineOptions
+from otel_footprint.service.pipeline import Pipeline, PipelineOptions, classify
 
 _ids = st.sampled_from([b""]) | st.binary(min_size=1, max_size=20)
 _spans = st.builds(
@@ -155,3 +156,29 @@ def test_a_span_the_decision_never_reads_leaves_as_its_sender_wrote_it(tmp_path:
     assert out[http.span_id] == sent
     assert semconv.RUN_COMPLETE.encode() in out[run.span_id]
     assert Span.FromString(out[run.span_id]).trace_state == "vendor=1"
+
+
+def test_a_run_that_ended_is_written_only_where_its_notes_say() -> None:
+    """The contract the pipeline relies on (AnnotationStage): a span of an ended release that the
+    decision parsed but named in no note is unchanged, so it leaves as held, unserialized."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_hop import build_requests
+
+    buffer = RunBuffer(BufferLimits(release_grace=1.0, max_wait=600.0))
+    for seq, payload in enumerate(build_requests(200, 0, content=True), 1):
+        request = ExportTraceServiceRequest.FromString(payload)
+        hold, _, _ = buffer.route(classify(request, payload))
+        buffer.hold(hold, seq, now=0.0)
+    releases = [r for r in buffer.poll(5.0) if r.cause == "ended"]
+    stage = FootprintAnnotation()
+    read = unnoted = 0
+    for release in releases:
+        notes = {sid for d in stage.annotate(release) for sid in d.notes}
+        noted = notes | release.late_notes.keys()
+        for held in release.spans():
+            whole = held.wire(noted=False)
+            if held.wire(noted=True) == whole:
+                continue  # never parsed, or parsed and left as it was
+            read += 1
+            unnoted += held.span_id not in noted
+    assert read and not unnoted, (read, unnoted)

@@ -150,7 +150,7 @@ class HeldSpan:
     def __init__(
         self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
     ) -> None:
-        self._data: bytes | Span = without_ids(info.wire)
+        self._data: bytes | tuple[bytes, Span] = without_ids(info.wire)
         self.origin = origin
         self.runish = info.runish
         self.trace_id = trace_id
@@ -162,7 +162,7 @@ class HeldSpan:
     def size(self) -> int:
         """Bytes it holds: its wire bytes (ids left out) and its record."""
         data = self._data
-        return (len(data) if isinstance(data, bytes) else data.ByteSize()) + HELD_SPAN_OVERHEAD
+        return len(data if isinstance(data, bytes) else data[0]) + HELD_SPAN_OVERHEAD
 
     @property
     def info(self) -> HeldSpan:
@@ -171,24 +171,29 @@ class HeldSpan:
 
     @property
     def span(self) -> Span:
-        """The protobuf span, parsed from the held bytes on first use (then annotated in place)."""
+        """The protobuf span, parsed from the held bytes on first use (then annotated in place;
+        the bytes are kept beside it, for :meth:`wire`)."""
         data = self._data
         if isinstance(data, bytes):
-            data = self._data = Span.FromString(data)
-            data.trace_id, data.span_id, data.parent_span_id = (
+            span = Span.FromString(data)
+            span.trace_id, span.span_id, span.parent_span_id = (
                 self.trace_id,
                 self.span_id,
                 self.parent_id,
             )
-        return data
+            self._data = (data, span)
+            return span
+        return data[1]
 
-    def wire(self) -> bytes:
-        """The span's bytes to forward: as held, ids written back, unless it was parsed (then
-        serialized once: the decision may have written notes onto it)."""
+    def wire(self, noted: bool = True) -> bytes:
+        """The span's bytes to forward: serialized (once) if it was parsed and ``noted`` (the
+        decision may have written onto it), else as held with the ids written back."""
         data = self._data
-        if isinstance(data, bytes):
-            return with_ids(data, self.trace_id, self.span_id, self.parent_id)
-        return data.SerializeToString()
+        if not isinstance(data, bytes):
+            if noted:
+                return data[1].SerializeToString()
+            data = data[0]
+        return with_ids(data, self.trace_id, self.span_id, self.parent_id)
 
 
 @dataclass(slots=True, eq=False)

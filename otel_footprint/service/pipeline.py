@@ -560,9 +560,11 @@ class Pipeline:
         other releases took in between count (that is the delay the trace sees)."""
         started = time.perf_counter()
         decisions: list[Decision] = []
+        failed = False
         try:
             decisions = yield from self.stage.annotate_steps(release, turn)
         except Exception:  # the spans must flow on whatever the engine does
+            failed = True
             self.metrics.decision_errors.inc()
             _log.exception(
                 "deciding a released trace failed; forwarding it unannotated",
@@ -592,10 +594,17 @@ class Pipeline:
         annotations: list[Annotation] = []
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
-        payload = _serialize([(h.origin, h.wire()) for h in release.spans()])
         notes: dict[bytes, object] = {}
         for d in decisions:
             notes.update(d.notes)
+        if release.cause == "ended" and not failed:
+            # A run that ended is noted only where its decisions' notes and the cached notes of
+            # its late spans say (AnnotationStage): a span read but not noted leaves as held.
+            noted = notes.keys() | release.late_notes.keys()
+            items = [(h.origin, h.wire(h.span_id in noted)) for h in release.spans()]
+        else:
+            items = [(h.origin, h.wire()) for h in release.spans()]
+        payload = _serialize(items)
         pack = PackedNotes(notes) if notes else None
         return _Decided(release, decisions, payload, count, annotations, notes, pack)
 
