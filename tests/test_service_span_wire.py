@@ -89,7 +89,7 @@ def test_a_requests_bytes_give_each_span_in_order(request: ExportTraceServiceReq
     wire = request.SerializeToString()
     expected = [span.SerializeToString() for _, span in iter_spans(request)]
     assert span_wires(request, wire) == expected
-    # An unknown group in a block (wire type 3, never written by OTLP senders): each span is
+    # An unknown field in a block (a group, never written by OTLP senders): each span is
     # serialized instead of read from the bytes.
     if request.resource_spans:
         odd = ExportTraceServiceRequest.FromString(wire + b"\x0a\x02\x2b\x2c")

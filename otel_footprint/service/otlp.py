@@ -348,9 +348,9 @@ def _field(tag: int, payload: bytes, chunks: list[bytes]) -> int:
 def serialize_request(groups: Mapping[bytes, tuple[Origin, Sequence[Span | bytes]]]) -> bytes:
     """The wire bytes of ``build_request(groups).SerializeToString()``, without copying a span:
     each span is serialized where it stands (or given as its bytes) and the enclosing messages
-    are written around it
-    (fields in number order, as protobuf writes them; tests compare both ways). Each enclosing
-    message's length is summed from its parts, so the bytes are joined once, at the end."""
+    are written around it (fields in number order, as protobuf writes them; tests compare both
+    ways). Each enclosing message's length is summed from its parts, so the bytes are joined
+    once, at the end."""
     resources: dict[bytes, tuple[Origin, list[tuple[list[bytes], int]]]] = {}
     for origin, spans in groups.values():
         if not spans:
@@ -407,26 +407,19 @@ def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def _fields_of(data: bytes, start: int, end: int, tag: int) -> list[tuple[int, int]]:
-    """Where the payloads of the length-delimited fields ``tag`` (one byte) lie in the message
-    ``data[start:end]``, in order; every other field skipped by its wire type."""
+    """Where the payloads of the fields ``tag`` (one byte) lie in the message ``data[start:end]``,
+    in order. Every field of a request, resource and scope block is length-delimited: any other
+    (an unknown field) raises ValueError."""
     found: list[tuple[int, int]] = []
     pos = start
     while pos < end:
         key, pos = _varint_at(data, pos)
-        kind = key & 7
-        if kind == 2:
-            size, pos = _varint_at(data, pos)
-            if key == tag:
-                found.append((pos, pos + size))
-            pos += size
-        elif kind == 0:
-            pos = _varint_at(data, pos)[1]
-        elif kind == 1:
-            pos += 8
-        elif kind == 5:
-            pos += 4
-        else:
-            raise ValueError(f"wire type {kind} (a group) in a traces request")
+        if key & 7 != 2:
+            raise ValueError(f"field {key >> 3} of wire type {key & 7} in a traces request")
+        size, pos = _varint_at(data, pos)
+        if key == tag:
+            found.append((pos, pos + size))
+        pos += size
     if pos != end:
         raise ValueError("a field runs past the end of its message")
     return found
@@ -436,7 +429,7 @@ def span_wires(request: ExportTraceServiceRequest, wire: bytes) -> list[bytes]:
     """Each span's own bytes as ``wire`` (the request's serialized form) holds them, in the order
     of :func:`iter_spans`: a span kept or forwarded as it came is never serialized again.
     Read from the tags alone (repeated fields parse in the order they are written); should
-    ``wire`` hold what this reading does not follow (an unknown group), each span is serialized."""
+    ``wire`` hold what this reading does not follow (an unknown field), each span is serialized."""
     try:
         found = [
             wire[a:b]
