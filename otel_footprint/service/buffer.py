@@ -176,11 +176,8 @@ class HeldSpan:
         data = self._data
         if isinstance(data, bytes):
             span = Span.FromString(data)
-            span.trace_id, span.span_id, span.parent_span_id = (
-                self.trace_id,
-                self.span_id,
-                self.parent_id,
-            )
+            span.trace_id, span.span_id = self.trace_id, self.span_id
+            span.parent_span_id = self.parent_id
             self._data = (data, span)
             return span
         return data[1]

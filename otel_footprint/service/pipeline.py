@@ -597,14 +597,13 @@ class Pipeline:
         notes: dict[bytes, object] = {}
         for d in decisions:
             notes.update(d.notes)
-        if release.cause == "ended" and not failed:
-            # A run that ended is noted only where its decisions' notes and the cached notes of
-            # its late spans say (AnnotationStage): a span read but not noted leaves as held.
-            noted = notes.keys() | release.late_notes.keys()
-            items = [(h.origin, h.wire(h.span_id in noted)) for h in release.spans()]
-        else:
-            items = [(h.origin, h.wire()) for h in release.spans()]
-        payload = _serialize(items)
+        # A run that ended is noted only where its decisions' notes and the cached notes of its
+        # late spans say (AnnotationStage): a span read but not noted leaves as held.
+        ended = release.cause == "ended" and not failed
+        noted = notes.keys() | release.late_notes.keys()
+        payload = _serialize(
+            [(h.origin, h.wire(not ended or h.span_id in noted)) for h in release.spans()]
+        )
         pack = PackedNotes(notes) if notes else None
         return _Decided(release, decisions, payload, count, annotations, notes, pack)
 
