@@ -51,6 +51,7 @@ def info(span: Span) -> SpanInfo:
         bytes(span.trace_id),
         bytes(span.span_id),
         bytes(span.parent_span_id),
+        span.SerializeToString(),
     )
 
 

@@ -70,7 +70,10 @@ class Decision:
 
 
 class AnnotationStage(Protocol):
-    """Decides released runs and writes the result onto their protobuf spans, in place."""
+    """Decides released runs and writes the result onto their protobuf spans, in place.
+
+    On a release that ended (cause ``ended``), only onto the spans its decisions' ``notes`` or the
+    release's ``late_notes`` name: the pipeline forwards the others as they were held."""
 
     def annotate(self, release: Release) -> list[Decision]: ...
 

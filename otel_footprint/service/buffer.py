@@ -26,7 +26,7 @@ from otel_footprint.runs import holding
 from otel_footprint.runs.holding import Cause, HoldLimits, Limit, RunHolding
 from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.spans import SpanEventView
-from otel_footprint.service.otlp import Origin
+from otel_footprint.service.otlp import Origin, with_ids, without_ids
 
 __all__ = ["BufferLimits", "Cause", "Limit", "Release", "RunBuffer", "RunUnit", "SpanInfo"]
 
@@ -47,6 +47,8 @@ class SpanInfo:
     trace_id: bytes
     span_id: bytes
     parent_id: bytes
+    wire: bytes
+    """The span's bytes as they came (sliced from its request: never serialized again)."""
     client: object = None
     """Who sent it (the limits release the oldest trace of the client holding the most)."""
 
@@ -138,8 +140,9 @@ class HeldSpan:
     """A held span as it arrived on the wire (its bytes), with what routing and grouping read.
 
     Holding the parsed protobuf span would cost ~5x its wire size (and keep its whole request's
-    arena alive); the span is parsed again only when its run is released (:attr:`span`, once).
-    Its ids are kept once, as the buffer's keys, and left out of the held bytes.
+    arena alive); the span is parsed only if its run's decision reads it (:attr:`span`, once),
+    and forwarded from its bytes if nothing did (:meth:`wire`). Its ids are kept once, as the
+    buffer's keys, and left out of the held bytes.
     """
 
     __slots__ = ("_data", "origin", "parent_id", "runish", "seq", "span_id", "trace_id")
@@ -147,10 +150,7 @@ class HeldSpan:
     def __init__(
         self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
     ) -> None:
-        span = info.span
-        _set_ids(span, b"", b"", b"")  # proto3: an empty id is not written
-        self._data: bytes | Span = span.SerializeToString()
-        _set_ids(span, trace_id, info.span_id, parent_id)
+        self._data: bytes | tuple[bytes, Span] = without_ids(info.wire)
         self.origin = origin
         self.runish = info.runish
         self.trace_id = trace_id
@@ -162,7 +162,7 @@ class HeldSpan:
     def size(self) -> int:
         """Bytes it holds: its wire bytes (ids left out) and its record."""
         data = self._data
-        return (len(data) if isinstance(data, bytes) else data.ByteSize()) + HELD_SPAN_OVERHEAD
+        return len(data if isinstance(data, bytes) else data[0]) + HELD_SPAN_OVERHEAD
 
     @property
     def info(self) -> HeldSpan:
@@ -171,16 +171,26 @@ class HeldSpan:
 
     @property
     def span(self) -> Span:
-        """The protobuf span, parsed from the held bytes on first use (then annotated in place)."""
+        """The protobuf span, parsed from the held bytes on first use (then annotated in place;
+        the bytes are kept beside it, for :meth:`wire`)."""
         data = self._data
         if isinstance(data, bytes):
-            data = self._data = Span.FromString(data)
-            _set_ids(data, self.trace_id, self.span_id, self.parent_id)
-        return data
+            span = Span.FromString(data)
+            span.trace_id, span.span_id = self.trace_id, self.span_id
+            span.parent_span_id = self.parent_id
+            self._data = (data, span)
+            return span
+        return data[1]
 
-
-def _set_ids(span: Span, trace_id: bytes, span_id: bytes, parent_id: bytes) -> None:
-    span.trace_id, span.span_id, span.parent_span_id = trace_id, span_id, parent_id
+    def wire(self, noted: bool = True) -> bytes:
+        """The span's bytes to forward: serialized (once) if it was parsed and ``noted`` (the
+        decision may have written onto it), else as held with the ids written back."""
+        data = self._data
+        if not isinstance(data, bytes):
+            if noted:
+                return data[1].SerializeToString()
+            data = data[0]
+        return with_ids(data, self.trace_id, self.span_id, self.parent_id)
 
 
 @dataclass(slots=True, eq=False)

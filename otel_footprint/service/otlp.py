@@ -12,9 +12,9 @@ import binascii
 import json
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -41,6 +41,7 @@ TRACE_SERVICE: Final = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE: Final = "opentelemetry.proto.collector.logs.v1.LogsService"
 
 Signal = Literal["traces", "logs"]
+S = TypeVar("S", Span, bytes, Span | bytes)
 
 
 class BadRequestError(Exception):
@@ -344,11 +345,12 @@ def _field(tag: int, payload: bytes, chunks: list[bytes]) -> int:
     return len(head) + len(payload)
 
 
-def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> bytes:
+def serialize_request(groups: Mapping[bytes, tuple[Origin, Sequence[Span | bytes]]]) -> bytes:
     """The wire bytes of ``build_request(groups).SerializeToString()``, without copying a span:
-    each span is serialized where it stands and the enclosing messages are written around it
-    (fields in number order, as protobuf writes them; tests compare both ways). Each enclosing
-    message's length is summed from its parts, so the bytes are joined once, at the end."""
+    each span is serialized where it stands (or given as its bytes) and the enclosing messages
+    are written around it (fields in number order, as protobuf writes them; tests compare both
+    ways). Each enclosing message's length is summed from its parts, so the bytes are joined
+    once, at the end."""
     resources: dict[bytes, tuple[Origin, list[tuple[list[bytes], int]]]] = {}
     for origin, spans in groups.values():
         if not spans:
@@ -360,7 +362,8 @@ def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> byte
         chunks: list[bytes] = []
         size = _field(_FIELD_1, origin.scope.SerializeToString(), chunks)
         for span in spans:
-            size += _field(_FIELD_2, span.SerializeToString(), chunks)
+            data = span if isinstance(span, bytes) else span.SerializeToString()
+            size += _field(_FIELD_2, data, chunks)
         if origin.scope_schema_url:
             size += _field(_FIELD_3, origin.scope_schema_url.encode(), chunks)
         entry[1].append((chunks, size))
@@ -380,8 +383,8 @@ def serialize_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> byte
     return b"".join(out)
 
 
-def group_spans(items: list[tuple[Origin, Span]]) -> dict[bytes, tuple[Origin, list[Span]]]:
-    groups: dict[bytes, tuple[Origin, list[Span]]] = {}
+def group_spans(items: Iterable[tuple[Origin, S]]) -> dict[bytes, tuple[Origin, list[S]]]:
+    groups: dict[bytes, tuple[Origin, list[S]]] = {}
     for origin, span in items:
         entry = groups.get(origin.key)
         if entry is None:
@@ -389,6 +392,95 @@ def group_spans(items: list[tuple[Origin, Span]]) -> dict[bytes, tuple[Origin, l
         else:
             entry[1].append(span)
     return groups
+
+
+def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it (IndexError past the end)."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields_of(data: bytes, start: int, end: int, tag: int) -> list[tuple[int, int]]:
+    """Where the payloads of the fields ``tag`` (one byte) lie in the message ``data[start:end]``,
+    in order. Every field of a request, resource and scope block is length-delimited: any other
+    (an unknown field) raises ValueError."""
+    found: list[tuple[int, int]] = []
+    pos = start
+    while pos < end:
+        key, pos = _varint_at(data, pos)
+        if key & 7 != 2:
+            raise ValueError(f"field {key >> 3} of wire type {key & 7} in a traces request")
+        size, pos = _varint_at(data, pos)
+        if key == tag:
+            found.append((pos, pos + size))
+        pos += size
+    if pos != end:
+        raise ValueError("a field runs past the end of its message")
+    return found
+
+
+def span_wires(request: ExportTraceServiceRequest, wire: bytes) -> list[bytes]:
+    """Each span's own bytes as ``wire`` (the request's serialized form) holds them, in the order
+    of :func:`iter_spans`: a span kept or forwarded as it came is never serialized again.
+    Read from the tags alone (repeated fields parse in the order they are written); should
+    ``wire`` hold what this reading does not follow (an unknown field), each span is serialized."""
+    try:
+        found = [
+            wire[a:b]
+            for rs in _fields_of(wire, 0, len(wire), _FIELD_1)
+            for ss in _fields_of(wire, *rs, _FIELD_2)
+            for a, b in _fields_of(wire, *ss, _FIELD_2)
+        ]
+    except (IndexError, ValueError):
+        found = []
+    if len(found) != count_spans(request):
+        found = [span.SerializeToString() for _, span in iter_spans(request)]
+    return found
+
+
+_TRACE_ID: Final = b"\x0a\x10"
+_SPAN_ID: Final = b"\x12\x08"
+_PARENT_ID: Final = b"\x22\x08"
+_TRACE_STATE: Final = 0x1A
+"""The leading fields of a span as protobuf writes them, in number order: trace_id (1, 16 bytes),
+span_id (2, 8 bytes), trace_state (3) and parent_span_id (4, 8 bytes)."""
+
+
+def without_ids(data: bytes) -> bytes:
+    """A span's bytes without its id fields where protobuf writes them (first, trace_state between
+    span and parent id). Ids written elsewhere, or of another length, stay: restored in front of
+    them by :func:`with_ids`, the later copy still wins, so the span parses the same."""
+    pos = 18 if data.startswith(_TRACE_ID) else 0
+    if data.startswith(_SPAN_ID, pos):
+        pos += 10
+    if pos < len(data) and data[pos] == _TRACE_STATE:
+        size, end = _varint_at(data, pos + 1)
+        end += size
+        if data.startswith(_PARENT_ID, end):
+            return data[pos:end] + data[end + 10 :]
+    elif data.startswith(_PARENT_ID, pos):
+        pos += 10
+    return data[pos:] if pos else data
+
+
+def with_ids(data: bytes, trace_id: bytes, span_id: bytes, parent_id: bytes) -> bytes:
+    """The span of :func:`without_ids` whole again: the ids written back where protobuf writes
+    them (the bytes it serializes, when it wrote ``data``'s span)."""
+    head = _head(0x0A, len(trace_id)) + trace_id if trace_id else b""
+    if span_id:
+        head += _head(0x12, len(span_id)) + span_id
+    parent = _head(0x22, len(parent_id)) + parent_id if parent_id else b""
+    if data[:1] == b"\x1a":
+        size, end = _varint_at(data, 1)
+        end += size
+        return b"".join((head, data[:end], parent, data[end:]))
+    return b"".join((head, parent, data))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ from otel_footprint.service.otlp import (
     iter_spans,
     serialize_request,
     span_role,
+    span_wires,
 )
 from otel_footprint.service.phoenix import PhoenixAnnotations
 from otel_footprint.service.verdicts import VerdictLog
@@ -110,8 +111,9 @@ class PipelineOptions:
     limits: BufferLimits = field(default_factory=BufferLimits)
 
 
-def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
-    """Every span of a request with its role (reads only the recognition keys and event names).
+def classify(request: ExportTraceServiceRequest, wire: bytes | None = None) -> list[SpanInfo]:
+    """Every span of a request with its role (reads only the recognition keys and event names)
+    and its bytes as ``wire`` (the request's serialized form, if known) holds them.
 
     A span's client is its resource (the sending service): the buffer's limits release the oldest
     trace of the client holding the most, so one client's flood cannot evict the others' runs.
@@ -119,7 +121,8 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
     out: list[SpanInfo] = []
     other, agent = SpanRole.OTHER, SpanRole.AGENT
     clients: dict[int, bytes] = {}
-    for origin, span in iter_spans(request):
+    wires = span_wires(request, request.SerializeToString() if wire is None else wire)
+    for (origin, span), data in zip(iter_spans(request), wires, strict=True):
         client = clients.get(id(origin))
         if client is None:
             client = clients[id(origin)] = origin.resource.SerializeToString(deterministic=True)
@@ -135,15 +138,16 @@ def classify(request: ExportTraceServiceRequest) -> list[SpanInfo]:
                 span.trace_id,
                 span.span_id,
                 span.parent_span_id,
+                data,
                 client,
             )
         )
     return out
 
 
-def _serialize(items: Sequence[tuple[Origin, Span]]) -> bytes:
+def _serialize(items: Sequence[tuple[Origin, Span | bytes]]) -> bytes:
     # Written around each span's own bytes: copying every span into a request first cost ~3%.
-    return serialize_request(group_spans(list(items)))
+    return serialize_request(group_spans(items))
 
 
 RSS_LOW_WATER = 0.1
@@ -245,7 +249,7 @@ class Pipeline:
             for record, payload in replay.held:
                 if record.kind == KIND_HELD_TRACES:
                     request = ExportTraceServiceRequest.FromString(payload)
-                    infos = classify(request)
+                    infos = classify(request, payload)
                     self._forced.extend(self.buffer.hold(infos, record.seq, now))
                     if not self.buffer.holds_record(record.seq):
                         # Every span a duplicate of one held from an earlier record.
@@ -331,24 +335,25 @@ class Pipeline:
             self.metrics.spans_queued.inc(total)
             return total
         self._admit(locked=False)
-        infos = classify(request)
+        infos = classify(request, wire)
         late_annotated = 0
         duplicate: int | None = None
         with self._lock:
             self._admit()
             hold, late, passed = self.buffer.route(infos)
+            outbound: list[tuple[Origin, Span | bytes]] = [(s.origin, s.wire) for s in passed]
             for item in late:
                 if self._annotate_late(item):
                     late_annotated += 1
+                    outbound.append((item.info.origin, item.info.span))
+                else:
+                    outbound.append((item.info.origin, item.info.wire))
             records: list[tuple[int, bytes, int]] = []
             if hold:
                 payload = (
-                    wire if len(hold) == total else _serialize([(s.origin, s.span) for s in hold])
+                    wire if len(hold) == total else _serialize([(s.origin, s.wire) for s in hold])
                 )
                 records.append((KIND_HELD_TRACES, payload, len(hold)))
-            outbound = [(s.origin, s.span) for s in passed] + [
-                (x.info.origin, x.info.span) for x in late
-            ]
             if outbound:
                 untouched = len(outbound) == total and late_annotated == 0
                 payload = wire if untouched else _serialize(outbound)
@@ -555,9 +560,11 @@ class Pipeline:
         other releases took in between count (that is the delay the trace sees)."""
         started = time.perf_counter()
         decisions: list[Decision] = []
+        failed = False
         try:
             decisions = yield from self.stage.annotate_steps(release, turn)
         except Exception:  # the spans must flow on whatever the engine does
+            failed = True
             self.metrics.decision_errors.inc()
             _log.exception(
                 "deciding a released trace failed; forwarding it unannotated",
@@ -580,19 +587,25 @@ class Pipeline:
                     hook(d)
                 except Exception:  # a reader's copy must not hold the spans back
                     _log.exception("cannot hand a decided run to a reader")
-        spans = [h.info.span for h in release.spans()]
-        if not spans:
+        count = release.span_count
+        if not count:
             return _Decided(release, decisions, None, 0, [])
         self.metrics.decision_latency.record(elapsed)
         annotations: list[Annotation] = []
         if self.phoenix is not None and decisions:
             annotations = self.phoenix.annotations_for(release, decisions)
-        payload = _serialize([(h.info.origin, h.info.span) for h in release.spans()])
         notes: dict[bytes, object] = {}
         for d in decisions:
             notes.update(d.notes)
+        # A run that ended is noted only where its decisions' notes and the cached notes of its
+        # late spans say (AnnotationStage): a span read but not noted leaves as held.
+        ended = release.cause == "ended" and not failed
+        noted = notes.keys() | release.late_notes.keys()
+        payload = _serialize(
+            [(h.origin, h.wire(not ended or h.span_id in noted)) for h in release.spans()]
+        )
         pack = PackedNotes(notes) if notes else None
-        return _Decided(release, decisions, payload, len(spans), annotations, notes, pack)
+        return _Decided(release, decisions, payload, count, annotations, notes, pack)
 
     def _commit(self, batch: list[_Decided]) -> None:
         queued = [d for d in batch if d.payload is not None]
