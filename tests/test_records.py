@@ -9,6 +9,7 @@ import pickle
 import pytest
 
 import otel_footprint
+import otel_footprint.account.model
 import otel_footprint.engine.verdict
 import otel_footprint.kernel.evidence
 import otel_footprint.kernel.types  # for their Record subclasses
@@ -33,6 +34,8 @@ def test_the_decision_path_records_are_records() -> None:
         "MapEngagementRecord",
         "EngagedChange",
         "PassVerdict",
+        "Line",
+        "Pointer",
     } <= names
 
 
