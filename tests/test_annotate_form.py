@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from otel_footprint import semconv as sc
@@ -158,8 +160,12 @@ def test_verify_mode_writes_mismatch_flag_and_event() -> None:
     base = verdict("verify")
     passes = list(base.passes)
     reported = (ParkedChange("skill-map", 3, "lexical", 2),)
-    passes[3] = PassVerdict(**{**_as_dict(passes[3]), "reported": reported, "mismatch": True})
-    notes = annotations_for(RunVerdict(**{**_as_dict(base), "passes": tuple(passes)}))
+    # PassVerdict is a Record: built again from its values (``reported`` and ``mismatch`` are the
+    # 11th and 12th), which the compiled class has as well.
+    values = list(passes[3]._values())
+    values[10:12] = [reported, True]
+    passes[3] = PassVerdict(*values)
+    notes = annotations_for(dataclasses.replace(base, passes=tuple(passes)))
     assert attrs(notes[pass_span(3)])[sc.ENG_MISMATCH] is False
     fourth = notes[pass_span(4)]
     assert attrs(fourth)[sc.ENG_MISMATCH] is True
@@ -168,10 +174,6 @@ def test_verify_mode_writes_mismatch_flag_and_event() -> None:
     ev = dict(mismatch.attributes)
     assert ev[sc.MISMATCH_REPORTED] == ("parked skill-map at 3 by lexical after 2 idle calls",)
     assert ev[sc.MISMATCH_DERIVED] == ("parked skill-map at 4 by lexical after 3 idle calls",)
-
-
-def _as_dict(obj: object) -> dict[str, object]:
-    return {name: getattr(obj, name) for name in obj.__slots__}  # type: ignore[attr-defined]
 
 
 def test_run_span_rollups_checks_and_evaluation_events() -> None:

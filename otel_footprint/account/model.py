@@ -1,4 +1,5 @@
-"""The account's results as frozen data: pointers, lines, checks, signals and the summary.
+"""The account's results as immutable data: pointers, lines, checks, signals and the summary (the
+records built per line, ``Pointer``, ``Chip`` and ``Line``, are ``Record`` classes: kernel/record.py).
 
 This is the contract between ``account/`` (which computes it), ``annotate/`` (which writes it onto
 spans) and ``explain`` (which prints it). Vocabulary follows the reference (§4.2) verbatim.
@@ -7,9 +8,10 @@ spans) and ``explain`` (which prints it). Vocabulary follows the reference (§4.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from otel_footprint.codec import quick_init
+from otel_footprint.kernel.record import Record
 
 CheckId: TypeAlias = Literal["decided-delivered", "existence", "empty-results"]
 CheckState: TypeAlias = Literal["reachable", "unreachable", "not-applicable"]
@@ -27,22 +29,47 @@ SignalId: TypeAlias = Literal[
 ]
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Pointer:
+class Pointer(Record):
     """Evidence in OpenTelemetry terms: a span, an event on it, and the attribute (+ JSON path).
 
     ``event_name``/``event_index`` are None when the evidence is a span attribute itself; ``state``
     pointers (a resumed leg's held verdict) name the attribute holding the state JSON.
     """
 
-    trace_id: str
-    span_id: str
-    event_name: str | None = None
-    event_index: int | None = None
-    attribute: str | None = None
-    json_path: str | None = None
+    __slots__ = ("attribute", "event_index", "event_name", "json_path", "span_id", "trace_id")
+    trace_id: Final[str]
+    span_id: Final[str]
+    event_name: Final[str | None]
+    event_index: Final[int | None]
+    attribute: Final[str | None]
+    json_path: Final[str | None]
     """RFC 6901 pointer inside a JSON attribute, e.g. ``/to``."""
+
+    def __init__(
+        self,
+        trace_id: str,
+        span_id: str,
+        event_name: str | None = None,
+        event_index: int | None = None,
+        attribute: str | None = None,
+        json_path: str | None = None,
+    ) -> None:
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.event_name = event_name
+        self.event_index = event_index
+        self.attribute = attribute
+        self.json_path = json_path
+
+    def _values(self) -> tuple[Any, ...]:
+        return (
+            self.trace_id,
+            self.span_id,
+            self.event_name,
+            self.event_index,
+            self.attribute,
+            self.json_path,
+        )
 
     def render(self) -> str:
         """``<trace>/<span>#<event>[<i>]@<attribute><json path>`` — short enough to index."""
@@ -54,31 +81,82 @@ class Pointer:
         return text
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Chip:
+class Chip(Record):
     """A short mark beside a line (``decided and delivered``, ``missing from the record``, ...)."""
 
-    mark: str
-    text: str
-    tone: Tone = "plain"
+    __slots__ = ("mark", "text", "tone")
+    mark: Final[str]
+    text: Final[str]
+    tone: Final[Tone]
+
+    def __init__(self, mark: str, text: str, tone: Tone = "plain") -> None:
+        self.mark = mark
+        self.text = text
+        self.tone = tone
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.mark, self.text, self.tone)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(Record):
     """One sentence of a row, with the template it came from and the evidence behind it."""
 
-    row: RowId
-    template_id: str
-    text: str
-    status: FactStatus
-    source: str
+    __slots__ = (
+        "chips",
+        "item",
+        "missing",
+        "pointers",
+        "row",
+        "source",
+        "status",
+        "template_id",
+        "text",
+    )
+    row: Final[RowId]
+    template_id: Final[str]
+    text: Final[str]
+    status: Final[FactStatus]
+    source: Final[str]
     """The voucher: person / library / tool:<name> / model / app."""
-    pointers: tuple[Pointer, ...] = ()
-    chips: tuple[Chip, ...] = ()
-    missing: str | None = None
-    item: bool = False
+    pointers: Final[tuple[Pointer, ...]]
+    chips: Final[tuple[Chip, ...]]
+    missing: Final[str | None]
+    item: Final[bool]
+
+    def __init__(
+        self,
+        row: RowId,
+        template_id: str,
+        text: str,
+        status: FactStatus,
+        source: str,
+        pointers: tuple[Pointer, ...] = (),
+        chips: tuple[Chip, ...] = (),
+        missing: str | None = None,
+        item: bool = False,
+    ) -> None:
+        self.row = row
+        self.template_id = template_id
+        self.text = text
+        self.status = status
+        self.source = source
+        self.pointers = pointers
+        self.chips = chips
+        self.missing = missing
+        self.item = item
+
+    def _values(self) -> tuple[Any, ...]:
+        return (
+            self.row,
+            self.template_id,
+            self.text,
+            self.status,
+            self.source,
+            self.pointers,
+            self.chips,
+            self.missing,
+            self.item,
+        )
 
 
 @quick_init

@@ -6,43 +6,67 @@ that owns them. Nothing here guesses; an empty result is a fact the lease counts
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from otel_footprint.kernel.ladder import NON_MOVES, strength_of_move, strongest_of
+from otel_footprint.kernel.record import Record
 from otel_footprint.kernel.types import EngagementPass, MountedMap, Strength
 
 
-@dataclass(frozen=True, slots=True)
-class OwnedToolCalled:
+class OwnedToolCalled(Record):
     """One call, in the previous batch, of a tool this map contributes."""
 
-    tool_name: str
-    kind: Literal["owned-tool-called"] = field(default="owned-tool-called", init=False)
+    __slots__ = ("tool_name",)
+    kind: Final = "owned-tool-called"
+    tool_name: Final[str]
+
+    def __init__(self, tool_name: str) -> None:
+        self.tool_name = tool_name
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.tool_name,)
 
 
-@dataclass(frozen=True, slots=True)
-class CursorMoved:
+class CursorMoved(Record):
     """The cursor moved onto one of this map's members by the clause ``by``."""
 
-    by: str
-    kind: Literal["cursor-moved"] = field(default="cursor-moved", init=False)
+    __slots__ = ("by",)
+    kind: Final = "cursor-moved"
+    by: Final[str]
+
+    def __init__(self, by: str) -> None:
+        self.by = by
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.by,)
 
 
-@dataclass(frozen=True, slots=True)
-class ExplicitPick:
+class ExplicitPick(Record):
     """The gate accepted a ``read_skill`` hop onto one of this map's members last iteration."""
 
-    skill_id: str
-    kind: Literal["explicit-pick"] = field(default="explicit-pick", init=False)
+    __slots__ = ("skill_id",)
+    kind: Final = "explicit-pick"
+    skill_id: Final[str]
+
+    def __init__(self, skill_id: str) -> None:
+        self.skill_id = skill_id
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.skill_id,)
 
 
-@dataclass(frozen=True, slots=True)
-class MemberActivated:
+class MemberActivated(Record):
     """A ``read_skill`` pick of one of this map's members was accepted on the previous pass."""
 
-    skill_id: str
-    kind: Literal["member-activated"] = field(default="member-activated", init=False)
+    __slots__ = ("skill_id",)
+    kind: Final = "member-activated"
+    skill_id: Final[str]
+
+    def __init__(self, skill_id: str) -> None:
+        self.skill_id = skill_id
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.skill_id,)
 
 
 RenewalEvidence: TypeAlias = OwnedToolCalled | CursorMoved | ExplicitPick | MemberActivated
