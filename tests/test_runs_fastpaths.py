@@ -1,7 +1,7 @@
 """The decision path's shortcuts give what the plain rules give: memoized name conversion (and
 names too long to memoize), per-view id and attribute memos, an OTLP event decoded straight off
 its protobuf as from its pairs, one decode for a re-read leg, the stable time sort of a leg's
-events, and no carried verdict computed when no run store keeps it.
+events and their index by type, and no carried verdict computed when no run store keeps it.
 """
 
 from __future__ import annotations
@@ -260,6 +260,15 @@ def test_a_leg_read_from_its_decoded_events_is_the_leg_read_afresh() -> None:
         assert read_run(leg, first_iteration=first, decoded=decoded) == read_run(
             leg, first_iteration=first
         )
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_facts_index_of_events_by_type_is_the_events_in_order(name: str) -> None:
+    for leg in group_runs(_spans(name)):
+        facts = read_run(leg)
+        assert sorted(facts.by_type) == sorted({e.type for e in facts.events})
+        for event_type, events in facts.by_type.items():
+            assert list(events) == [e for e in facts.events if e.type == event_type]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

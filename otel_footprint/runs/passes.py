@@ -195,16 +195,14 @@ class RunFacts:
     tool_calls: tuple[ToolCall, ...]
     edges: frozenset[tuple[str, str]] | None
     """Declared (from, to) edges of the skill graph; None when no graph was declared."""
+    by_type: Mapping[str, Sequence[FootprintEvent]]
+    """``events`` by type, each in order (indexed once, for every reader of the facts)."""
     reasons: tuple[Reason, ...] = ()
     plan_event: FootprintEvent | None = None
     undecodable_types: frozenset[str] = frozenset()
     """Types of the events left out because an attribute could not be decoded."""
     unrecorded_passes: tuple[int, ...] = ()
     """Passes whose tool calls are recorded nowhere (the ``tool-calls-unrecorded`` reason)."""
-
-    def of_type(self, event_type: str) -> tuple[FootprintEvent, ...]:
-        """The run's events of one type, in order."""
-        return tuple(e for e in self.events if e.type == event_type)
 
 
 @dataclass(slots=True)
@@ -465,6 +463,7 @@ def read_run_steps(
         passes=tuple(passes),
         tool_calls=tool_calls,
         edges=_edges_of(index.of_type(semconv.T_GRAPH_DECLARED)),
+        by_type=index.by_type,
         reasons=tuple(rd.reasons),
         plan_event=plan_event,
         undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),
