@@ -250,27 +250,11 @@ def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[Foo
     return finish(_decode_steps(run, reader or _Reader()))
 
 
-_event_types: dict[str, str | None] = {}
-"""The type of each event name seen (None: not a footprint event; short names, at most 2,048 of
-them): every event of every span is asked, and the same few names come back."""
-
-
-def _event_type_of(name: str) -> str | None:
-    """:func:`semconv.event_type_of`, remembered by name."""
-    try:
-        return _event_types[name]
-    except KeyError:
-        event_type = semconv.event_type_of(name)
-        if len(name) <= 64 and len(_event_types) < 2048:
-            _event_types[name] = event_type
-        return event_type
-
-
 def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
     """:func:`decode_run_events` in steps: one yield per span."""
     decoded: list[FootprintEvent] = []
     append = decoded.append
-    event_type_of = _event_type_of
+    event_type_of = semconv.event_type_of
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
         sources: tuple[tuple[EventVia, Iterable[RawEvent[str]]], ...] = (
