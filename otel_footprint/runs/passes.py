@@ -257,7 +257,7 @@ def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...
     event_type_of = semconv.event_type_of
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
-        sources: tuple[tuple[EventVia, Iterable[RawEvent[str]]], ...] = (
+        sources: tuple[tuple[EventVia, Iterable[RawEvent]], ...] = (
             ("span-event", raw_events(view, event_type_of)),
         )
         logs = run.log_events.get(span_id)

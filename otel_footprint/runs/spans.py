@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from otel_footprint.codec import any_value_to_python as any_value_to_python  # re-exported
 from otel_footprint.codec import quick_init
@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
     from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
     from opentelemetry.sdk.trace import ReadableSpan
-
-_T = TypeVar("_T")
 
 
 @quick_init
@@ -200,12 +198,12 @@ def log_record_event(
     return SpanEventView(name, time, pairs, via="log-record")
 
 
-RawEvent = tuple[int, str, _T, int, "Iterable[tuple[str, Any]] | Iterable[KeyValue]", bool]
-"""(index among the span's events, name, what ``wanted`` said of it, time, attributes, whether
+RawEvent = tuple[int, str, str, int, "Iterable[tuple[str, Any]] | Iterable[KeyValue]", bool]
+"""(index among the span's events, name, the type ``wanted`` read off it, time, attributes, whether
 they are OTLP ``KeyValue``s rather than (key, Python value) pairs) of one span event."""
 
 
-def raw_events(view: SpanView, wanted: Callable[[str], _T | None]) -> Iterator[RawEvent[_T]]:
+def raw_events(view: SpanView, wanted: Callable[[str], str | None]) -> Iterator[RawEvent]:
     """The span's own events whose name ``wanted`` answers (not None), with their index among all
     the span's events. The two known views are read straight from the protobuf / SDK objects (an
     OTLP event's attributes as they are, for ``codec.decode_attributes``): no
@@ -227,8 +225,8 @@ def raw_events(view: SpanView, wanted: Callable[[str], _T | None]) -> Iterator[R
 
 
 def listed_events(
-    events: Sequence[SpanEventView], wanted: Callable[[str], _T | None]
-) -> Iterator[RawEvent[_T]]:
+    events: Sequence[SpanEventView], wanted: Callable[[str], str | None]
+) -> Iterator[RawEvent]:
     """:func:`raw_events` of events already read (a span's log records, another view's events)."""
     for index, event in enumerate(events):
         answer = wanted(event.name)
