@@ -31,7 +31,7 @@ from otel_footprint.codec import (
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.engine.decide import decide_run
 from otel_footprint.runs.group import group_runs
-from otel_footprint.runs.passes import decode_run, decode_run_events, read_run
+from otel_footprint.runs.passes import decode_run, read_run
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView, key_values_to_pairs
 from otel_footprint.runs.store import MemoryRunStore
 
@@ -249,7 +249,7 @@ def test_events_of_one_time_keep_span_order_then_log_records_then_index() -> Non
     chat_id = next(v.span_id for v in views if v.name == "chat m")
     logs = {chat_id: [SpanEventView(same, 10, [(semconv.PREFIX + "n", "log-0")], "log-record")]}
     (leg,) = group_runs(views, logs)
-    order = [e.payload["n"] for e in decode_run_events(leg)]
+    order = [e.payload["n"] for e in decode_run(leg).events]
     assert order == ["run-0", "chat-0", "chat-1", "log-0", "chat-late"]
 
 

@@ -241,17 +241,8 @@ def _str_tuple(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[FootprintEvent, ...]:
-    """Every footprint event of the run, decoded and ordered by time, then span order, then index.
-
-    An attribute that cannot be decoded becomes a ``bad-attribute`` reason and the event is left
-    out (the span still flows on).
-    """
-    return finish(_decode_steps(run, reader or _Reader()))
-
-
 def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
-    """:func:`decode_run_events` in steps: one yield per span."""
+    """:func:`decode_run`'s events in steps: one yield per span."""
     decoded: list[FootprintEvent] = []
     append = decoded.append
     event_type_of = semconv.event_type_of
@@ -371,7 +362,9 @@ class DecodedRun:
 
 
 def decode_run(run: RunSpans) -> DecodedRun:
-    """Decode every footprint event of the leg (see :func:`decode_run_events`)."""
+    """Every footprint event of the leg, decoded and ordered by time, then span order, then index.
+    An attribute that cannot be decoded becomes a ``bad-attribute`` reason and the event is left
+    out (the span still flows on)."""
     return finish(decode_run_steps(run))
 
 
