@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from otel_footprint import semconv
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 AttributeValue: TypeAlias = (
     str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]
@@ -268,6 +271,24 @@ def _json_value(event_type: str, field: str, value: str) -> Any:
         ) from None
 
 
+_SCALAR_KINDS = frozenset({"string_value", "int_value", "double_value", "bool_value"})
+"""The ``AnyValue`` kinds read as they are (the others are converted)."""
+
+
+def any_value_to_python(value: AnyValue) -> Any:
+    """An OTLP ``AnyValue`` as plain Python (arrays as tuples, kvlists as dicts)."""
+    kind = value.WhichOneof("value")
+    if kind in _SCALAR_KINDS:
+        return getattr(value, kind)
+    if kind == "array_value":
+        return tuple(any_value_to_python(v) for v in value.array_value.values)
+    if kind == "kvlist_value":
+        return {kv.key: any_value_to_python(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return bytes(value.bytes_value)
+    return None
+
+
 def decode_event(
     name: str,
     attributes: Iterable[tuple[str, Any]],
@@ -282,22 +303,31 @@ def decode_event(
     event_type = semconv.event_type_of(name)
     if event_type is None:
         return None
-    return decode_typed_event(event_type, attributes, pointer, time_unix_nano)
+    return decode_attributes(event_type, attributes, False, pointer, time_unix_nano)
 
 
-def decode_typed_event(
+def decode_attributes(
     event_type: str,
-    attributes: Iterable[tuple[str, Any]],
+    items: Iterable[tuple[str, Any]] | Iterable[KeyValue],
+    otlp: bool,
     pointer: EventPointer,
     time_unix_nano: int = 0,
 ) -> FootprintEvent:
-    """:func:`decode_event` for a caller that has already read the type off the event's name."""
+    """:func:`decode_event` for a caller that has read the type off the name, over (key, Python
+    value) pairs or (``otlp``) straight off an OTLP event's ``KeyValue``s: one loop, so the same
+    event or error either way; an OTLP value is converted only for a payload key."""
+    # This loop runs for every attribute of every footprint event: what a key means is memoized.
     text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
     payload: dict[str, Any] = {}
     composition_id: str | None = None
     fields = _payload_fields
-    # This loop runs for every attribute of every footprint event: what a key means is memoized.
-    for key, value in attributes:
+    value: Any = None
+    item: Any
+    for item in items:
+        if otlp:
+            key = item.key
+        else:
+            key, value = item
         known = fields.get(key)
         if known is None:
             known = _payload_field(key) or _NOT_PAYLOAD
@@ -305,9 +335,15 @@ def decode_typed_event(
                 fields[key] = known
         if known == _NOT_PAYLOAD:
             if key == semconv.COMPOSITION_ID:
-                composition_id = str(value)
+                composition_id = str(any_value_to_python(item.value) if otlp else value)
             continue
         field, name, may_be_json = known
+        if otlp:
+            raw = item.value
+            value = raw.string_value  # the common kind; "" for every other kind (and for "")
+            if not value:
+                kind = raw.WhichOneof("value")
+                value = getattr(raw, kind) if kind in _SCALAR_KINDS else any_value_to_python(raw)
         cls = value.__class__
         if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
             if may_be_json and value[:1] in ("{", "[") and field not in text_fields:

@@ -191,3 +191,23 @@ def test_the_result_shape_is_read_back_and_bad_shapes_are_refused() -> None:
         ("c1", "rowset", 0),
         ("c2", "bespoke", None),
     ]
+
+
+def test_an_absence_and_a_stated_shape_on_one_call_are_read_in_their_order() -> None:
+    # The last statement on a call wins: the two event types are read in run order, across types.
+    exporter, tracer = _tracer()
+    with footprint.run(tracer, agent="a") as run:  # type: ignore[arg-type]
+        with run.model_call("m"):
+            pass
+        with run.tool_call("list_hosts", call_id="c1") as call:
+            call.event("tools.absent", {"toolName": "list_hosts", "reason": "no match"})
+            call.result_shape("rowset", rows=2)
+        with run.tool_call("list_hosts", call_id="c2") as call:
+            call.result_shape("rowset", rows=3)
+            call.event("tools.absent", {"toolName": "list_hosts", "reason": "no match"})
+    (grouped,) = group_runs(SdkSpanView(s) for s in exporter.get_finished_spans())
+    inputs = read_integrity_inputs(read_run(grouped))
+    assert [(e.call_id, e.shape, e.rows) for e in inputs.executions] == [
+        ("c1", "rowset", 2),
+        ("c2", "absence", 3),
+    ]

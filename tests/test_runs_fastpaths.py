@@ -1,6 +1,7 @@
 """The decision path's shortcuts give what the plain rules give: memoized name conversion (and
-names too long to memoize), per-view id and attribute memos, one decode for a re-read leg, the
-stable time sort of a leg's events, and no carried verdict computed when no run store keeps it.
+names too long to memoize), per-view id and attribute memos, an OTLP event decoded straight off
+its protobuf as from its pairs, one decode for a re-read leg, the stable time sort of a leg's
+events and their index by type, and no carried verdict computed when no run store keeps it.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -16,8 +19,11 @@ from opentelemetry.trace import set_span_in_context
 
 from otel_footprint import semconv
 from otel_footprint.codec import (
+    EventDecodeError,
     EventPointer,
+    FootprintEvent,
     camel_case,
+    decode_attributes,
     decode_event,
     field_attribute,
     snake_case,
@@ -25,7 +31,7 @@ from otel_footprint.codec import (
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.engine.decide import decide_run
 from otel_footprint.runs.group import group_runs
-from otel_footprint.runs.passes import decode_run, decode_run_events, read_run
+from otel_footprint.runs.passes import decode_run, read_run
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView, key_values_to_pairs
 from otel_footprint.runs.store import MemoryRunStore
 
@@ -143,6 +149,78 @@ def test_otlp_pairs_keep_every_value_kind() -> None:
     assert key_values_to_pairs(items) == expected
 
 
+_SCALAR_VALUES = st.one_of(
+    st.builds(AnyValue),
+    st.builds(
+        lambda s: AnyValue(string_value=s),
+        st.sampled_from(["", "x", "{", "[1,", '{"to": "x"}', "[1, 2]", " [1]", "[1e999]"])
+        | st.text(max_size=6),
+    ),
+    st.builds(lambda i: AnyValue(int_value=i), st.integers(-(1 << 63), (1 << 63) - 1)),
+    st.builds(lambda b: AnyValue(bool_value=b), st.booleans()),
+    st.builds(lambda d: AnyValue(double_value=d), st.floats()),
+    st.builds(lambda b: AnyValue(bytes_value=b), st.binary(max_size=3)),
+)
+_VALUES = st.recursive(
+    _SCALAR_VALUES,
+    lambda inner: st.one_of(
+        st.builds(
+            lambda vs: AnyValue(array_value=ArrayValue(values=vs)), st.lists(inner, max_size=3)
+        ),
+        st.builds(
+            lambda kvs: AnyValue(
+                kvlist_value=KeyValueList(values=[KeyValue(key=k, value=v) for k, v in kvs])
+            ),
+            st.lists(st.tuples(st.sampled_from(["k", "j"]), inner), max_size=3),
+        ),
+    ),
+    max_leaves=6,
+)
+_KEYS = st.sampled_from(
+    [
+        semconv.PREFIX + "cursor_move",
+        semconv.PREFIX + "witness",
+        semconv.PREFIX + "iteration",
+        semconv.PREFIX + "maps",
+        semconv.COMPOSITION_ID,
+        semconv.PASS_ITERATION,
+        "other.key",
+    ]
+)
+
+
+def _decoded(decode: Any) -> FootprintEvent | str:
+    try:
+        event: FootprintEvent = decode()
+    except EventDecodeError as error:
+        return str(error)
+    return event
+
+
+@given(
+    event_type=st.sampled_from([semconv.T_CONTEXT_EVALUATED, semconv.T_MAP_ENGAGED]),
+    items=st.lists(st.builds(lambda k, v: KeyValue(key=k, value=v), _KEYS, _VALUES), max_size=6),
+)
+def test_an_otlp_event_decodes_straight_off_its_key_values_as_from_its_pairs(
+    event_type: str, items: list[KeyValue]
+) -> None:
+    straight = _decoded(lambda: decode_attributes(event_type, items, True, POINTER, 7))
+    paired = _decoded(
+        lambda: decode_attributes(event_type, key_values_to_pairs(items), False, POINTER, 7)
+    )
+    if isinstance(straight, FootprintEvent) and isinstance(paired, FootprintEvent):
+        # Payloads compared as plain dicts (NaN compares unequal to itself: by repr).
+        assert repr(dict(straight.payload)) == repr(dict(paired.payload))
+        assert (straight.type, straight.pointer, straight.time_unix_nano) == (
+            paired.type,
+            paired.pointer,
+            paired.time_unix_nano,
+        )
+        assert straight.composition_id == paired.composition_id
+    else:
+        assert straight == paired
+
+
 def test_events_of_one_time_keep_span_order_then_log_records_then_index() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -171,7 +249,7 @@ def test_events_of_one_time_keep_span_order_then_log_records_then_index() -> Non
     chat_id = next(v.span_id for v in views if v.name == "chat m")
     logs = {chat_id: [SpanEventView(same, 10, [(semconv.PREFIX + "n", "log-0")], "log-record")]}
     (leg,) = group_runs(views, logs)
-    order = [e.payload["n"] for e in decode_run_events(leg)]
+    order = [e.payload["n"] for e in decode_run(leg).events]
     assert order == ["run-0", "chat-0", "chat-1", "log-0", "chat-late"]
 
 
@@ -182,6 +260,15 @@ def test_a_leg_read_from_its_decoded_events_is_the_leg_read_afresh() -> None:
         assert read_run(leg, first_iteration=first, decoded=decoded) == read_run(
             leg, first_iteration=first
         )
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_the_facts_index_of_events_by_type_is_the_events_in_order(name: str) -> None:
+    for leg in group_runs(_spans(name)):
+        facts = read_run(leg)
+        assert sorted(facts.by_type) == sorted({e.type for e in facts.events})
+        for event_type, events in facts.by_type.items():
+            assert list(events) == [e for e in facts.events if e.type == event_type]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

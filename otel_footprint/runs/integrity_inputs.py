@@ -601,14 +601,15 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
     """
     run = facts.run
     problems: list[str] = []
-    by_type: dict[str, list[FootprintEvent]] = {}
+    by_type = facts.by_type
     shape_events: dict[str, list[FootprintEvent]] = {}
-    """Span id -> the result-shape events on it (the only ones the executions read)."""
-    for event in facts.events:
-        kind = event.type
-        by_type.setdefault(kind, []).append(event)
-        if kind in _SHAPE_TYPES:
-            shape_events.setdefault(event.pointer.span_id, []).append(event)
+    """Span id -> the result-shape events on it (the only ones the executions read), in order."""
+    absent = by_type.get(semconv.T_TOOLS_ABSENT, ())
+    shaped = by_type.get(semconv.T_TOOL_RESULT_SHAPE, ())
+    # Both types in one run (rare): filter the ordered events, to keep the order across them.
+    both = bool(absent and shaped)
+    for event in [e for e in facts.events if e.type in _SHAPE_TYPES] if both else absent or shaped:
+        shape_events.setdefault(event.pointer.span_id, []).append(event)
     declarations = _declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems)
     observed = run.observed
     frames = observed or any(d.arguments_from for d in declarations.values())

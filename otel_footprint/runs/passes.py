@@ -22,7 +22,7 @@ from otel_footprint.codec import (
     EventVia,
     FootprintEvent,
     count,
-    decode_typed_event,
+    decode_attributes,
     integral,
     loads_json,
     quick_init,
@@ -59,6 +59,7 @@ from otel_footprint.runs.spans import (
     RawEvent,
     SdkSpanView,
     SpanView,
+    listed_events,
     raw_events,
 )
 
@@ -194,16 +195,14 @@ class RunFacts:
     tool_calls: tuple[ToolCall, ...]
     edges: frozenset[tuple[str, str]] | None
     """Declared (from, to) edges of the skill graph; None when no graph was declared."""
+    by_type: Mapping[str, Sequence[FootprintEvent]]
+    """``events`` by type, each in order (indexed once, for every reader of the facts)."""
     reasons: tuple[Reason, ...] = ()
     plan_event: FootprintEvent | None = None
     undecodable_types: frozenset[str] = frozenset()
     """Types of the events left out because an attribute could not be decoded."""
     unrecorded_passes: tuple[int, ...] = ()
     """Passes whose tool calls are recorded nowhere (the ``tool-calls-unrecorded`` reason)."""
-
-    def of_type(self, event_type: str) -> tuple[FootprintEvent, ...]:
-        """The run's events of one type, in order."""
-        return tuple(e for e in self.events if e.type == event_type)
 
 
 @dataclass(slots=True)
@@ -242,57 +241,29 @@ def _str_tuple(value: Any) -> tuple[str, ...] | None:
     return None
 
 
-def decode_run_events(run: RunSpans, reader: _Reader | None = None) -> tuple[FootprintEvent, ...]:
-    """Every footprint event of the run, decoded and ordered by time, then span order, then index.
-
-    An attribute that cannot be decoded becomes a ``bad-attribute`` reason and the event is left
-    out (the span still flows on).
-    """
-    return finish(_decode_steps(run, reader or _Reader()))
-
-
-_event_types: dict[str, str] = {}
-"""The type of each footprint event name seen (short names, at most 2,048 of them): the name is
-read once to pick the span's events and again to decode each, so the second read is a dict read."""
-
-
-def _event_type_of(name: str) -> str | None:
-    """:func:`semconv.event_type_of`, remembering footprint event names."""
-    event_type = semconv.event_type_of(name)
-    if event_type is not None and len(name) <= 64 and len(_event_types) < 2048:
-        _event_types[name] = event_type
-    return event_type
-
-
 def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
-    """:func:`decode_run_events` in steps: one yield per span."""
+    """:func:`decode_run`'s events in steps: one yield per span."""
     decoded: list[FootprintEvent] = []
-    event_type_of, known_type = _event_type_of, _event_types.get
+    append = decoded.append
+    event_type_of = semconv.event_type_of
     for view in run.spans():
         trace_id, span_id = view.trace_id, view.span_id
-        logs = run.log_events.get(span_id, ())
         sources: tuple[tuple[EventVia, Iterable[RawEvent]], ...] = (
             ("span-event", raw_events(view, event_type_of)),
-            (
-                "log-record",
-                [(i, e.name, e.time_unix_nano, e.attributes) for i, e in enumerate(logs)]
-                if logs
-                else (),
-            ),
         )
+        logs = run.log_events.get(span_id)
+        if logs:
+            sources += (("log-record", listed_events(logs, event_type_of)),)
         for via, items in sources:
-            for index, name, time_unix_nano, attributes in items:
-                event_type = known_type(name) or event_type_of(name)
-                if event_type is None:
-                    continue
+            for index, name, event_type, time_unix_nano, attributes, otlp in items:
                 pointer = EventPointer(trace_id, span_id, name, index, via)
                 try:
-                    event = decode_typed_event(event_type, attributes, pointer, time_unix_nano)
+                    event = decode_attributes(event_type, attributes, otlp, pointer, time_unix_nano)
                 except EventDecodeError as error:
                     reason = rd.add("bad-attribute", str(error), span_id)
                     rd.undecodable.setdefault((span_id, event_type), reason)
                     continue
-                decoded.append(event)
+                append(event)
         yield None
     # Appended in span order, span events before log records, then by index: a stable sort on
     # the time alone keeps that order among events of the same time.
@@ -391,7 +362,9 @@ class DecodedRun:
 
 
 def decode_run(run: RunSpans) -> DecodedRun:
-    """Decode every footprint event of the leg (see :func:`decode_run_events`)."""
+    """Every footprint event of the leg, decoded and ordered by time, then span order, then index.
+    An attribute that cannot be decoded becomes a ``bad-attribute`` reason and the event is left
+    out (the span still flows on)."""
     return finish(decode_run_steps(run))
 
 
@@ -467,6 +440,7 @@ def read_run_steps(
         passes=tuple(passes),
         tool_calls=tool_calls,
         edges=_edges_of(index.of_type(semconv.T_GRAPH_DECLARED)),
+        by_type=index.by_type,
         reasons=tuple(rd.reasons),
         plan_event=plan_event,
         undecodable_types=frozenset(t for _, t in rd.undecodable if t is not None),

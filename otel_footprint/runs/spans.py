@@ -7,14 +7,15 @@ lazily: a span that is not a run, model-call or tool span costs one attribute lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from otel_footprint.codec import any_value_to_python as any_value_to_python  # re-exported
 from otel_footprint.codec import quick_init
 
 if TYPE_CHECKING:
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
     from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
     from opentelemetry.sdk.trace import ReadableSpan
@@ -48,22 +49,6 @@ class SpanView(Protocol):
     def end_time_unix_nano(self) -> int: ...
     def attribute(self, key: str) -> Any | None: ...
     def events(self) -> Sequence[SpanEventView]: ...
-
-
-def any_value_to_python(value: AnyValue) -> Any:
-    """An OTLP ``AnyValue`` as plain Python (arrays as tuples, kvlists as dicts)."""
-    kind = value.WhichOneof("value")
-    if kind == "string_value":  # by far the most common kind: skip the other tests
-        return value.string_value
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return tuple(any_value_to_python(v) for v in value.array_value.values)
-    if kind == "kvlist_value":
-        return {kv.key: any_value_to_python(kv.value) for kv in value.kvlist_value.values}
-    if kind == "bytes_value":
-        return bytes(value.bytes_value)
-    return getattr(value, kind)
 
 
 def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:
@@ -112,11 +97,13 @@ class OtlpSpanView:
         return int(self.pb.end_time_unix_nano)
 
     def attribute(self, key: str) -> Any | None:
-        if self._attrs is None:
+        attrs = self._attrs
+        if attrs is None:
             # One pass builds the index; most spans are asked one or two keys and then dropped.
-            self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
-        raw = self._attrs.get(key)
-        return None if raw is None else any_value_to_python(raw)
+            attrs = self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
+        raw = attrs.get(key)
+        # A non-empty string (most values) is read as it is; "" is every other kind, or "".
+        return None if raw is None else raw.string_value or any_value_to_python(raw)
 
     def events(self) -> Sequence[SpanEventView]:
         return [
@@ -211,26 +198,37 @@ def log_record_event(
     return SpanEventView(name, time, pairs, via="log-record")
 
 
-RawEvent = tuple[int, str, int, Sequence[tuple[str, Any]]]
-"""(index among the span's events, name, time, attribute pairs) of one span event."""
+RawEvent = tuple[int, str, str, int, "Iterable[tuple[str, Any]] | Iterable[KeyValue]", bool]
+"""(index among the span's events, name, the type ``wanted`` read off it, time, attributes, whether
+they are OTLP ``KeyValue``s rather than (key, Python value) pairs) of one span event."""
 
 
-def raw_events(view: SpanView, wanted: Callable[[str], object]) -> Iterator[RawEvent]:
-    """The span's own events whose name ``wanted`` accepts (a truthy answer), with their index
-    among all the span's events. The two known views are read straight from the protobuf / SDK
-    objects: no :class:`SpanEventView` is built, and an event that is not wanted (an exception, a
-    GenAI content event) never has its attributes converted."""
+def raw_events(view: SpanView, wanted: Callable[[str], str | None]) -> Iterator[RawEvent]:
+    """The span's own events whose name ``wanted`` answers (not None), with their index among all
+    the span's events. The two known views are read straight from the protobuf / SDK objects (an
+    OTLP event's attributes as they are, for ``codec.decode_attributes``): no
+    :class:`SpanEventView` is built, and an unwanted event's attributes are never read."""
     if isinstance(view, OtlpSpanView):
         for index, ev in enumerate(view.pb.events):
             name = ev.name
-            if wanted(name):
-                yield index, name, int(ev.time_unix_nano), key_values_to_pairs(ev.attributes)
+            answer = wanted(name)
+            if answer is not None:
+                yield index, name, answer, int(ev.time_unix_nano), ev.attributes, True
     elif isinstance(view, SdkSpanView):
         for index, sdk_event in enumerate(view.span.events):
             name = sdk_event.name
-            if wanted(name):
-                yield index, name, sdk_event.timestamp, _pairs(sdk_event.attributes)
+            answer = wanted(name)
+            if answer is not None:
+                yield index, name, answer, sdk_event.timestamp, _pairs(sdk_event.attributes), False
     else:
-        for index, event in enumerate(view.events()):
-            if wanted(event.name):
-                yield index, event.name, event.time_unix_nano, event.attributes
+        yield from listed_events(view.events(), wanted)
+
+
+def listed_events(
+    events: Sequence[SpanEventView], wanted: Callable[[str], str | None]
+) -> Iterator[RawEvent]:
+    """:func:`raw_events` of events already read (a span's log records, another view's events)."""
+    for index, event in enumerate(events):
+        answer = wanted(event.name)
+        if answer is not None:
+            yield index, event.name, answer, event.time_unix_nano, event.attributes, False
