@@ -22,8 +22,8 @@ from otel_footprint.bridges.agentfootprint import (
 from otel_footprint.bridges.otlpjson import read_otlp_json_lines, requests_to_jsonl
 from otel_footprint.bridges.plan_inference import derive_plan
 from otel_footprint.bridges.recording import parse_recording, split_legs
+from otel_footprint.codec import any_value_to_python
 from otel_footprint.kernel import PARK_CARD_ID
-from otel_footprint.runs.spans import any_value_to_python
 
 RECORDINGS = recordings()
 

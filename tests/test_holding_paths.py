@@ -21,9 +21,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_footprint import semconv as sc
+from otel_footprint.codec import any_value_to_python
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.runs.spans import any_value_to_python
 from otel_footprint.sdk import FootprintSpanProcessor
 from otel_footprint.sdk.buffer import span_role
 from otel_footprint.service.annotation import FootprintAnnotation

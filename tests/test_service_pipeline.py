@@ -14,7 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
-from otel_footprint.runs.spans import any_value_to_python
+from otel_footprint.codec import any_value_to_python
 from otel_footprint.service import pipeline as pipeline_module
 from otel_footprint.service.annotation import FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits

@@ -24,8 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from servers import REPO, HopProcess, Samples  # noqa: F401  (the service tests import them from here)
 
 from otel_footprint import semconv
-from otel_footprint.codec import encode_payload
-from otel_footprint.runs.spans import any_value_to_python
+from otel_footprint.codec import any_value_to_python, encode_payload
 
 
 def test_support_module_has_no_tests_of_its_own() -> None:

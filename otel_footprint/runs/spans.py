@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from otel_footprint.codec import any_value_to_python as any_value_to_python  # re-exported
-from otel_footprint.codec import quick_init
+from otel_footprint.codec import any_value_to_python, quick_init
 
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue

@@ -27,9 +27,10 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
+from otel_footprint.codec import any_value_to_python
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
-from otel_footprint.runs.spans import SpanEventView, any_value_to_python, log_record_event
+from otel_footprint.runs.spans import SpanEventView, log_record_event
 
 CONTENT_PROTOBUF: Final = "application/x-protobuf"
 CONTENT_JSON: Final = "application/json"

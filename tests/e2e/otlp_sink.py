@@ -19,7 +19,8 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from otel_footprint.runs.spans import any_value_to_python, key_values_to_pairs
+from otel_footprint.codec import any_value_to_python
+from otel_footprint.runs.spans import key_values_to_pairs
 
 MAX_REQUESTS: Final = 10_000
 """Requests kept; past it the sink answers RESOURCE_EXHAUSTED / 429 so a runaway client shows."""
