@@ -13,6 +13,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_footprint.commands.scenarios import SCENARIOS, run_scenarios
+from otel_footprint.engine.verdict import RunVerdict
+from otel_footprint.sdk.decide import make_decider
+from otel_footprint.sdk.processor import FootprintSpanProcessor
 from tests.servers import HopProcess, poll
 
 DEMO_RUNS = len(SCENARIOS)
@@ -28,6 +31,22 @@ def demo_request_bytes() -> bytes:
     run_scenarios(provider.get_tracer("demo"))
     provider.shutdown()
     return bytes(encode_spans(memory.get_finished_spans()).SerializeToString())
+
+
+def demo_verdicts() -> list[RunVerdict]:
+    """The five scenarios decided in process (the processor's verdicts, in the order decided)."""
+    verdicts: list[RunVerdict] = []
+    processor = FootprintSpanProcessor(
+        InMemorySpanExporter(), decider=make_decider(on_verdict=verdicts.append)
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    try:
+        run_scenarios(provider.get_tracer("demo-verdicts"))
+        assert processor.force_flush(30_000)
+    finally:
+        provider.shutdown()
+    return verdicts
 
 
 def send_demo(hop: HopProcess, headers: dict[str, str] | None = None) -> None:

@@ -20,15 +20,13 @@ from hypothesis import strategies as st
 
 from otel_footprint.commands.run_page import RunPageHtml
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.sdk.decide import make_decider
-from otel_footprint.sdk.processor import FootprintSpanProcessor
 from otel_footprint.sdk.settings import HostPort, RunPageSettings
 from otel_footprint.service.annotation import Decision
 from otel_footprint.service.metrics import HopMetrics
 from otel_footprint.service.ops import OpsServer
 from otel_footprint.service.runpage import Filters, Listing, RunPageStore
 from tests.cdp import Browser
-from tests.hop_demo import DEMO_RUNS, demo_hop, send_demo
+from tests.hop_demo import DEMO_RUNS, demo_hop, demo_verdicts, send_demo
 from tests.servers import HopProcess
 from tests.test_service_support import Sink
 
@@ -167,26 +165,6 @@ def test_filters_narrow_the_list_and_the_page_is_self_contained(hop: HopProcess)
 # ── the store's bounds, the token and the off switch (the telemetry server alone) ─────────────
 
 
-def _demo_verdicts() -> list[RunVerdict]:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from otel_footprint.commands.scenarios import run_scenarios
-
-    verdicts: list[RunVerdict] = []
-    processor = FootprintSpanProcessor(
-        InMemorySpanExporter(), decider=make_decider(on_verdict=verdicts.append)
-    )
-    provider = TracerProvider()
-    provider.add_span_processor(processor)
-    try:
-        run_scenarios(provider.get_tracer("run-page"))
-        assert processor.force_flush(30_000)
-    finally:
-        provider.shutdown()
-    return verdicts
-
-
 def _decision(verdict: RunVerdict, n: int) -> Decision:
     return Decision(
         verdict.trace_id,
@@ -204,7 +182,7 @@ def _decision(verdict: RunVerdict, n: int) -> Decision:
 
 @pytest.fixture(scope="module")
 def verdicts() -> list[RunVerdict]:
-    found = _demo_verdicts()
+    found = demo_verdicts()
     assert len(found) == DEMO_RUNS
     return found
 

@@ -17,10 +17,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_footprint import semconv as sc
 from otel_footprint.commands.scenarios import run_scenarios
 from otel_footprint.engine.verdict import RunVerdict
-from otel_footprint.sdk.decide import make_decider
 from otel_footprint.sdk.processor import FootprintSpanProcessor
 from otel_footprint.sdk.verdict_metrics import VerdictMetrics
-from tests.hop_demo import DEMO_RUNS, SHADOW_RIDING_CHARS, demo_hop
+from tests.hop_demo import DEMO_RUNS, SHADOW_RIDING_CHARS, demo_hop, demo_verdicts
 from tests.servers import HopProcess, Samples
 from tests.test_service_support import Sink
 
@@ -144,25 +143,10 @@ def test_in_process_the_processor_counts_the_same_verdicts(decide_in: str) -> No
     assert _points(reader, sc.VERDICT_SERVED_CALLS_WHILE_PARKED.name) == {riding: RIDING_CALLS}
 
 
-def _demo_verdicts() -> list[RunVerdict]:
-    verdicts: list[RunVerdict] = []
-    processor = FootprintSpanProcessor(
-        InMemorySpanExporter(), decider=make_decider(on_verdict=verdicts.append)
-    )
-    provider = TracerProvider()
-    provider.add_span_processor(processor)
-    try:
-        run_scenarios(provider.get_tracer("fold"))
-        assert processor.force_flush(30_000)
-    finally:
-        provider.shutdown()
-    return verdicts
-
-
 def test_agent_and_map_names_past_the_cap_fold_into_other_and_are_counted() -> None:
     reader = InMemoryMetricReader()
     metrics = VerdictMetrics(MeterProvider(metric_readers=[reader]).get_meter("t"), max_names=2)
-    verdicts = _demo_verdicts()
+    verdicts = demo_verdicts()
     assert len(verdicts) == DEMO_RUNS
     for n, verdict in enumerate(verdicts):
         metrics.record(verdict, f"agent-{n}")
