@@ -9,7 +9,6 @@ serialized), the ones it annotates carry their notes.
 
 from __future__ import annotations
 
-import itertools
 import sys
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from otel_footprint.service.otlp import (
     without_ids,
 )
 from otel_footprint.service.pipeline import Pipeline, PipelineOptions, classify
+from tests.test_service_pipeline import _span
 
 _ids = st.sampled_from([b""]) | st.binary(min_size=1, max_size=20)
 _spans = st.builds(
@@ -96,25 +96,6 @@ def test_a_requests_bytes_give_each_span_in_order(request: ExportTraceServiceReq
         assert span_wires(odd, odd.SerializeToString()) == [
             span.SerializeToString() for _, span in iter_spans(odd)
         ]
-
-
-_span_ids = itertools.count(1)
-
-
-def _span(trace: int, op: str | None, parent: bytes = b"", **attrs: str) -> Span:
-    span = Span(
-        trace_id=trace.to_bytes(16, "big"),
-        span_id=next(_span_ids).to_bytes(8, "big"),
-        parent_span_id=parent,
-        name=op or "GET /",
-        start_time_unix_nano=1,
-        end_time_unix_nano=2,
-    )
-    if op is not None:
-        span.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.string_value = op
-    for key, value in attrs.items():
-        span.attributes.add(key=key.replace("__", ".")).value.string_value = value
-    return span
 
 
 def _forwarded_bytes(journal: Journal) -> dict[bytes, bytes]:
