@@ -50,7 +50,8 @@ def to_any_value(value: AttributeValue, out: AnyValue | None = None) -> AnyValue
 _SMALL: Final = tuple(bytes([n]) for n in range(128))
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """``n`` (not negative) as a protobuf varint: the project's one varint writer."""
     if n < 128:
         return _SMALL[n]
     out = bytearray()
@@ -61,9 +62,22 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+def varint_at(data: bytes, pos: int) -> tuple[int, int]:
+    """The protobuf varint at ``pos`` of ``data`` and the position after it (IndexError when it
+    runs past the end): the project's one varint reader."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
 def _tag(descriptor: FieldDescriptor, wire_type: int) -> bytes:
     # A varint, not one byte: a field number of 16 or more takes two (none used here, today).
-    return _varint(descriptor.number << 3 | wire_type)
+    return varint(descriptor.number << 3 | wire_type)
 
 
 _LEN, _I64, _I32, _VARINT = 2, 1, 5, 0
@@ -101,16 +115,13 @@ _LINK_FLAG_BYTES: Final = _LINK_FLAGS + _FIXED32(SpanFlags.SPAN_FLAGS_CONTEXT_HA
 
 
 def _delimited(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
+    return tag + varint(len(payload)) + payload
 
 
 def length_delimited(field_number: int, payload: bytes) -> bytes:
-    """Protobuf field ``field_number`` (wire type 2: bytes, string or message) holding ``payload``.
-
-    The project's one varint writer, shared with the hop's query service (which frames stored
-    messages without re-encoding them).
-    """
-    return _delimited(_varint(field_number << 3 | _LEN), payload)
+    """Protobuf field ``field_number`` (wire type 2: bytes, string or message) holding ``payload``
+    (the hop's query service frames stored messages with it, without re-encoding them)."""
+    return _delimited(varint(field_number << 3 | _LEN), payload)
 
 
 def _any_value_bytes(value: AttributeValue) -> bytes:
@@ -120,7 +131,7 @@ def _any_value_bytes(value: AttributeValue) -> bytes:
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"{value} does not fit an OTLP int_value (int64)")
-        return _ANY_INT + _varint(value & 0xFFFF_FFFF_FFFF_FFFF)
+        return _ANY_INT + varint(value & 0xFFFF_FFFF_FFFF_FFFF)
     if isinstance(value, float):
         return _ANY_DOUBLE + _DOUBLE(value)
     if isinstance(value, str):
@@ -155,11 +166,11 @@ def _encode_key_value(tag: bytes, key: str, value: AttributeValue, store: bool =
     cls = value.__class__
     if cls is str:  # most values: skip the type dispatch
         text = value.encode("utf-8")  # type: ignore[union-attr]
-        any_value = _ANY_STRING + _varint(len(text)) + text
+        any_value = _ANY_STRING + varint(len(text)) + text
     else:
         any_value = _any_value_bytes(value)
-    body = key_field + _KV_VALUE + _varint(len(any_value)) + any_value
-    encoded = tag + _varint(len(body)) + body
+    body = key_field + _KV_VALUE + varint(len(any_value)) + any_value
+    encoded = tag + varint(len(body)) + body
     if store and (
         cls is str
         or cls is int
@@ -201,7 +212,7 @@ def _with_dropped(tag: bytes, dropped: list[int]) -> bytes:
     """A message's ``dropped_attributes_count`` field for what :func:`_attributes_bytes` left off
     (empty when nothing was: then not written at all, as before)."""
     n, dropped[0] = dropped[0], 0
-    return tag + _varint(n) if n else b""
+    return tag + varint(n) if n else b""
 
 
 def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
@@ -273,7 +284,7 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
                 + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes), dropped)
                 + _with_dropped(_EVENT_DROPPED, dropped)
             )
-            parts.append(_SPAN_EVENT + _varint(len(body)) + body)
+            parts.append(_SPAN_EVENT + varint(len(body)) + body)
     for link in note.links:
         body = (
             _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))

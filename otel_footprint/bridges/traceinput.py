@@ -27,6 +27,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_footprint import semconv
+from otel_footprint.annotate.otlp import varint_at
 from otel_footprint.bridges.jaegerjson import JaegerJsonError, is_jaeger_trace, jaeger_to_requests
 from otel_footprint.bridges.otlpjson import ids_to_base64
 from otel_footprint.bridges.tempojson import (
@@ -170,16 +171,10 @@ def _fixed32_frames(data: bytes) -> list[bytes] | None:
 def _varint_frames(data: bytes) -> list[bytes] | None:
     frames, at = [], 0
     while at < len(data):
-        size, shift = 0, 0
-        while True:
-            if at >= len(data) or shift > 35:
-                return None
-            byte = data[at]
-            at += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
+        try:
+            size, at = varint_at(data, at)
+        except IndexError:  # a length that runs past the end
+            return None
         if size == 0 or at + size > len(data):
             return None
         frames.append(data[at : at + size])

@@ -27,6 +27,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
+from otel_footprint.annotate.otlp import varint, varint_at
 from otel_footprint.codec import any_value_to_python
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, role_of
@@ -320,14 +321,7 @@ def build_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> ExportTr
 def _head(tag: int, size: int) -> bytes:
     """The tag and length of one length-delimited protobuf field (``tag`` is its whole first
     byte) holding ``size`` bytes."""
-    if size < 0x80:
-        return bytes((tag, size))
-    head = bytearray((tag,))
-    while size >= 0x80:
-        head.append(size & 0x7F | 0x80)
-        size >>= 7
-    head.append(size)
-    return bytes(head)
+    return bytes((tag,)) + varint(size)
 
 
 # Field tags (field number << 3 | wire type 2) of the three messages the request is built from:
@@ -395,18 +389,6 @@ def group_spans(items: Iterable[tuple[Origin, S]]) -> dict[bytes, tuple[Origin, 
     return groups
 
 
-def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
-    """The varint at ``pos`` and the position after it (IndexError past the end)."""
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
 def _fields_of(data: bytes, start: int, end: int, tag: int) -> list[tuple[int, int]]:
     """Where the payloads of the fields ``tag`` (one byte) lie in the message ``data[start:end]``,
     in order. Every field of a request, resource and scope block is length-delimited: any other
@@ -414,10 +396,10 @@ def _fields_of(data: bytes, start: int, end: int, tag: int) -> list[tuple[int, i
     found: list[tuple[int, int]] = []
     pos = start
     while pos < end:
-        key, pos = _varint_at(data, pos)
+        key, pos = varint_at(data, pos)
         if key & 7 != 2:
             raise ValueError(f"field {key >> 3} of wire type {key & 7} in a traces request")
-        size, pos = _varint_at(data, pos)
+        size, pos = varint_at(data, pos)
         if key == tag:
             found.append((pos, pos + size))
         pos += size
@@ -461,7 +443,7 @@ def without_ids(data: bytes) -> bytes:
     if data.startswith(_SPAN_ID, pos):
         pos += 10
     if pos < len(data) and data[pos] == _TRACE_STATE:
-        size, end = _varint_at(data, pos + 1)
+        size, end = varint_at(data, pos + 1)
         end += size
         if data.startswith(_PARENT_ID, end):
             return data[pos:end] + data[end + 10 :]
@@ -478,7 +460,7 @@ def with_ids(data: bytes, trace_id: bytes, span_id: bytes, parent_id: bytes) -> 
         head += _head(0x12, len(span_id)) + span_id
     parent = _head(0x22, len(parent_id)) + parent_id if parent_id else b""
     if data[:1] == b"\x1a":
-        size, end = _varint_at(data, 1)
+        size, end = varint_at(data, 1)
         end += size
         return b"".join((head, data[:end], parent, data[end:]))
     return b"".join((head, parent, data))
