@@ -48,8 +48,7 @@ ROLE_KEYS: frozenset[str] = frozenset(
 (the hop and the processor use it as a cheap first test; a test holds the two together)."""
 
 
-_SCALARS = (str, int, float)
-"""The value types that can name a role (``bool`` is an ``int``)."""
+_SCALARS = (str, int, float)  # the value types that can name a role (a bool is an int)
 
 
 def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
@@ -58,7 +57,7 @@ def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
     Only scalar values name a role: a list or a map where a name belongs (a sender's bug, or a
     hostile request) is read as absent, never as an error.
     """
-    # The scalar test is written at each read: the hop asks this of every span it holds.
+    # The scalar test is written at each read: each receiver asks this of every span.
     named = isinstance(attribute(semconv.RUN_ID), _SCALARS)
     operation = attribute(semconv.GEN_AI_OPERATION_NAME)
     if isinstance(operation, _SCALARS):

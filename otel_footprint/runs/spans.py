@@ -50,8 +50,7 @@ class SpanView(Protocol):
     def attribute(self, key: str) -> Any | None: ...
     def events(self) -> Sequence[SpanEventView]: ...
     @property
-    def role(self) -> SpanRole:
-        """``role_of(self.attribute)``, recognised once (grouping and annotating both ask)."""
+    def role(self) -> SpanRole: ...  # role_of(attribute), remembered: grouping and notes ask it
 
 
 def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:

@@ -152,8 +152,7 @@ class HeldSpan:
     ) -> None:
         self._data: bytes | tuple[bytes, Span] = without_ids(info.wire)
         self.origin = origin
-        self.role = info.role
-        """As the receiver recognised it: the release's span views read it, never recognise it."""
+        self.role = info.role  # as the receiver recognised it: the release's views take it
         self.runish = info.runish
         self.trace_id = trace_id
         self.span_id = info.span_id
