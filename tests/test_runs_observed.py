@@ -20,6 +20,7 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 from otel_footprint import semconv
 from otel_footprint.engine.decide import decide_run
 from otel_footprint.runs.group import RunSpans, group_runs
+from otel_footprint.runs.recognize import SpanRole, role_of
 from otel_footprint.runs.spans import SdkSpanView
 
 AGENT = {semconv.GEN_AI_OPERATION_NAME: semconv.OP_INVOKE_AGENT}
@@ -241,6 +242,10 @@ class _View:
 
     def attribute(self, key: str) -> Any | None:
         return dict(self.attrs).get(key)
+
+    @property
+    def role(self) -> SpanRole:
+        return role_of(self.attribute)
 
     def events(self) -> tuple[()]:
         return ()

@@ -272,6 +272,14 @@ def test_classification_reads_roles_and_footprint_events() -> None:
     garbage = _span(1)
     garbage.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.int_value = 42
     assert span_role(garbage) is SpanRole.OTHER
+    # A list or a map where a name belongs is read as absent: the span is the run its id names.
+    hostile = _span(1)
+    names = hostile.attributes.add(key=semconv.GEN_AI_OPERATION_NAME).value.array_value
+    names.values.add().string_value = "chat"
+    kinds = hostile.attributes.add(key=semconv.OPENINFERENCE_SPAN_KIND).value.kvlist_value
+    kinds.values.add(key="LLM").value.string_value = "LLM"
+    hostile.attributes.add(key=semconv.RUN_ID).value.string_value = "r1"
+    assert span_role(hostile) is SpanRole.RUN
 
 
 def test_a_held_span_is_its_wire_bytes_parsed_again_only_when_released() -> None:

@@ -6,7 +6,9 @@ Real journal on disk, real engine and annotators; only time is driven by the tes
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_footprint import semconv
 from otel_footprint.codec import any_value_to_python
+from otel_footprint.runs import recognize
 from otel_footprint.service import pipeline as pipeline_module
 from otel_footprint.service.annotation import FootprintAnnotation, NoAnnotation
 from otel_footprint.service.buffer import BufferLimits
@@ -105,6 +108,31 @@ def test_a_run_is_decided_and_its_held_input_retired(tmp_path: Path) -> None:
     assert _attrs(out[bytes(run.span_id)])[semconv.RUN_COMPLETE] is True
     assert journal.pending_seqs() == []
     assert metrics.runs_released.value("ended") == 1
+
+
+def test_each_span_is_recognised_once_from_receipt_to_annotation(tmp_path: Path) -> None:
+    """The receiver's role goes with the held span: grouping and annotating read it, and the
+    recognition rule runs once per span on the hop."""
+    clock = Clock()
+    pipeline, journal, _ = _pipeline(tmp_path, clock)
+    run = _span(7, "invoke_agent", footprint__run__id="r7")
+    spans = [run, _span(7, "chat", parent=run.span_id), _span(7, "execute_tool", run.span_id)]
+    rule = recognize.role_of.__code__
+    calls: list[str] = []
+
+    def count(frame: FrameType, event: str, _: object) -> None:
+        if event == "call" and frame.f_code is rule:
+            calls.append(event)
+
+    sys.setprofile(count)
+    try:
+        pipeline.ingest_traces(_request(*spans), None, "test")
+        clock.now += 1.5
+        pipeline.process_due()
+    finally:
+        sys.setprofile(None)
+    assert _attrs(_forwarded(journal)[bytes(run.span_id)])[semconv.RUN_COMPLETE] is True
+    assert len(calls) == len(spans)
 
 
 def test_timeout_marks_the_run_incomplete_and_a_late_run_span_says_so(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.model import Reason
-from otel_footprint.runs.recognize import SpanRole, role_of
+from otel_footprint.runs.recognize import SpanRole
 from otel_footprint.runs.slices import Steps, finish
 from otel_footprint.runs.spans import SpanView
 
@@ -736,7 +736,7 @@ def unannotated_notes(
             span_id, is_run, has_run_id = item, item == run_span_id, False
         else:
             span_id = item.span_id
-            is_run = span_id == run_span_id or role_of(item.attribute) is SpanRole.RUN
+            is_run = span_id == run_span_id or item.role is SpanRole.RUN
             has_run_id = is_run and item.attribute(semconv.RUN_ID) is not None
         attrs: list[tuple[str, AttributeValue]] = [(semconv.RUN_REASONS, (code,))]
         if is_run:

@@ -40,7 +40,7 @@ from otel_footprint import semconv
 from otel_footprint.codec import integral
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.observed import observed_runs
-from otel_footprint.runs.recognize import SpanRole, is_agent_span, role_of
+from otel_footprint.runs.recognize import SpanRole, is_agent_span
 from otel_footprint.runs.slices import STEP_SPANS, Steps, finish
 from otel_footprint.runs.spans import OtlpSpanView, SdkSpanView, SpanEventView, SpanView
 
@@ -261,7 +261,7 @@ def group_runs_steps(
     logs: Mapping[str, Sequence[SpanEventView]] = log_events or {}
     traces: dict[str, dict[str, _Node]] = {}
     for count, view in enumerate(spans, 1):
-        role = role_of(view.attribute)
+        role = view.role
         # Only a span of no role needs its events looked at now: it matters only if it carries some.
         carries = (role is _OTHER or role is _AGENT) and (
             view.span_id in logs or carries_footprint_events(view)

@@ -48,30 +48,19 @@ ROLE_KEYS: frozenset[str] = frozenset(
 (the hop and the processor use it as a cheap first test; a test holds the two together)."""
 
 
+_SCALARS = (str, int, float)  # the value types that can name a role (a bool is an int)
+
+
 def role_of(attribute: Callable[[str], Any | None]) -> SpanRole:
     """Classify a span from its attributes (``attribute(key)`` returns the value or None).
 
     Only scalar values name a role: a list or a map where a name belongs (a sender's bug, or a
     hostile request) is read as absent, never as an error.
     """
-    return _role_of_scalars(lambda key: _scalar(attribute(key)))
-
-
-def is_run(attribute: Callable[[str], Any | None]) -> bool:
-    """``role_of(attribute) is SpanRole.RUN``, settled by one lookup for a span that names no run:
-    every way to be a run above needs ``footprint.run.id`` (``named``), and most spans are not
-    runs (the processor asks this of every span it starts)."""
-    return attribute(semconv.RUN_ID) is not None and role_of(attribute) is SpanRole.RUN
-
-
-def _scalar(value: Any) -> Any | None:
-    return value if isinstance(value, str | int | float) else None
-
-
-def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
-    named = attribute(semconv.RUN_ID) is not None
+    # The scalar test is written at each read: each receiver asks this of every span.
+    named = isinstance(attribute(semconv.RUN_ID), _SCALARS)
     operation = attribute(semconv.GEN_AI_OPERATION_NAME)
-    if operation is not None:
+    if isinstance(operation, _SCALARS):
         if operation == semconv.OP_INVOKE_AGENT:
             return SpanRole.RUN if named else SpanRole.AGENT
         if operation in semconv.MODEL_CALL_OPERATIONS:
@@ -80,7 +69,7 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
             return SpanRole.TOOL
         return SpanRole.OTHER
     ai_operation = attribute(semconv.AI_SDK_OPERATION_ID)
-    if ai_operation is not None:
+    if isinstance(ai_operation, _SCALARS):
         if ai_operation in semconv.AI_SDK_RUN_OPERATIONS:
             return SpanRole.RUN if named else SpanRole.OTHER
         if ai_operation in semconv.AI_SDK_MODEL_CALL_OPERATIONS:
@@ -89,7 +78,7 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
             return SpanRole.TOOL
         return SpanRole.OTHER
     oi_kind = attribute(semconv.OPENINFERENCE_SPAN_KIND)
-    if oi_kind is not None:
+    if isinstance(oi_kind, _SCALARS):
         # CHAIN is a container, not an agent run: folding it into invoke_agent is too coarse.
         return {
             semconv.OI_KIND_AGENT: SpanRole.RUN if named else SpanRole.AGENT,
@@ -97,16 +86,25 @@ def _role_of_scalars(attribute: Callable[[str], Any | None]) -> SpanRole:
             semconv.OI_KIND_TOOL: SpanRole.TOOL,
         }.get(str(oi_kind).upper(), SpanRole.OTHER)
     tl_kind = attribute(semconv.TRACELOOP_SPAN_KIND)
-    if tl_kind == semconv.TL_KIND_AGENT:
-        return SpanRole.RUN if named else SpanRole.AGENT
-    if tl_kind == semconv.TL_KIND_TOOL:
-        return SpanRole.TOOL
-    if attribute(semconv.LLM_REQUEST_TYPE) in semconv.LLM_REQUEST_TYPE_MODEL_CALLS:
+    if isinstance(tl_kind, _SCALARS):
+        if tl_kind == semconv.TL_KIND_AGENT:
+            return SpanRole.RUN if named else SpanRole.AGENT
+        if tl_kind == semconv.TL_KIND_TOOL:
+            return SpanRole.TOOL
+    request_type = attribute(semconv.LLM_REQUEST_TYPE)
+    if isinstance(request_type, _SCALARS) and request_type in semconv.LLM_REQUEST_TYPE_MODEL_CALLS:
         return SpanRole.PASS
     if named:
         # A span that names a run but no GenAI operation is still that run's root.
         return SpanRole.RUN
     return SpanRole.OTHER
+
+
+def is_run(attribute: Callable[[str], Any | None]) -> bool:
+    """``role_of(attribute) is SpanRole.RUN``, settled by one lookup for a span that names no run:
+    every way to be a run above needs ``footprint.run.id`` (``named``), and most spans are not
+    runs (the processor asks this of every span it starts)."""
+    return attribute(semconv.RUN_ID) is not None and role_of(attribute) is SpanRole.RUN
 
 
 def is_agent_span(attribute: Callable[[str], Any | None]) -> bool:

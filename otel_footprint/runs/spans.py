@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from otel_footprint.codec import any_value_to_python, quick_init
+from otel_footprint.runs.recognize import SpanRole, role_of
 
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
@@ -48,6 +49,8 @@ class SpanView(Protocol):
     def end_time_unix_nano(self) -> int: ...
     def attribute(self, key: str) -> Any | None: ...
     def events(self) -> Sequence[SpanEventView]: ...
+    @property
+    def role(self) -> SpanRole: ...  # role_of(attribute), remembered: grouping and notes ask it
 
 
 def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:
@@ -56,12 +59,14 @@ def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:
 
 
 class OtlpSpanView:
-    """A :class:`SpanView` over an OTLP protobuf ``Span`` (the collector path; no copies)."""
+    """A :class:`SpanView` over an OTLP protobuf ``Span`` (the collector path; no copies), with
+    its ``role`` if the caller already recognised it (the hop, at the receiver)."""
 
-    __slots__ = ("_attrs", "_span_id", "_trace_id", "pb")
+    __slots__ = ("_attrs", "_role", "_span_id", "_trace_id", "pb")
 
-    def __init__(self, pb: PbSpan) -> None:
+    def __init__(self, pb: PbSpan, role: SpanRole | None = None) -> None:
         self.pb = pb
+        self._role = role
         self._attrs: dict[str, Any] | None = None
         # Ids are read for every event of the span; hex them once (they never change).
         self._trace_id: str | None = None
@@ -104,6 +109,13 @@ class OtlpSpanView:
         # A non-empty string (most values) is read as it is; "" is every other kind, or "".
         return None if raw is None else raw.string_value or any_value_to_python(raw)
 
+    @property
+    def role(self) -> SpanRole:
+        role = self._role
+        if role is None:
+            role = self._role = role_of(self.attribute)
+        return role
+
     def events(self) -> Sequence[SpanEventView]:
         return [
             SpanEventView(ev.name, int(ev.time_unix_nano), key_values_to_pairs(ev.attributes))
@@ -114,10 +126,11 @@ class OtlpSpanView:
 class SdkSpanView:
     """A :class:`SpanView` over an SDK ``ReadableSpan`` (the in-process path)."""
 
-    __slots__ = ("_attrs", "_span_id", "_trace_id", "span")
+    __slots__ = ("_attrs", "_role", "_span_id", "_trace_id", "span")
 
     def __init__(self, span: ReadableSpan) -> None:
         self.span = span
+        self._role: SpanRole | None = None
         # Ids are read for every event of the span; format them once (they never change).
         self._trace_id: str | None = None
         self._span_id: str | None = None
@@ -163,6 +176,13 @@ class SdkSpanView:
             source = self.span.attributes
             attrs = self._attrs = dict(source) if source else {}
         return attrs.get(key)
+
+    @property
+    def role(self) -> SpanRole:
+        role = self._role
+        if role is None:
+            role = self._role = role_of(self.attribute)
+        return role
 
     def events(self) -> Sequence[SpanEventView]:
         return [

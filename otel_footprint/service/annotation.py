@@ -144,7 +144,7 @@ class FootprintAnnotation:
         views: dict[bytes, OtlpSpanView] = {}
         for count, m in enumerate(members, 1):
             # A held span is parsed here (the run span already was, for its keys).
-            view = whole if whole is not None and m is unit.run_span else OtlpSpanView(m.info.span)
+            view = OtlpSpanView(m.span, m.role) if m is not unit.run_span or not whole else whole
             views[m.info.span_id] = view
             if not count % STEP_SPANS:
                 yield None
@@ -252,7 +252,7 @@ class FootprintAnnotation:
             return False
         # A run span arriving after its run was decided without it (timeout, overflow, root).
         code = late.cause if late.cause in ("timeout", "overflow", "shutdown") else "late-span"
-        view = OtlpSpanView(late.info.span)
+        view = OtlpSpanView(late.info.span, late.info.role)
         notes = unannotated_notes(
             [view],
             Reason(code, "this run span arrived after its run had been decided"),
@@ -279,7 +279,7 @@ def _whole_run(unit: RunUnit, members: Sequence[HeldSpan]) -> OtlpSpanView | Non
         run_span.span_id, {m.span_id: m.parent_id for m in members}
     ):
         return None
-    return OtlpSpanView(run_span.span)
+    return OtlpSpanView(run_span.span, run_span.role)
 
 
 def _as_note(note: object) -> SpanNote:

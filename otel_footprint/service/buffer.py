@@ -145,13 +145,14 @@ class HeldSpan:
     buffer's keys, and left out of the held bytes.
     """
 
-    __slots__ = ("_data", "origin", "parent_id", "runish", "seq", "span_id", "trace_id")
+    __slots__ = ("_data", "origin", "parent_id", "role", "runish", "seq", "span_id", "trace_id")
 
     def __init__(
         self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
     ) -> None:
         self._data: bytes | tuple[bytes, Span] = without_ids(info.wire)
         self.origin = origin
+        self.role = info.role  # as the receiver recognised it: the release's views take it
         self.runish = info.runish
         self.trace_id = trace_id
         self.span_id = info.span_id
@@ -166,7 +167,7 @@ class HeldSpan:
 
     @property
     def info(self) -> HeldSpan:
-        """What the annotation stage reads (``span``, ``span_id``, ``origin``, ``runish``)."""
+        """What the annotation stage reads (``span``, ``span_id``, ``origin``, ``role``...)."""
         return self
 
     @property

@@ -235,14 +235,11 @@ def span_role(span: Span) -> SpanRole:
     """The span's role from the recognition rule (runs/recognize.py), reading only its keys."""
     found: dict[str, Any] = {}
     for kv in span.attributes:
-        if kv.key in ROLE_KEYS:
-            try:
-                found[kv.key] = any_value_to_python(kv.value)
-            except (ValueError, TypeError):
-                continue
-    if not found:
-        return SpanRole.OTHER
-    return role_of(found.get)
+        key = kv.key
+        if key in ROLE_KEYS:
+            # A non-empty string (most names) is read as it is; "" is every other kind, or "".
+            found[key] = kv.value.string_value or any_value_to_python(kv.value)
+    return role_of(found.get) if found else SpanRole.OTHER
 
 
 def has_footprint_events(span: Span) -> bool:
