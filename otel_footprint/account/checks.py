@@ -116,7 +116,9 @@ def calls_of(inp: AccountInput, view: LegView) -> tuple[tuple[Call, ...], int]:
     number of unreadable coverage items skipped."""
     coverage: dict[str, list[FootprintEvent]] = {}
     by_span: dict[tuple[str, str], ToolCall] | None = None
-    for event in view.events:  # in leg order, both coverage event types interleaved
+    absent, declared = view.of(semconv.T_TOOLS_ABSENT), view.of(semconv.T_TOOLS_COVERAGE)
+    # In leg order, both types interleaved: every event is walked only when both are present.
+    for event in view.events if absent and declared else absent or declared:
         if event.type in COVERAGE_EVENTS:
             if by_span is None:  # only a coverage event without a call id needs it
                 by_span = {(c.trace_id, c.span_id): c for c in inp.tool_calls}
@@ -336,6 +338,8 @@ def check_existence(calls: tuple[Call, ...], writer: Writer) -> CheckOutcome:
     why: list[Line] = []
     pointers: list[Pointer] = []
     for call in calls:
+        if not call.items:
+            continue  # most calls declare nothing
         items = [i for i in call.items if i.list_name != "checked"]
         if not items:
             continue

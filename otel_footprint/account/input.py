@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar, cast
 
@@ -433,14 +433,16 @@ def leg_input(
     declarations: Declarations | None = None,
     observed: ObservedTurn | None = None,
     unrecorded_passes: tuple[int, ...] = (),
+    by_type: Mapping[str, Sequence[FootprintEvent]] | None = None,
 ) -> AccountInput:
     """An :class:`AccountInput` with ``answered``, ``resumed`` and ``held`` read off the events.
 
     ``answering_iteration`` is the engine's: the ``footprint.pass.iteration`` of the leg's last
-    pass span (None when the leg has no pass). ``carried`` comes from the run store.
+    pass span (None when the leg has no pass). ``carried`` comes from the run store. ``by_type``:
+    the events already indexed by type (the engine's :class:`~otel_footprint.runs.passes.RunFacts`).
     """
     ordered = tuple(events)
-    view = LegView(ordered)  # indexed once here; the account's readers share it (``memo``)
+    view = LegView(ordered, by_type)  # indexed once; the account's readers share it (``memo``)
     answered = view.has(semconv.T_TURN_END) or (observed is not None and observed.answered)
     resumed = view.has(semconv.T_PAUSE_RESUME) or (
         observed is None and answered and not view.has(semconv.T_TURN_START)

@@ -580,6 +580,7 @@ def _account_of(
             carried=carried,
             observed=observed,
             unrecorded_passes=facts.unrecorded_passes,
+            by_type=facts.by_type,
         )
         result = account_for(inp)
         next_carried = _next_carried(inp, carried_json) if hand_on else carried_json
