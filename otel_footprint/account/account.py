@@ -34,6 +34,9 @@ SHOWN_PER_CHECK = 3
 
 PauseKind: TypeAlias = Literal["lost", "held", "held-events", "carried"]
 
+_NO_ERRORS = Writer().say("anything-wrong", "wrong.noErrors")
+"""A line that never varies: written once (lines are immutable)."""
+
 
 def account_for(inp: AccountInput) -> AccountResult:
     """The account of one run leg (reference §4): rows, checks 1–3, signals and the summary."""
@@ -124,10 +127,11 @@ def _anything_wrong(
     for found, count in findings:
         lines += [f.line for f in found[:SHOWN_PER_CHECK]]
         more += count - min(SHOWN_PER_CHECK, len(found))
-    if any(c.span is not None for c in calls):
-        lines.append(_tool_errors_line(writer, calls))
-    reachable = sum(1 for c in checks if c.state == "reachable")
-    unreached = sum(1 for c in checks if c.state == "unreachable")
+    errors = _tool_errors_line(writer, calls)
+    if errors is not None:
+        lines.append(errors)
+    states = [c.state for c in checks]
+    reachable, unreached = states.count("reachable"), states.count("unreachable")
     applicable = reachable + unreached
     any_signal = any(count for _, count in findings)
     if not any_signal and reachable >= 1:
@@ -154,13 +158,21 @@ def _anything_wrong(
     return lines
 
 
-def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line:
-    """How many of the calls that ran on a span failed or were refused (or that none did)."""
-    ran_on_spans = [c for c in calls if c.span is not None]
-    failed = sum(1 for c in ran_on_spans if c.outcome == "failed")
-    refused = sum(1 for c in ran_on_spans if c.outcome == "refused")
+def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line | None:
+    """How many of the calls that ran on a span failed or were refused (or that none did);
+    None when no call is on a span."""
+    on_spans = failed = refused = 0
+    for call in calls:
+        if call.span is not None:
+            on_spans += 1
+            if call.outcome == "failed":
+                failed += 1
+            elif call.outcome == "refused":
+                refused += 1
+    if not on_spans:
+        return None
     if not failed + refused:
-        return writer.say("anything-wrong", "wrong.noErrors")
+        return _NO_ERRORS
     values = {
         "calls": Var(count_phrase(failed + refused, "tool call", "tool calls")),
         "failed": Var(str(failed)),
@@ -223,8 +235,8 @@ def _summary(
         return _with_note(writer, Summary("summary.signals", text, signals[0].tone), appended)
     if pause == "lost":
         return Summary("summary.resumed", writer.text("summary.resumed"), "unknown")
-    reachable = sum(1 for c in checks if c.state == "reachable")
-    unreached = sum(1 for c in checks if c.state == "unreachable")
+    states = [c.state for c in checks]
+    reachable, unreached = states.count("reachable"), states.count("unreachable")
     applicable = reachable + unreached
     template: str
     tone: Tone

@@ -447,16 +447,7 @@ def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Underst
             pointers=[at_event(configured_event)],
         )
         return _without_verdict(facts, unread, app, line, None)
-    line = writer.say(
-        "understood",
-        "understood.notRecorded",
-        status="not-recorded",
-        missing="no-event",
-        chips=[chip("chip.notRecorded")],
-    )
-    return _without_verdict(
-        facts, unread, app, line, _why(writer, "unreachable.decided", "no-event")
-    )
+    return _without_verdict(facts, unread, app, _NOT_RECORDED, _NO_ROUTING)
 
 
 def _routing_facts(
@@ -546,6 +537,19 @@ def _why(writer: Writer, template_id: str, missing: str) -> Line:
     return writer.say(
         "anything-wrong", template_id, status="not-recorded", missing=missing, item=True
     )
+
+
+# Lines that never vary: written once (lines are immutable).
+_NOT_RECORDED, _CONFIDENCE_NONE = (
+    Writer().say(
+        "understood", t, status="not-recorded", missing=m, chips=[chip("chip.notRecorded")]
+    )
+    for t, m in (
+        ("understood.notRecorded", "no-event"),
+        ("understood.confidence.none", "not-built"),
+    )
+)
+_NO_ROUTING = _why(Writer(), "unreachable.decided", "no-event")
 
 
 @quick_init
@@ -659,15 +663,7 @@ def _with_verdict(
             ),
         )
     lines += delivery.lines
-    lines.append(
-        writer.say(
-            "understood",
-            "understood.confidence.none",
-            status="not-recorded",
-            missing="not-built",
-            chips=[chip("chip.notRecorded")],
-        )
-    )
+    lines.append(_CONFIDENCE_NONE)
     lines += app
     before: Literal["held", "carried"] | None = None
     if verdict.origin != "event":
