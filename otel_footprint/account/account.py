@@ -5,6 +5,7 @@ A pure fold: the same :class:`AccountInput` always gives the same :class:`Accoun
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 from otel_footprint.account.checks import (
@@ -135,17 +136,9 @@ def _anything_wrong(
     applicable = reachable + unreached
     any_signal = any(count for _, count in findings)
     if not any_signal and reachable >= 1:
-        checks_phrase = Var(count_phrase(reachable, "check", "checks"))
-        lines.append(
-            writer.say(
-                "anything-wrong",
-                "wrong.none",
-                {"checks": checks_phrase},
-                chips=[chip("chip.noneFound")],
-            )
-        )
+        lines.append(_none_found(reachable))
     if unreached:
-        lines.append(_unreachable_line(writer, unreached, applicable))
+        lines.append(_unreachable_line(unreached, applicable))
         for why in unreachable:
             lines += why[:SHOWN_PER_CHECK]
             more += max(0, len(why) - SHOWN_PER_CHECK)
@@ -184,12 +177,23 @@ def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line | None:
     return writer.say("anything-wrong", "wrong.errors", values)
 
 
-def _unreachable_line(writer: Writer, unreached: int, applicable: int) -> Line:
+# The two lines below depend on a few small counts only: each is written once per count.
+
+
+@lru_cache(maxsize=16)
+def _none_found(reachable: int) -> Line:
+    """The checks that could run found nothing."""
+    checks = {"checks": Var(count_phrase(reachable, "check", "checks"))}
+    return Writer().say("anything-wrong", "wrong.none", checks, chips=[chip("chip.noneFound")])
+
+
+@lru_cache(maxsize=16)
+def _unreachable_line(unreached: int, applicable: int) -> Line:
     """How many of the applicable checks could not run."""
     if unreached == applicable:
-        return writer.say("anything-wrong", "wrong.unreachable.all")
+        return Writer().say("anything-wrong", "wrong.unreachable.all")
     values = {"u": Var(str(unreached)), "a": Var(str(applicable))}
-    return writer.say("anything-wrong", "wrong.unreachable", values)
+    return Writer().say("anything-wrong", "wrong.unreachable", values)
 
 
 def _before_pause_line(writer: Writer, pause: PauseKind) -> Line:

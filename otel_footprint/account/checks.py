@@ -15,7 +15,7 @@ from otel_footprint import semconv
 from otel_footprint.account.input import AccountInput, ToolCall
 from otel_footprint.account.model import CheckId, CheckResult, CheckState, Line, Pointer, Signal
 from otel_footprint.account.pointers import at_event, bounded
-from otel_footprint.account.templates import tool_phrase
+from otel_footprint.account.templates import ID_CHARS, cut
 from otel_footprint.account.view import LegView, as_list, as_obj, as_str
 from otel_footprint.account.writer import Var, Writer
 from otel_footprint.codec import FootprintEvent, quick_init
@@ -72,8 +72,9 @@ class Call(NamedTuple):
 
     @property
     def tool(self) -> str:
-        """The tool as a sentence names it."""
-        return tool_phrase(self.name)
+        """The tool as a sentence subject (``an unnamed tool`` when the record has none)."""
+        name = self.name
+        return "an unnamed tool" if not name else name if len(name) <= ID_CHARS else cut(name)
 
     @property
     def voucher(self) -> str:
@@ -239,9 +240,6 @@ _NOT_JSON: object = object()
 def _parsed(text: str, results: dict[str, object]) -> object:
     """The JSON value of a result text that looks like a list or an object, else ``_NOT_JSON``
     (memoized in ``results``)."""
-    value = results.get(text, results)
-    if value is not results:
-        return value
     try:
         value = json.loads(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
     except json.JSONDecodeError:
@@ -288,7 +286,9 @@ def _judge(
     elif span.result is None:
         emptiness = "not-recorded"
     else:
-        value = _parsed(span.result, results)
+        value = results.get(span.result, results)  # a repeated result: read in place
+        if value is results:
+            value = _parsed(span.result, results)
         if value is _NOT_JSON:
             emptiness = "unknown"
         elif isinstance(value, list):  # json.loads gives lists, never tuples

@@ -13,6 +13,8 @@ from otel_footprint.account.view import LegView, as_str
 from otel_footprint.account.writer import Var, Writer
 
 CALLS_PER_ROW = 5
+_NOT_DECLARED = (chip("chip.notDeclared"),)
+"""The chip of a call that declared nothing (most calls, on two rows)."""
 _NOT_CHECKED: tuple[tuple[CoverageList, str], ...] = (
     ("notChecked", "notChecked.declared"),
     ("cannotCover", "notChecked.cannotCover"),
@@ -129,7 +131,7 @@ def checked_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
                     status="not-recorded",
                     missing="not-declared",
                     pointers=_span_pointer(call),
-                    chips=[chip("chip.notDeclared")],
+                    chips=_NOT_DECLARED,
                 )
             )
     return lines + _more(
@@ -157,7 +159,7 @@ def not_checked_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
                     status="not-recorded",
                     missing="not-declared",
                     pointers=_span_pointer(call),
-                    chips=[chip("chip.notDeclared")],
+                    chips=_NOT_DECLARED,
                 )
             )
             continue

@@ -460,8 +460,3 @@ def skill_phrase(skill_id: str, label: str | None) -> str:
     """``<label> skill (<id>)`` when a label exists, else ``<id> skill``."""
     shown = cut(skill_id)
     return f"{cut(label)} skill ({shown})" if label else f"{shown} skill"
-
-
-def tool_phrase(name: str | None) -> str:
-    """A tool's name as a sentence subject (``an unnamed tool`` when the record has none)."""
-    return cut(name) if name else "an unnamed tool"
