@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
@@ -456,7 +455,7 @@ def test_declared_absence_is_not_an_undeclared_empty() -> None:
     assert "found.absent" in [line.template_id for line in account.lines]
     # The tool's own status ``absent`` declares it too.
     status_leg = tools_leg(("find", "[]", []))
-    status_leg.tool_calls[0] = dataclasses.replace(status_leg.tool_calls[0], status="absent")
+    status_leg.tool_calls[0] = status_leg.tool_calls[0]._replace(status="absent")
     assert account_for(status_leg.build()).signals == ()
     assert account_for(tools_leg(("find", "[]", [])).build()).signals != ()
 

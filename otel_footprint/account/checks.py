@@ -88,18 +88,14 @@ class Call(NamedTuple):
         return tuple(i for i in self.items if i.list_name == kind)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """A signal and its sentence as an "Anything wrong" line."""
 
     signal: Signal
     line: Line
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class CheckOutcome:
+class CheckOutcome(NamedTuple):
     """One check: its result, its findings (bounded) and why it could not run (lines)."""
 
     check: CheckResult

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeVar, cast
+from typing import Any, Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from otel_footprint import semconv
 from otel_footprint.account.model import Pointer
@@ -30,10 +30,10 @@ CARRIED_TEXT_CHARS = 2_000
 """A carried string longer than this is not carried (the run store keeps small values)."""
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call of the leg, read from its ``execute_tool`` span."""
+class ToolCall(NamedTuple):
+    """One tool call of the leg, read from its ``execute_tool`` span (the engine builds one per
+    call of every run: a named tuple, immutable and about a third of the cost of a frozen
+    dataclass)."""
 
     name: str | None
     """``gen_ai.tool.name``; None when no span or event names the tool."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from dataclasses import replace
+from typing import Literal, NamedTuple, TypeAlias
 
 from otel_footprint import semconv
 from otel_footprint.account.input import (
@@ -56,7 +56,7 @@ from otel_footprint.account.view import (
     strict_equal,
 )
 from otel_footprint.account.writer import Var, Writer
-from otel_footprint.codec import FootprintEvent, quick_init
+from otel_footprint.codec import FootprintEvent
 
 MAX_REFUSALS = 12
 """Refusals listed in the routing facts; the rest are counted."""
@@ -338,9 +338,7 @@ def delivery_complete(view: LegView, last_iteration: int | None) -> bool:
 # ── refusals ─────────────────────────────────────────────────────────────────────────────────
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Refusal:
+class _Refusal(NamedTuple):
     requested_id: str
     by: str
     named: bool
@@ -371,9 +369,7 @@ def _refusals(view: LegView) -> list[_Refusal]:
 # ── the row ──────────────────────────────────────────────────────────────────────────────────
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Understood:
+class Understood(NamedTuple):
     """The row's lines, check 1, its signal and the routing facts."""
 
     lines: tuple[Line, ...]
@@ -552,9 +548,7 @@ _NOT_RECORDED, _CONFIDENCE_NONE = (
 _NO_ROUTING = _why(Writer(), "unreachable.decided", "no-event")
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Context:
+class _Context(NamedTuple):
     inp: AccountInput
     view: LegView
     writer: Writer
@@ -688,9 +682,7 @@ def _with_verdict(
     )
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Delivery:
+class _Delivery(NamedTuple):
     """Check 1 on a decision: its lines in the "It understood" row, its result, and its signal or
     why it could not run."""
 
