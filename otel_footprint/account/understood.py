@@ -522,7 +522,7 @@ def _without_verdict(
         None,  # signal
         None,  # signal_line
         why,  # unreachable
-        _facts_with(facts, before_pause=before),
+        facts if before is None else _facts_with(facts, before_pause=before),  # as read
         None,  # verdict
         unread,
     )
