@@ -18,7 +18,7 @@ import argparse
 import gc
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from otel_footprint.account.account import account_for
 from otel_footprint.account.input import AccountInput, ToolCall, leg_input
 from otel_footprint.annotate.form import AnnotateOptions, annotations_for
 from otel_footprint.bridges.agentfootprint import recording_to_requests
+from otel_footprint.codec import FootprintEvent
 from otel_footprint.commands.scenarios import SCENARIOS, run_script
 from otel_footprint.engine.decide import EngineOptions, decide_run
 from otel_footprint.engine.verdict import RunVerdict
@@ -116,9 +117,11 @@ def _account_of(facts: RunFacts) -> AccountInput:
     return AccountInput(facts.events, tuple(calls), answering_iteration=last)
 
 
-def _account(inp: AccountInput) -> None:
-    """The account alone, as the engine computes it: ``leg_input`` then ``account_for``."""
-    account_for(leg_input(inp.events, inp.tool_calls, answering_iteration=inp.answering_iteration))
+def _account(inp: AccountInput, by_type: Mapping[str, Sequence[FootprintEvent]]) -> None:
+    """The account alone, as the engine computes it: ``leg_input`` (handed the events indexed
+    by type, as the engine's facts hold them) then ``account_for``."""
+    last = inp.answering_iteration
+    account_for(leg_input(inp.events, inp.tool_calls, answering_iteration=last, by_type=by_type))
 
 
 def measure(workload: Workload, batch: int, repeat: int) -> Row:
@@ -159,11 +162,12 @@ def measure(workload: Workload, batch: int, repeat: int) -> Row:
             annotations_for(verdict, annotate)
         annotate_s.append(_clock() - start)
 
-        legs = [_account_of(read_run(run)) for runs in grouped for run in runs]
+        facts = [read_run(run) for runs in grouped for run in runs]
+        legs = [(_account_of(f), f.by_type) for f in facts]
         gc.collect()
         start = _clock()
-        for leg in legs:
-            _account(leg)
+        for leg, by_type in legs:
+            _account(leg, by_type)
         alone_s.append(_clock() - start)
 
         runs_count = len(grouped[0])

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
+from _shared import recordings
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,6 +27,11 @@ from otel_footprint.account.understood import routing_verdict_of, verdict_to_car
 from otel_footprint.account.view import LegView, leg_view
 from otel_footprint.account.writer import Var, Writer
 from otel_footprint.annotate.form import AnnotateOptions, _Builder, _Shaper, clip
+from otel_footprint.bridges.agentfootprint import recording_to_requests
+from otel_footprint.engine.decide import _account_tool_calls
+from otel_footprint.runs.group import group_runs
+from otel_footprint.runs.passes import read_run
+from otel_footprint.runs.spans import OtlpSpanView
 
 _TEMPLATE_IDS = sorted(TEMPLATES)
 _SOURCES = st.sampled_from([None, "person", "library", "tool:find", "model", "app", "odd"])
@@ -163,6 +171,27 @@ def test_the_leg_is_indexed_once_and_shared() -> None:
     assert leg_view(other) is not view
     assert other == replace(other)  # the cache takes no part in equality
     assert inp.memo and inp == leg_input((), [_call("[]", 1)], answering_iteration=1)
+
+
+@pytest.mark.parametrize("path", recordings(), ids=lambda p: p.stem)
+def test_the_engine_hands_the_legs_own_index(path: Path) -> None:
+    """The account of a leg handed the engine's index (``RunFacts.by_type``) is the account of
+    the same leg indexed by the account itself."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    views = [
+        OtlpSpanView(span)
+        for request in recording_to_requests(lines)
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
+    for run in group_runs(views):
+        facts = read_run(run)
+        calls = _account_tool_calls(facts)
+        last = max((p.iteration for p in facts.passes), default=None)
+        handed = leg_input(facts.events, calls, answering_iteration=last, by_type=facts.by_type)
+        own = leg_input(facts.events, calls, answering_iteration=last)
+        assert account_for(handed) == account_for(own)
 
 
 @given(

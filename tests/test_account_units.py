@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
@@ -24,6 +23,7 @@ from otel_footprint.account import (
     routing_verdict_of,
     verdict_to_carry,
 )
+from otel_footprint.account.checks import calls_of
 from otel_footprint.account.integrity.texts import TEXTS as INTEGRITY_TEXTS
 from otel_footprint.account.pointers import json_path
 from otel_footprint.account.templates import (
@@ -35,7 +35,7 @@ from otel_footprint.account.templates import (
     placeholders,
     weakest,
 )
-from otel_footprint.account.view import LegView
+from otel_footprint.account.view import LegView, leg_view
 
 
 def routed_leg(
@@ -446,6 +446,19 @@ def test_empty_results(result: str | None, rows_at: str | None, state: str, sign
         assert account.signals[0].pointers[0].event_name is None
 
 
+def test_calls_known_only_from_coverage_events_keep_the_legs_order() -> None:
+    """Both coverage event types, interleaved, for calls whose spans are in another leg: the
+    calls are listed in the leg's order (the index is walked as a whole only when both are in)."""
+    leg = tools_leg()
+    names = ["first", "second", "third", "fourth"]
+    for i, name in enumerate(names):
+        kind = "tools.absent" if i % 2 else "tools.coverage_declared"
+        leg.event(kind, {"toolCallId": f"x{i}", "toolName": name, "iteration": 1, "checked": []})
+    inp = leg.build()
+    calls, _ = calls_of(inp, leg_view(inp))
+    assert [c.name for c in calls] == names
+
+
 def test_declared_absence_is_not_an_undeclared_empty() -> None:
     absent = (
         "tools.absent",
@@ -456,7 +469,7 @@ def test_declared_absence_is_not_an_undeclared_empty() -> None:
     assert "found.absent" in [line.template_id for line in account.lines]
     # The tool's own status ``absent`` declares it too.
     status_leg = tools_leg(("find", "[]", []))
-    status_leg.tool_calls[0] = dataclasses.replace(status_leg.tool_calls[0], status="absent")
+    status_leg.tool_calls[0] = status_leg.tool_calls[0]._replace(status="absent")
     assert account_for(status_leg.build()).signals == ()
     assert account_for(tools_leg(("find", "[]", [])).build()).signals != ()
 

@@ -5,6 +5,7 @@ A pure fold: the same :class:`AccountInput` always gives the same :class:`Accoun
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 from otel_footprint.account.checks import (
@@ -33,6 +34,9 @@ SHOWN_PER_CHECK = 3
 """Signal lines and unreachable lines shown per check in "Anything wrong"; the rest counted."""
 
 PauseKind: TypeAlias = Literal["lost", "held", "held-events", "carried"]
+
+_NO_ERRORS = Writer().say("anything-wrong", "wrong.noErrors")
+"""A line that never varies: written once (lines are immutable)."""
 
 
 def account_for(inp: AccountInput) -> AccountResult:
@@ -124,24 +128,17 @@ def _anything_wrong(
     for found, count in findings:
         lines += [f.line for f in found[:SHOWN_PER_CHECK]]
         more += count - min(SHOWN_PER_CHECK, len(found))
-    if any(c.span is not None for c in calls):
-        lines.append(_tool_errors_line(writer, calls))
-    reachable = sum(1 for c in checks if c.state == "reachable")
-    unreached = sum(1 for c in checks if c.state == "unreachable")
+    errors = _tool_errors_line(writer, calls)
+    if errors is not None:
+        lines.append(errors)
+    states = [c.state for c in checks]
+    reachable, unreached = states.count("reachable"), states.count("unreachable")
     applicable = reachable + unreached
     any_signal = any(count for _, count in findings)
     if not any_signal and reachable >= 1:
-        checks_phrase = Var(count_phrase(reachable, "check", "checks"))
-        lines.append(
-            writer.say(
-                "anything-wrong",
-                "wrong.none",
-                {"checks": checks_phrase},
-                chips=[chip("chip.noneFound")],
-            )
-        )
+        lines.append(_none_found(reachable))
     if unreached:
-        lines.append(_unreachable_line(writer, unreached, applicable))
+        lines.append(_unreachable_line(unreached, applicable))
         for why in unreachable:
             lines += why[:SHOWN_PER_CHECK]
             more += max(0, len(why) - SHOWN_PER_CHECK)
@@ -154,13 +151,21 @@ def _anything_wrong(
     return lines
 
 
-def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line:
-    """How many of the calls that ran on a span failed or were refused (or that none did)."""
-    ran_on_spans = [c for c in calls if c.span is not None]
-    failed = sum(1 for c in ran_on_spans if c.outcome == "failed")
-    refused = sum(1 for c in ran_on_spans if c.outcome == "refused")
+def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line | None:
+    """How many of the calls that ran on a span failed or were refused (or that none did);
+    None when no call is on a span."""
+    on_spans = failed = refused = 0
+    for call in calls:
+        if call.span is not None:
+            on_spans += 1
+            if call.outcome == "failed":
+                failed += 1
+            elif call.outcome == "refused":
+                refused += 1
+    if not on_spans:
+        return None
     if not failed + refused:
-        return writer.say("anything-wrong", "wrong.noErrors")
+        return _NO_ERRORS
     values = {
         "calls": Var(count_phrase(failed + refused, "tool call", "tool calls")),
         "failed": Var(str(failed)),
@@ -172,12 +177,23 @@ def _tool_errors_line(writer: Writer, calls: tuple[Call, ...]) -> Line:
     return writer.say("anything-wrong", "wrong.errors", values)
 
 
-def _unreachable_line(writer: Writer, unreached: int, applicable: int) -> Line:
+# The two lines below depend on a few small counts only: each is written once per count.
+
+
+@lru_cache(maxsize=16)
+def _none_found(reachable: int) -> Line:
+    """The checks that could run found nothing."""
+    checks = {"checks": Var(count_phrase(reachable, "check", "checks"))}
+    return Writer().say("anything-wrong", "wrong.none", checks, chips=[chip("chip.noneFound")])
+
+
+@lru_cache(maxsize=16)
+def _unreachable_line(unreached: int, applicable: int) -> Line:
     """How many of the applicable checks could not run."""
     if unreached == applicable:
-        return writer.say("anything-wrong", "wrong.unreachable.all")
+        return Writer().say("anything-wrong", "wrong.unreachable.all")
     values = {"u": Var(str(unreached)), "a": Var(str(applicable))}
-    return writer.say("anything-wrong", "wrong.unreachable", values)
+    return Writer().say("anything-wrong", "wrong.unreachable", values)
 
 
 def _before_pause_line(writer: Writer, pause: PauseKind) -> Line:
@@ -223,8 +239,8 @@ def _summary(
         return _with_note(writer, Summary("summary.signals", text, signals[0].tone), appended)
     if pause == "lost":
         return Summary("summary.resumed", writer.text("summary.resumed"), "unknown")
-    reachable = sum(1 for c in checks if c.state == "reachable")
-    unreached = sum(1 for c in checks if c.state == "unreachable")
+    states = [c.state for c in checks]
+    reachable, unreached = states.count("reachable"), states.count("unreachable")
     applicable = reachable + unreached
     template: str
     tone: Tone

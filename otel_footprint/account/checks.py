@@ -15,7 +15,7 @@ from otel_footprint import semconv
 from otel_footprint.account.input import AccountInput, ToolCall
 from otel_footprint.account.model import CheckId, CheckResult, CheckState, Line, Pointer, Signal
 from otel_footprint.account.pointers import at_event, bounded
-from otel_footprint.account.templates import tool_phrase
+from otel_footprint.account.templates import ID_CHARS, cut
 from otel_footprint.account.view import LegView, as_list, as_obj, as_str
 from otel_footprint.account.writer import Var, Writer
 from otel_footprint.codec import FootprintEvent, quick_init
@@ -72,8 +72,9 @@ class Call(NamedTuple):
 
     @property
     def tool(self) -> str:
-        """The tool as a sentence names it."""
-        return tool_phrase(self.name)
+        """The tool as a sentence subject (``an unnamed tool`` when the record has none)."""
+        name = self.name
+        return "an unnamed tool" if not name else name if len(name) <= ID_CHARS else cut(name)
 
     @property
     def voucher(self) -> str:
@@ -87,18 +88,14 @@ class Call(NamedTuple):
         return tuple(i for i in self.items if i.list_name == kind)
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     """A signal and its sentence as an "Anything wrong" line."""
 
     signal: Signal
     line: Line
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class CheckOutcome:
+class CheckOutcome(NamedTuple):
     """One check: its result, its findings (bounded) and why it could not run (lines)."""
 
     check: CheckResult
@@ -116,7 +113,9 @@ def calls_of(inp: AccountInput, view: LegView) -> tuple[tuple[Call, ...], int]:
     number of unreadable coverage items skipped."""
     coverage: dict[str, list[FootprintEvent]] = {}
     by_span: dict[tuple[str, str], ToolCall] | None = None
-    for event in view.events:  # in leg order, both coverage event types interleaved
+    absent, declared = view.of(semconv.T_TOOLS_ABSENT), view.of(semconv.T_TOOLS_COVERAGE)
+    # In leg order, both types interleaved: every event is walked only when both are present.
+    for event in view.events if absent and declared else absent or declared:
         if event.type in COVERAGE_EVENTS:
             if by_span is None:  # only a coverage event without a call id needs it
                 by_span = {(c.trace_id, c.span_id): c for c in inp.tool_calls}
@@ -237,9 +236,6 @@ _NOT_JSON: object = object()
 def _parsed(text: str, results: dict[str, object]) -> object:
     """The JSON value of a result text that looks like a list or an object, else ``_NOT_JSON``
     (memoized in ``results``)."""
-    value = results.get(text, results)
-    if value is not results:
-        return value
     try:
         value = json.loads(text) if text.lstrip()[:1] in ("{", "[") else _NOT_JSON
     except json.JSONDecodeError:
@@ -286,7 +282,9 @@ def _judge(
     elif span.result is None:
         emptiness = "not-recorded"
     else:
-        value = _parsed(span.result, results)
+        value = results.get(span.result, results)  # a repeated result: read in place
+        if value is results:
+            value = _parsed(span.result, results)
         if value is _NOT_JSON:
             emptiness = "unknown"
         elif isinstance(value, list):  # json.loads gives lists, never tuples
@@ -336,6 +334,8 @@ def check_existence(calls: tuple[Call, ...], writer: Writer) -> CheckOutcome:
     why: list[Line] = []
     pointers: list[Pointer] = []
     for call in calls:
+        if not call.items:
+            continue  # most calls declare nothing
         items = [i for i in call.items if i.list_name != "checked"]
         if not items:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from otel_footprint import semconv
@@ -51,7 +52,7 @@ def at_state(resume: EventPointer, key: str, *path: str | int) -> Pointer:
     )
 
 
-def bounded(pointers: tuple[Pointer, ...] | list[Pointer]) -> tuple[Pointer, ...]:
+def bounded(pointers: Sequence[Pointer]) -> tuple[Pointer, ...]:
     """Distinct pointers in first-seen order, at most :data:`MAX_POINTERS`."""
     if len(pointers) < 2:
         return tuple(pointers)  # most lines have one: nothing to deduplicate (or to hash)

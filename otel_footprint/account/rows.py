@@ -13,6 +13,8 @@ from otel_footprint.account.view import LegView, as_str
 from otel_footprint.account.writer import Var, Writer
 
 CALLS_PER_ROW = 5
+_NOT_DECLARED = (chip("chip.notDeclared"),)
+"""The chip of a call that declared nothing (most calls, on two rows)."""
 _NOT_CHECKED: tuple[tuple[CoverageList, str], ...] = (
     ("notChecked", "notChecked.declared"),
     ("cannotCover", "notChecked.cannotCover"),
@@ -129,7 +131,7 @@ def checked_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
                     status="not-recorded",
                     missing="not-declared",
                     pointers=_span_pointer(call),
-                    chips=[chip("chip.notDeclared")],
+                    chips=_NOT_DECLARED,
                 )
             )
     return lines + _more(
@@ -157,7 +159,7 @@ def not_checked_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
                     status="not-recorded",
                     missing="not-declared",
                     pointers=_span_pointer(call),
-                    chips=[chip("chip.notDeclared")],
+                    chips=_NOT_DECLARED,
                 )
             )
             continue
@@ -245,35 +247,26 @@ def found_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
     return lines + _more(writer, "found", "found.more", max(0, len(calls) - CALLS_PER_ROW), 0)
 
 
+def _not_recorded(template_id: str, missing: str) -> Line:
+    return Writer().say(
+        "how-sure", template_id, status="not-recorded", missing=missing, chips=_NOT_RECORDED
+    )
+
+
+_NOT_RECORDED = (chip("chip.notRecorded"),)
+# Lines that never vary: written once (lines are immutable).
+_STANDING_NONE = _not_recorded("howSure.standing.none", "not-built")
+_EVIDENCE_NOT_READ = _not_recorded("howSure.evidence.notRecorded", "not-built")
+_EVIDENCE_NO_EVENT = _not_recorded("howSure.evidence.notRecorded", "no-event")
+
+
 def how_sure_lines(view: LegView, writer: Writer) -> list[Line]:
     """The standing is not rated here; the evidence gate is off, or its verdict not read."""
-    lines = [
-        writer.say(
-            "how-sure",
-            "howSure.standing.none",
-            status="not-recorded",
-            missing="not-built",
-            chips=[chip("chip.notRecorded")],
-        )
-    ]
     configured = view.first(semconv.T_RUN_CONFIGURED)
-    if configured is not None and configured.payload.get("evidenceGate") in (None, False):
-        lines.append(
-            writer.say(
-                "how-sure",
-                "howSure.evidence.off",
-                status="not-applicable",
-                pointers=[at_event(configured)],
-            )
-        )
-    else:
-        lines.append(
-            writer.say(
-                "how-sure",
-                "howSure.evidence.notRecorded",
-                status="not-recorded",
-                missing="not-built" if configured is not None else "no-event",
-                chips=[chip("chip.notRecorded")],
-            )
-        )
-    return lines
+    if configured is None:
+        return [_STANDING_NONE, _EVIDENCE_NO_EVENT]
+    if configured.payload.get("evidenceGate") not in (None, False):
+        return [_STANDING_NONE, _EVIDENCE_NOT_READ]
+    where = [at_event(configured)]
+    off = writer.say("how-sure", "howSure.evidence.off", status="not-applicable", pointers=where)
+    return [_STANDING_NONE, off]

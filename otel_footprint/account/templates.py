@@ -408,14 +408,13 @@ def fill(template_id: str, values: Mapping[str, str]) -> str:
 def template_parts(template_id: str) -> tuple[str, ...]:
     """The template's text split at its placeholders: literal, name, literal, ... (one literal
     when it has none). KeyError on an unknown id."""
-    parts = _parts.get(template_id)
-    if parts is None:
-        parts = _parts[template_id] = tuple(_PLACEHOLDER.split(TEMPLATES[template_id].text))
-    return parts
+    return _PARTS[template_id]
 
 
-_parts: dict[str, tuple[str, ...]] = {}
-"""Each template's text split at its placeholders (one entry per template: a fixed set)."""
+_PARTS: Final[Mapping[str, tuple[str, ...]]] = {
+    t.id: tuple(_PLACEHOLDER.split(t.text)) for t in _ALL
+}
+"""Each template's text split at its placeholders, once at import."""
 
 
 def placeholders(template_id: str) -> frozenset[str]:
@@ -461,8 +460,3 @@ def skill_phrase(skill_id: str, label: str | None) -> str:
     """``<label> skill (<id>)`` when a label exists, else ``<id> skill``."""
     shown = cut(skill_id)
     return f"{cut(label)} skill ({shown})" if label else f"{shown} skill"
-
-
-def tool_phrase(name: str | None) -> str:
-    """A tool's name as a sentence subject (``an unnamed tool`` when the record has none)."""
-    return cut(name) if name else "an unnamed tool"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from dataclasses import replace
+from typing import Literal, NamedTuple, TypeAlias
 
 from otel_footprint import semconv
 from otel_footprint.account.input import (
@@ -56,7 +56,7 @@ from otel_footprint.account.view import (
     strict_equal,
 )
 from otel_footprint.account.writer import Var, Writer
-from otel_footprint.codec import FootprintEvent, quick_init
+from otel_footprint.codec import FootprintEvent
 
 MAX_REFUSALS = 12
 """Refusals listed in the routing facts; the rest are counted."""
@@ -338,9 +338,7 @@ def delivery_complete(view: LegView, last_iteration: int | None) -> bool:
 # ── refusals ─────────────────────────────────────────────────────────────────────────────────
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Refusal:
+class _Refusal(NamedTuple):
     requested_id: str
     by: str
     named: bool
@@ -371,9 +369,7 @@ def _refusals(view: LegView) -> list[_Refusal]:
 # ── the row ──────────────────────────────────────────────────────────────────────────────────
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Understood:
+class Understood(NamedTuple):
     """The row's lines, check 1, its signal and the routing facts."""
 
     lines: tuple[Line, ...]
@@ -447,16 +443,7 @@ def read_understood(inp: AccountInput, view: LegView, writer: Writer) -> Underst
             pointers=[at_event(configured_event)],
         )
         return _without_verdict(facts, unread, app, line, None)
-    line = writer.say(
-        "understood",
-        "understood.notRecorded",
-        status="not-recorded",
-        missing="no-event",
-        chips=[chip("chip.notRecorded")],
-    )
-    return _without_verdict(
-        facts, unread, app, line, _why(writer, "unreachable.decided", "no-event")
-    )
+    return _without_verdict(facts, unread, app, _NOT_RECORDED, _NO_ROUTING)
 
 
 def _routing_facts(
@@ -535,7 +522,7 @@ def _without_verdict(
         None,  # signal
         None,  # signal_line
         why,  # unreachable
-        _facts_with(facts, before_pause=before),
+        facts if before is None else _facts_with(facts, before_pause=before),  # as read
         None,  # verdict
         unread,
     )
@@ -548,9 +535,20 @@ def _why(writer: Writer, template_id: str, missing: str) -> Line:
     )
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Context:
+# Lines that never vary: written once (lines are immutable).
+_NOT_RECORDED, _CONFIDENCE_NONE = (
+    Writer().say(
+        "understood", t, status="not-recorded", missing=m, chips=[chip("chip.notRecorded")]
+    )
+    for t, m in (
+        ("understood.notRecorded", "no-event"),
+        ("understood.confidence.none", "not-built"),
+    )
+)
+_NO_ROUTING = _why(Writer(), "unreachable.decided", "no-event")
+
+
+class _Context(NamedTuple):
     inp: AccountInput
     view: LegView
     writer: Writer
@@ -659,15 +657,7 @@ def _with_verdict(
             ),
         )
     lines += delivery.lines
-    lines.append(
-        writer.say(
-            "understood",
-            "understood.confidence.none",
-            status="not-recorded",
-            missing="not-built",
-            chips=[chip("chip.notRecorded")],
-        )
-    )
+    lines.append(_CONFIDENCE_NONE)
     lines += app
     before: Literal["held", "carried"] | None = None
     if verdict.origin != "event":
@@ -692,9 +682,7 @@ def _with_verdict(
     )
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class _Delivery:
+class _Delivery(NamedTuple):
     """Check 1 on a decision: its lines in the "It understood" row, its result, and its signal or
     why it could not run."""
 

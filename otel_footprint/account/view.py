@@ -18,18 +18,22 @@ class LegView:
 
     __slots__ = ("_by_type", "events")
 
-    def __init__(self, events: Sequence[FootprintEvent]) -> None:
-        self.events = tuple(events)
-        by_type: dict[str, list[FootprintEvent]] = {}
-        for event in self.events:
-            found = by_type.get(event.type)
-            if found is None:
-                by_type[event.type] = [event]
-            else:
-                found.append(event)
-        self._by_type = {k: tuple(v) for k, v in by_type.items()}
+    def __init__(
+        self,
+        events: Sequence[FootprintEvent],
+        by_type: Mapping[str, Sequence[FootprintEvent]] | None = None,
+    ) -> None:
+        """``by_type``: these events already indexed by type, each in order (the engine's read
+        of the leg indexes them once; the account does not index them again)."""
+        self.events = events
+        if by_type is None:
+            index: dict[str, list[FootprintEvent]] = {}
+            for event in events:
+                index.setdefault(event.type, []).append(event)
+            by_type = index
+        self._by_type = by_type
 
-    def of(self, event_type: str) -> tuple[FootprintEvent, ...]:
+    def of(self, event_type: str) -> Sequence[FootprintEvent]:
         """Every event of one type (upstream type without prefix), in order."""
         return self._by_type.get(event_type, ())
 

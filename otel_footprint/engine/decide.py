@@ -531,16 +531,14 @@ def _account_tool_calls(facts: RunFacts) -> list[AccountToolCall]:
             call.trace_id,  # trace_id
             call.span_id,  # span_id
             call.iteration,  # iteration
-            _result_at(call.result_ref),
+            _result_at(call.result_ref) if call.result_ref is not None else None,
         )
         for call in facts.tool_calls
     ]
 
 
-def _result_at(ref: Ref | None) -> Pointer | None:
+def _result_at(ref: Ref) -> Pointer:
     """A model call's input message as an account pointer (attribute + message index)."""
-    if ref is None:
-        return None
     index = ref.message_index
     return Pointer(
         ref.trace_id,
@@ -580,6 +578,7 @@ def _account_of(
             carried=carried,
             observed=observed,
             unrecorded_passes=facts.unrecorded_passes,
+            by_type=facts.by_type,
         )
         result = account_for(inp)
         next_carried = _next_carried(inp, carried_json) if hand_on else carried_json
