@@ -67,8 +67,9 @@ class PassInputs:
 
     def tools(self) -> tuple[tuple[OfferedTool, ...] | None, Ref | None]:
         """The offered list: the client's when it recorded one, else the framework's."""
-        view = self._first(lambda v: v.tools)
-        return (view.tools, view.tools_ref) if view is not None else (None, None)
+        client = self.client  # (spelled out: asked at every pass of every run)
+        view = client if client is not None and client.tools is not None else self.framework
+        return (view.tools, view.tools_ref) if view.tools is not None else (None, None)
 
     def frame(self) -> CallView | None:
         """The view whose input messages were captured (the client's first)."""
