@@ -10,8 +10,10 @@ import pytest
 from otel_footprint import semconv
 from otel_footprint.account.integrity import Encounter, IntegrityResult, Row
 from otel_footprint.account.integrity.common import tools_missing
+from otel_footprint.account.integrity.texts import WHYS, Why
 from otel_footprint.commands.integrity_words import (
     CHECK_WORDS,
+    REASON_WORDS,
     calls_text,
     reason_words,
     row_reasons,
@@ -38,29 +40,50 @@ def test_calls_fold_into_ranges(calls: list[int], text: str) -> None:
 @pytest.mark.parametrize(
     ("why", "text"),
     [
-        ("the tools offered at pass # is not in the record", "the tools offered on calls 4–6 are not in the record"),
-        ("the messages shown at pass # is not in the record", "the messages shown on calls 4–6 are not in the record"),
+        (Why("tools-unrecorded", (), 4), "the tools offered on calls 4–6 are not in the record"),
+        (Why("frame-unrecorded", (), 4), "the messages shown on calls 4–6 are not in the record"),
         (
-            "the tools offered at pass # is recorded but not readable (gen_ai.tool.definitions: cut or not JSON)",
+            Why("tools-unreadable", ("gen_ai.tool.definitions",), 4),
             "the tools offered on calls 4–6 are recorded but cannot be read (gen_ai.tool.definitions: cut or not JSON)",
         ),
-        ("which tools pass # chose is not in the record", "the tools the model chose on calls 4–6 are not in the record"),
-        ("pass # has no second view of the tools sent", "nothing records the tools actually sent on calls 4–6"),
-        ("no parked map holds tools back at this pass", "no parked map held tools back on calls 4–6"),
-        # A reason the table does not know still says calls.
-        ("the widget of pass # is odd at this pass", "the widget of calls 4–6 is odd at this call"),
+        (Why("choice-unrecorded", (), 4), "the tools the model chose on calls 4–6 are not in the record"),
+        (Why("no-second-view", (), 4), "nothing records the tools actually sent on calls 4–6"),
+        (Why("nothing-held", (), 4), "no parked map held tools back on calls 4–6"),
+        (
+            Why("enums-unrecorded", ("get_host",), 4),
+            "the schema of 'get_host' offered at calls 4–6 is not in the record, so a value nothing served cannot be told from a member of an enum it declares",
+        ),
+        # A reason that names no call keeps the checks' own words.
+        (Why("unanswered", ("c7",), 4), "call c7 did not answer"),
     ],
 )  # fmt: skip
-def test_reasons_say_calls(why: str, text: str) -> None:
+def test_reasons_say_calls(why: Why, text: str) -> None:
     assert reason_words(why, [4, 5, 6]) == text
+
+
+def test_every_reason_that_names_a_pass_has_words_that_say_calls() -> None:
+    """A reason naming the model call ("pass 4", "this pass") is worded by its id; any other reason
+    keeps the checks' sentence, which must then name no pass."""
+    assert set(REASON_WORDS) <= set(WHYS)
+    for reason, sentence in WHYS.items():
+        if reason not in REASON_WORDS:
+            assert not re.search(r"\{at\}|\bthis pass\b", sentence), reason
+    for reason, words in REASON_WORDS.items():
+        values = tuple(f"v{i}" for i in range(WHYS[reason].count("{") - WHYS[reason].count("{at}")))
+        said = reason_words(Why(reason, values, 4), [4, 5])
+        assert "calls 4–5" in said and not re.search(r"\bpass\b", said), (reason, words)
 
 
 def _unreachable_compose(calls: range) -> IntegrityResult:
     # The reason as the compose check writes it when the tool list was not captured.
     bare = CallView("t", "s", "gen_ai", None, None, None, None, None, None)
-    whys = [tools_missing(PassInputs(i, bare)) for i in calls]
+    whys = [Why(*tools_missing(PassInputs(i, bare))[:1], (), i) for i in calls]
     row = Row(
-        "invariant-violation", "compose", unreachable=len(whys), why=tuple(whys[:3]), armed=True
+        "invariant-violation",
+        "compose",
+        unreachable=len(whys),
+        why=tuple(str(w) for w in whys[:3]),
+        armed=True,
     )
     rows = tuple(
         row if (kind, seam) == ("invariant-violation", "compose") else Row(kind, seam)  # type: ignore[arg-type]

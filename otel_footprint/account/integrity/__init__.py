@@ -52,7 +52,7 @@ def _row(kind: Kind, seam: Seam, tally: Tally) -> Row:
     failed, unreached = states.count("fail"), states.count("unreachable")
     # The distinct reasons of the unreachable encounters, else of the not-applicable ones.
     told = "unreachable" if unreached else "not-applicable"
-    why = dict.fromkeys([e.why for e in encounters if e.why and e.disposition == told])
+    why = dict.fromkeys([str(e.why) for e in encounters if e.why and e.disposition == told])
     return Row(
         kind,
         seam,
@@ -95,7 +95,7 @@ def check_integrity(
     )
     for key in silent if work_existed else ():
         # Armed, with the subjects it judges (model calls, tool calls) missing from the record.
-        tallies[key].note("unreachable", None, NOTHING_MET)
+        tallies[key].note("unreachable", None, "nothing-met")
     if inputs.disposition is not None:  # the agent's own rows say which checks apply
         for key, tally in tallies.items():
             theirs = inputs.disposition.row(*key)
@@ -138,12 +138,6 @@ def check_integrity(
         posture=posture,
         alarms=alarms,
     )
-
-
-NOTHING_MET = (
-    "it met no subject: the model calls or tool calls it judges are not in the record, though "
-    "the run did work"
-)
 
 
 def _posture(inputs: IntegrityInputs) -> str:

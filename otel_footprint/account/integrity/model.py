@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, cast
 
 from otel_footprint import semconv
+from otel_footprint.account.integrity.texts import Why
 from otel_footprint.codec import quick_init
 from otel_footprint.runs.outputs import Ref
 
@@ -114,7 +115,7 @@ class Encounter:
 
     disposition: Disposition
     iteration: int | None = None
-    why: str | None = None
+    why: Why | None = None
     """Why not pass/fail: what was missing, or why the subject is out of scope."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from otel_footprint.account.integrity.model import Disposition, Encounter, Excusal, Finding
+from otel_footprint.account.integrity.texts import Why
 
 
 @dataclass(slots=True)
@@ -17,9 +18,15 @@ class Tally:
     armed: bool = True
 
     def note(
-        self, disposition: Disposition, iteration: int | None = None, why: str | None = None
+        self,
+        disposition: Disposition,
+        iteration: int | None = None,
+        why: str | None = None,
+        *values: object,
     ) -> None:
-        self.encounters.append(Encounter(disposition, iteration, why))
+        """One encounter; ``why``: the id of its reason (``texts.WHYS``), said with ``values``."""
+        reason = Why(why, values, iteration) if why is not None else None
+        self.encounters.append(Encounter(disposition, iteration, reason))
 
     def judged(self, filed: list[Finding], iteration: int | None) -> None:
         """One judged encounter: ``fail`` when it filed anything, else ``pass``."""
@@ -40,10 +47,5 @@ def armed_by_the_agent(unarmed_tally: Tally, judged: int) -> Tally:
     the row is ``unreachable`` (with the reason it could not be armed), never "does not apply"."""
     missing = next((e.why for e in unarmed_tally.encounters if e.why), None)
     tally = Tally()
-    tally.note(
-        "unreachable",
-        None,
-        f"the agent's own disposition shows this check met {judged} subject(s), and this record "
-        f"cannot judge them: {missing or 'its inputs are missing'}",
-    )
+    tally.note("unreachable", None, "agent-armed", judged, missing or "its inputs are missing")
     return tally
