@@ -82,8 +82,8 @@ class PassInputs:
 
     def unreadable(self) -> tuple[str, ...]:
         """Attributes of this pass present but not readable (cut, or not JSON)."""
-        views = (self.framework, self.client)
-        return tuple(k for view in views if view is not None for k in view.unreadable)
+        client = self.client  # (asked at every pass a check finds an input missing at)
+        return self.framework.unreadable + (client.unreadable if client is not None else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -654,7 +654,7 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         client_span = clients.get(span_id)
         client = call_view(client_span, frames=frames) if client_span is not None else None
         for view in (framework, client):
-            if view is not None:
+            if view is not None and view.unreadable:
                 problems.extend(f"{view.span_id}: {key} is not readable" for key in view.unreadable)
         manifest = manifests.get(iteration)
         drop = dropped.get(iteration)
@@ -718,7 +718,8 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         if turn_ends
         else None
     )
-    calls_by_span = {call.span_id: call for call in facts.tool_calls}
+    semantics = by_type.get(semconv.T_SEMANTICS_DECLARED, ())
+    calls_by_span = {call.span_id: call for call in facts.tool_calls} if semantics else {}
     readings = _gate_readings(by_type)
     grounding = _grounding(readings[-1], problems) if readings else None
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
@@ -733,10 +734,8 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         grounds=tuple(grounds),
         reported=_reported(reported_events) if reported_events else None,
         claims=_claims(by_type.get(semconv.T_CLAIMS_DECLARED, ()), problems),
-        facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
-        facts_unreadable=_unreadable_facts(
-            by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span
-        ),
+        facts=_facts(semantics, calls_by_span, problems),
+        facts_unreadable=_unreadable_facts(semantics, calls_by_span),
         answer=answer,
         grounding=grounding,
         disposition=_disposition(dispositions[-1], problems) if dispositions else None,
