@@ -13,8 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from otel_footprint.account.integrity import ADVISORY_KINDS, Finding, IntegrityResult, Row
-from otel_footprint.account.integrity.texts import Why
+from otel_footprint.account.integrity import (
+    ADVISORY_KINDS,
+    Encounter,
+    Finding,
+    IntegrityResult,
+    Row,
+)
 
 CHECK_WORDS: Final[dict[tuple[str, str], str]] = {
     ("invariant-violation", "wire"): "tools sent that differ from the tools composed",
@@ -76,12 +81,12 @@ def calls_text(iterations: Iterable[int]) -> str:
     return f"calls {listed}"
 
 
-def reason_words(why: Why, iterations: Sequence[int]) -> str:
-    """One reason of the checks, over the calls it was given for, in the page's words."""
-    words = REASON_WORDS.get(why.id)
+def reason_words(noted: Encounter, iterations: Sequence[int]) -> str:
+    """An encounter's reason, over the calls it was given for, in the page's words."""
+    words = REASON_WORDS.get(noted.why or "")
     if words is None:
-        return str(why)
-    return words.format(*why.values, calls=calls_text(iterations) if iterations else "this call")
+        return noted.reason or ""
+    return words.format(*noted.values, calls=calls_text(iterations) if iterations else "this call")
 
 
 def row_outcome(row: Row) -> str:
@@ -96,15 +101,15 @@ def row_reasons(row: Row, result: IntegrityResult) -> list[str]:
     state = row.state
     if state not in ("unreachable", "not-applicable"):
         return []
-    grouped: dict[tuple[str, tuple[object, ...]], tuple[Why, list[int]]] = {}
+    grouped: dict[tuple[str, tuple[object, ...]], tuple[Encounter, list[int]]] = {}
     for encounter in result.encounters.get((row.check, row.seam), ()):
         why = encounter.why
         if encounter.disposition != state or why is None:
             continue  # the same reason at many calls is one line (its pass is one of the calls)
-        calls = grouped.setdefault((why.id, why.values), (why, []))[1]
+        calls = grouped.setdefault((why, encounter.values), (encounter, []))[1]
         if encounter.iteration is not None:
             calls.append(encounter.iteration)
-    return [reason_words(why, calls) for why, calls in grouped.values()]
+    return [reason_words(first, calls) for first, calls in grouped.values()]
 
 
 def row_words(row: Row, result: IntegrityResult, outcome: bool = True) -> str:

@@ -52,7 +52,7 @@ def _row(kind: Kind, seam: Seam, tally: Tally) -> Row:
     failed, unreached = states.count("fail"), states.count("unreachable")
     # The distinct reasons of the unreachable encounters, else of the not-applicable ones.
     told = "unreachable" if unreached else "not-applicable"
-    why = dict.fromkeys([str(e.why) for e in encounters if e.why and e.disposition == told])
+    why = dict.fromkeys([r for e in encounters if e.disposition == told and (r := e.reason)])
     return Row(
         kind,
         seam,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from otel_footprint.account.integrity.model import Disposition, Encounter, Excusal, Finding
-from otel_footprint.account.integrity.texts import Why
 
 
 @dataclass(slots=True)
@@ -25,8 +24,7 @@ class Tally:
         *values: object,
     ) -> None:
         """One encounter; ``why``: the id of its reason (``texts.WHYS``), said with ``values``."""
-        reason = Why(why, values, iteration) if why is not None else None
-        self.encounters.append(Encounter(disposition, iteration, reason))
+        self.encounters.append(Encounter(disposition, iteration, why, values))
 
     def judged(self, filed: list[Finding], iteration: int | None) -> None:
         """One judged encounter: ``fail`` when it filed anything, else ``pass``."""
@@ -45,7 +43,7 @@ def armed_by_the_agent(unarmed_tally: Tally, judged: int) -> Tally:
     """The row of a check this record gives nothing to arm, though the agent's own disposition says
     its check met ``judged`` subject(s): the check applies, and what it needs is missing here, so
     the row is ``unreachable`` (with the reason it could not be armed), never "does not apply"."""
-    missing = next((e.why for e in unarmed_tally.encounters if e.why), None)
+    missing = next((e.reason for e in unarmed_tally.encounters if e.why), None)
     tally = Tally()
     tally.note("unreachable", None, "agent-armed", judged, missing or "its inputs are missing")
     return tally

@@ -6,15 +6,16 @@ counted noun is written ``{n} tool(s)`` (or ``{n} advisory note(s)``) and reads 
 ``4 tools`` once filled.
 
 The reasons a check met a subject it could not judge (or that was out of its scope) are
-:data:`WHYS`, noted as :class:`Why` records (an id and its values) and rendered by ``str``; their
-words for a person (``commands/integrity_words.py``) are keyed by the same ids.
+:data:`WHYS`: an encounter notes a reason's id and values (``model.Encounter``), and its sentence is
+said from them when an output needs it; their words for a person (``commands/integrity_words.py``)
+are keyed by the same ids.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final, NamedTuple
+from typing import Final
 
 TEXTS: Final[Mapping[str, str]] = {
     "compose.parked": (
@@ -168,7 +169,7 @@ def say(text_id: str, **values: object) -> str:
 
 
 WHYS: Final[Mapping[str, str]] = {
-    # ``{at}``: the pass the reason was noted at; ``{0}``, ``{1}``: its values, in order.
+    # ``{at}``: the pass the encounter is at; ``{0}``, ``{1}``: the reason's values, in order.
     "nothing-met": "it met no subject: the model calls or tool calls it judges are not in the record, though the run did work",
     "agent-armed": "the agent's own disposition shows this check met {0} subject(s), and this record cannot judge them: {1}",
     "tools-unrecorded": "the tools offered at pass {at} is not in the record",
@@ -226,15 +227,3 @@ WHYS: Final[Mapping[str, str]] = {
     "nothing-groundable": "the answer states no value the run can ground",
 }  # fmt: skip
 """Why a check could not judge a subject, or why the subject is out of its scope, by reason id."""
-
-
-class Why(NamedTuple):
-    """One reason of :data:`WHYS`: its id, its values and the pass it was noted at; ``str`` says it
-    (the values go in literally)."""
-
-    id: str
-    values: tuple[object, ...] = ()
-    at: int | None = None
-
-    def __str__(self) -> str:
-        return WHYS[self.id].format(*self.values, at=self.at)
