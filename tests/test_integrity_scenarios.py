@@ -640,7 +640,7 @@ def test_empty_lookup_arguments_missing_from_the_record_are_unreachable() -> Non
         executions=(producer, consumer),
     )
     (encounter,) = check_lookups(inputs).encounters
-    assert (encounter.disposition, encounter.why) == (
+    assert (encounter.disposition, encounter.reason) == (
         "unreachable",
         "the arguments of call c2 are not recorded",
     )

@@ -4,17 +4,22 @@ could not be judged, said per model call ("calls 4–30") as the rest of ``expla
 The span attributes and ``explain --format json`` keep the checks' own sentences and reasons
 (``account/integrity/texts.py`` and each encounter's ``why``, which name the pass). The text and
 HTML views word the same results from the rows and their encounters: a reason given on many calls
-is folded into one, and the reasons the checks write are reworded by the table below (a reason it
-does not know keeps its words, with "pass N" said as "call N").
+is folded into one, and a reason that names the model call is reworded by its id (the table below;
+any other reason keeps the checks' words).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from otel_footprint.account.integrity import ADVISORY_KINDS, Finding, IntegrityResult, Row
+from otel_footprint.account.integrity import (
+    ADVISORY_KINDS,
+    Encounter,
+    Finding,
+    IntegrityResult,
+    Row,
+)
 
 CHECK_WORDS: Final[dict[tuple[str, str], str]] = {
     ("invariant-violation", "wire"): "tools sent that differ from the tools composed",
@@ -41,24 +46,23 @@ OUTCOME_WORDS: Final[dict[str, str]] = {
 }
 """A row's outcome in words (``advisory``: a row whose findings are all advisories)."""
 
-# The checks' reasons name the model call by its pass number; a person reads "call" (the page's
-# word) and one line per reason over a range of calls, not one per call.
-_REASONS: Final[tuple[tuple[str, str], ...]] = (
-    (r"the tools offered at pass # is not in the record", "the tools offered on {calls} are not in the record"),
-    (r"the messages shown at pass # is not in the record", "the messages shown on {calls} are not in the record"),
-    (
-        r"the (tools offered|messages shown) at pass # is recorded but not readable \((.*)\)",
-        r"the \1 on {calls} are recorded but cannot be read (\2)",
-    ),
-    (r"which tools pass # chose is not in the record", "the tools the model chose on {calls} are not in the record"),
-    (r"the arguments of a call at pass # are not readable", "the arguments of a tool call on {calls} cannot be read"),
-    (r"the engagement kernel could not be replayed to pass #", "the engagement kernel could not be replayed up to {calls}"),
-    (r"the client span of pass # recorded no tool list", "the client span of {calls} recorded no tool list"),
-    (r"pass # has no second view of the tools sent", "nothing records the tools actually sent on {calls}"),
-    (r"the framework's tool list of pass # is not recorded", "the framework's tool list for {calls} is not in the record"),
-    (r"no parked map holds tools back at this pass", "no parked map held tools back on {calls}"),
-)  # fmt: skip
-_MARK = "#"
+REASON_WORDS: Final[dict[str, str]] = {
+    "tools-unrecorded": "the tools offered on {calls} are not in the record",
+    "tools-unreadable": "the tools offered on {calls} are recorded but cannot be read ({0}: cut or not JSON)",
+    "frame-unrecorded": "the messages shown on {calls} are not in the record",
+    "frame-unreadable": "the messages shown on {calls} are recorded but cannot be read ({0}: cut or not JSON)",
+    "choice-unrecorded": "the tools the model chose on {calls} are not in the record",
+    "arguments-unreadable": "the arguments of a tool call on {calls} cannot be read",
+    "kernel-unreplayed": "the engagement kernel could not be replayed up to {calls}",
+    "client-unlisted": "the client span of {calls} recorded no tool list",
+    "no-second-view": "nothing records the tools actually sent on {calls}",
+    "composed-unrecorded": "the framework's tool list for {calls} is not in the record",
+    "nothing-held": "no parked map held tools back on {calls}",
+    "enums-unrecorded": "the schema of '{0}' offered at {calls} is not in the record, so a value nothing served cannot be told from a member of an enum it declares",
+    "unnamed-result": "a tool result shown at {calls} names no tool (no tool name, no call id an earlier call carries)",
+}  # fmt: skip
+"""The checks' reasons (``texts.WHYS``, by id) that name the model call, in the page's words: "call",
+not "pass", and one line over a range of calls (``{calls}``); any other reason keeps its words."""
 
 
 def calls_text(iterations: Iterable[int]) -> str:
@@ -77,23 +81,12 @@ def calls_text(iterations: Iterable[int]) -> str:
     return f"calls {listed}"
 
 
-def _template(why: str, iteration: int | None) -> str:
-    """The reason with its own call's number taken out (so the same reason on many calls folds)."""
-    if iteration is None:
-        return why
-    return re.sub(rf"\bpass {iteration}\b", f"pass {_MARK}", why)
-
-
-def reason_words(why: str, iterations: Sequence[int]) -> str:
-    """One reason of the checks, over the calls it was given for, in the page's words."""
-    calls = calls_text(iterations) if iterations else "this call"
-    for pattern, words in _REASONS:  # regular expressions; "#" stands for the call's number
-        match = re.fullmatch(pattern, why)
-        if match:
-            return match.expand(words.replace("{calls}", calls))
-    # A reason this table does not know: still in calls, never in passes.
-    text = why.replace(f"pass {_MARK}", calls).replace("this pass", "this call")
-    return re.sub(r"\bpass (\d+)\b", r"call \1", text)
+def reason_words(noted: Encounter, iterations: Sequence[int]) -> str:
+    """An encounter's reason, over the calls it was given for, in the page's words."""
+    words = REASON_WORDS.get(noted.why or "")
+    if words is None:
+        return noted.reason or ""
+    return words.format(*noted.values, calls=calls_text(iterations) if iterations else "this call")
 
 
 def row_outcome(row: Row) -> str:
@@ -108,16 +101,15 @@ def row_reasons(row: Row, result: IntegrityResult) -> list[str]:
     state = row.state
     if state not in ("unreachable", "not-applicable"):
         return []
-    grouped: dict[str, list[int]] = {}
+    grouped: dict[tuple[str, tuple[object, ...]], tuple[Encounter, list[int]]] = {}
     for encounter in result.encounters.get((row.check, row.seam), ()):
-        if encounter.disposition != state or not encounter.why:
-            continue
-        calls = grouped.setdefault(_template(encounter.why, encounter.iteration), [])
+        why = encounter.why
+        if encounter.disposition != state or why is None:
+            continue  # the same reason at many calls is one line (its pass is one of the calls)
+        calls = grouped.setdefault((why, encounter.values), (encounter, []))[1]
         if encounter.iteration is not None:
             calls.append(encounter.iteration)
-    if not grouped:  # a row built without its encounters: its own distinct reasons
-        grouped = {why: [] for why in row.why}
-    return [reason_words(why, calls) for why, calls in grouped.items()]
+    return [reason_words(first, calls) for first, calls in grouped.values()]
 
 
 def row_words(row: Row, result: IntegrityResult, outcome: bool = True) -> str:

@@ -67,8 +67,9 @@ class PassInputs:
 
     def tools(self) -> tuple[tuple[OfferedTool, ...] | None, Ref | None]:
         """The offered list: the client's when it recorded one, else the framework's."""
-        view = self._first(lambda v: v.tools)
-        return (view.tools, view.tools_ref) if view is not None else (None, None)
+        client = self.client  # (spelled out: asked at every pass of every run)
+        view = client if client is not None and client.tools is not None else self.framework
+        return (view.tools, view.tools_ref) if view.tools is not None else (None, None)
 
     def frame(self) -> CallView | None:
         """The view whose input messages were captured (the client's first)."""
@@ -81,8 +82,8 @@ class PassInputs:
 
     def unreadable(self) -> tuple[str, ...]:
         """Attributes of this pass present but not readable (cut, or not JSON)."""
-        views = (self.framework, self.client)
-        return tuple(k for view in views if view is not None for k in view.unreadable)
+        client = self.client  # (asked at every pass a check finds an input missing at)
+        return self.framework.unreadable + (client.unreadable if client is not None else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -592,24 +593,60 @@ def _iterations(run: RunSpans, facts: RunFacts) -> tuple[dict[str, int], dict[st
 _SHAPE_TYPES = frozenset({semconv.T_TOOLS_ABSENT, semconv.T_TOOL_RESULT_SHAPE})
 
 
-def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
-    """The integrity inputs of a run leg already read into :class:`RunFacts`.
-
-    Only what an armed check can use is read: no model-call span is looked at when nothing could
-    arm a check that reads them (no plan, no tool declaration, no second view of a call), and the
-    frames (messages, output) only when a tool declares ``argumentsFrom``.
-    """
-    run = facts.run
-    problems: list[str] = []
+def _executions(facts: RunFacts) -> tuple[Execution, ...]:
+    """The run's tool spans in start order, with the result shape the record states for each."""
     by_type = facts.by_type
     shape_events: dict[str, list[FootprintEvent]] = {}
-    """Span id -> the result-shape events on it (the only ones the executions read), in order."""
+    """Span id -> the result-shape events on it, in order."""
     absent = by_type.get(semconv.T_TOOLS_ABSENT, ())
     shaped = by_type.get(semconv.T_TOOL_RESULT_SHAPE, ())
     # Both types in one run (rare): filter the ordered events, to keep the order across them.
     both = bool(absent and shaped)
     for event in [e for e in facts.events if e.type in _SHAPE_TYPES] if both else absent or shaped:
         shape_events.setdefault(event.pointer.span_id, []).append(event)
+    paused_absent = _paused_with_absence(by_type.get(semconv.T_PAUSE_REQUEST, ()))
+    executions: list[Execution] = []
+    for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
+        shape: str | None = None
+        rows: int | None = None
+        if call.call_id is not None and call.call_id in paused_absent:
+            shape = "absence"  # the lookup paused to ask, declaring it found nothing
+        for event in shape_events.get(call.span_id, ()):
+            if event.type == semconv.T_TOOLS_ABSENT:
+                shape = "absence"
+            elif event.type == semconv.T_TOOL_RESULT_SHAPE:
+                stated = string(event.payload.get("shape"))
+                if stated in ("rowset", "absence", "bespoke"):
+                    shape, rows = stated, integral(event.payload.get("rows"))
+        executions.append(
+            Execution(
+                call.name,
+                call.call_id,
+                call.iteration,
+                order,
+                call.arguments,
+                call.failed,
+                call.result,
+                shape,
+                rows,
+                Ref(call.trace_id, call.span_id, semconv.GEN_AI_TOOL_CALL_ARGUMENTS),
+            )
+        )
+    return tuple(executions)
+
+
+def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
+    """The integrity inputs of a run leg already read into :class:`RunFacts`.
+
+    Only what an armed check can use is read: no model-call span is looked at when nothing could
+    arm a check that reads them (no plan, no tool declaration, no second view of a call), and the
+    frames (messages, output) only when a tool declares ``argumentsFrom``; the tool calls only when
+    a declaration or an observed run can arm a check that reads them (else they tell only whether
+    the run did work, which its passes say when it has any).
+    """
+    run = facts.run
+    problems: list[str] = []
+    by_type = facts.by_type
     declarations = _declarations(by_type.get(semconv.T_TOOL_DECLARED, ()), problems)
     observed = run.observed
     frames = observed or any(d.arguments_from for d in declarations.values())
@@ -653,7 +690,7 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         client_span = clients.get(span_id)
         client = call_view(client_span, frames=frames) if client_span is not None else None
         for view in (framework, client):
-            if view is not None:
+            if view is not None and view.unreadable:
                 problems.extend(f"{view.span_id}: {key} is not readable" for key in view.unreadable)
         manifest = manifests.get(iteration)
         drop = dropped.get(iteration)
@@ -677,34 +714,8 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
                 ExternalGround(value, source, on_pass(event), _ref_of(event, semconv.F_VALUE))
             )
 
-    paused_absent = _paused_with_absence(by_type.get(semconv.T_PAUSE_REQUEST, ()))
-    executions: list[Execution] = []
-    for order, call in enumerate(sorted(facts.tool_calls, key=lambda c: c.start_time_unix_nano)):
-        shape: str | None = None
-        rows: int | None = None
-        if call.call_id is not None and call.call_id in paused_absent:
-            shape = "absence"  # the lookup paused to ask, declaring it found nothing
-        for event in shape_events.get(call.span_id, ()):
-            if event.type == semconv.T_TOOLS_ABSENT:
-                shape = "absence"
-            elif event.type == semconv.T_TOOL_RESULT_SHAPE:
-                stated = string(event.payload.get("shape"))
-                if stated in ("rowset", "absence", "bespoke"):
-                    shape, rows = stated, integral(event.payload.get("rows"))
-        executions.append(
-            Execution(
-                call.name,
-                call.call_id,
-                call.iteration,
-                order,
-                call.arguments,
-                call.failed,
-                call.result,
-                shape,
-                rows,
-                Ref(call.trace_id, call.span_id, semconv.GEN_AI_TOOL_CALL_ARGUMENTS),
-            )
-        )
+    armable = bool(declarations) or observed or not passes
+    executions = _executions(facts) if armable else ()
     turn_ends = [
         e
         for e in by_type.get(semconv.T_TURN_END, ())
@@ -717,7 +728,8 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         if turn_ends
         else None
     )
-    calls_by_span = {call.span_id: call for call in facts.tool_calls}
+    semantics = by_type.get(semconv.T_SEMANTICS_DECLARED, ())
+    calls_by_span = {call.span_id: call for call in facts.tool_calls} if semantics else {}
     readings = _gate_readings(by_type)
     grounding = _grounding(readings[-1], problems) if readings else None
     reported_events = by_type.get(semconv.T_CONTEXT_ERROR, ())
@@ -728,14 +740,12 @@ def read_integrity_inputs(facts: RunFacts) -> IntegrityInputs:
         passes=tuple(passes),
         declarations=declarations,
         settings=_settings(by_type.get(semconv.T_INTEGRITY_CONFIG, ())),
-        executions=tuple(executions),
+        executions=executions,
         grounds=tuple(grounds),
         reported=_reported(reported_events) if reported_events else None,
         claims=_claims(by_type.get(semconv.T_CLAIMS_DECLARED, ()), problems),
-        facts=_facts(by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span, problems),
-        facts_unreadable=_unreadable_facts(
-            by_type.get(semconv.T_SEMANTICS_DECLARED, ()), calls_by_span
-        ),
+        facts=_facts(semantics, calls_by_span, problems),
+        facts_unreadable=_unreadable_facts(semantics, calls_by_span),
         answer=answer,
         grounding=grounding,
         disposition=_disposition(dispositions[-1], problems) if dispositions else None,

@@ -180,10 +180,7 @@ class _Indexed:
     def rows(self, prefix: str) -> list[tuple[int, dict[str, Any]]]:
         if self.keys is None:
             view = self.view
-            if isinstance(view, OtlpSpanView):
-                keys: Iterable[str] = [kv.key for kv in view.pb.attributes]
-            else:
-                keys = (view.span.attributes or ()) if isinstance(view, SdkSpanView) else ()
+            keys = view.attribute_keys() if isinstance(view, OtlpSpanView | SdkSpanView) else ()
             self.keys = [k for k in keys if k.startswith(_INDEXED_PREFIXES)]
         if not self.keys:
             return []

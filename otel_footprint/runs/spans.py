@@ -100,6 +100,14 @@ class OtlpSpanView:
     def end_time_unix_nano(self) -> int:
         return int(self.pb.end_time_unix_nano)
 
+    def attribute_keys(self) -> Iterable[str]:
+        """The span's attribute keys, from the index :meth:`attribute` builds (iterating the
+        protobuf list again would build a message wrapper per attribute)."""
+        attrs = self._attrs
+        if attrs is None:
+            attrs = self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
+        return attrs.keys()
+
     def attribute(self, key: str) -> Any | None:
         attrs = self._attrs
         if attrs is None:
@@ -183,6 +191,13 @@ class SdkSpanView:
         if role is None:
             role = self._role = role_of(self.attribute)
         return role
+
+    def attribute_keys(self) -> Iterable[str]:
+        """The span's attribute keys (from the copy :meth:`attribute` reads)."""
+        if self._attrs is None:
+            source = self.span.attributes
+            self._attrs = dict(source) if source else {}
+        return self._attrs.keys()
 
     def events(self) -> Sequence[SpanEventView]:
         return [

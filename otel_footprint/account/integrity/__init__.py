@@ -47,22 +47,20 @@ from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
 
 def _row(kind: Kind, seam: Seam, tally: Tally) -> Row:
-    counts = {"pass": 0, "fail": 0, "not-applicable": 0, "unreachable": 0}
-    whys: dict[str, dict[str, None]] = {"not-applicable": {}, "unreachable": {}}
-    for e in tally.encounters:  # one pass over what may be one encounter per pass
-        counts[e.disposition] += 1
-        if e.why and e.disposition in whys:
-            whys[e.disposition].setdefault(e.why, None)
-    unreached = counts["unreachable"]
-    why = tuple(whys["unreachable" if unreached else "not-applicable"])
+    encounters = tally.encounters
+    states = [e.disposition for e in encounters]
+    failed, unreached = states.count("fail"), states.count("unreachable")
+    # The distinct reasons of the unreachable encounters, else of the not-applicable ones.
+    told = "unreachable" if unreached else "not-applicable"
+    why = dict.fromkeys([r for e in encounters if e.disposition == told and (r := e.reason)])
     return Row(
         kind,
         seam,
-        counts["pass"] + counts["fail"],
-        counts["fail"],
-        counts["not-applicable"],
+        states.count("pass") + failed,
+        failed,
+        states.count("not-applicable"),
         unreached,
-        why,
+        tuple(why),
         tally.armed,
     )
 
@@ -97,7 +95,7 @@ def check_integrity(
     )
     for key in silent if work_existed else ():
         # Armed, with the subjects it judges (model calls, tool calls) missing from the record.
-        tallies[key].note("unreachable", None, NOTHING_MET)
+        tallies[key].note("unreachable", None, "nothing-met")
     if inputs.disposition is not None:  # the agent's own rows say which checks apply
         for key, tally in tallies.items():
             theirs = inputs.disposition.row(*key)
@@ -140,12 +138,6 @@ def check_integrity(
         posture=posture,
         alarms=alarms,
     )
-
-
-NOTHING_MET = (
-    "it met no subject: the model calls or tool calls it judges are not in the record, though "
-    "the run did work"
-)
 
 
 def _posture(inputs: IntegrityInputs) -> str:

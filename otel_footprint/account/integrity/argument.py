@@ -30,7 +30,6 @@ from otel_footprint.account.integrity.common import (
     lowered,
     tools_missing,
 )
-from otel_footprint.account.integrity.dangling import NO_GROUNDS
 from otel_footprint.account.integrity.model import Excusal, Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
@@ -73,14 +72,6 @@ def declared_enums(pass_: PassInputs, tool: str) -> frozenset[str] | None:
     return None if schemaless or not listed else frozenset()
 
 
-def enums_missing(pass_: PassInputs, tool: str) -> str:
-    """Why an unserved value cannot be judged: the enum fence of its tool is unknown."""
-    return (
-        f"the schema of '{tool}' offered at pass {pass_.iteration} is not in the record, so a "
-        "value nothing served cannot be told from a member of an enum it declares"
-    )
-
-
 def refetch_phrase(grounds: Sequence[str]) -> str:
     if grounds:
         return say("argument.refetch", grounds=" or ".join(grounds))
@@ -91,31 +82,30 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
     grounding = {n: d.arguments_from for n, d in inputs.declarations.items() if d.arguments_from}
     observed = not grounding and inputs.observed
     if not grounding and not observed:
-        return unarmed(NO_GROUNDS)
+        return unarmed("no-grounds")
     tally = Tally()
     for pass_ in inputs.passes:
         it = pass_.iteration
         calls = _calls_of(inputs, pass_)
         if calls is None:
-            tally.note("unreachable", it, f"which tools pass {it} chose is not in the record")
+            tally.note("unreachable", it, "choice-unrecorded")
             continue
         armed = [c for c in calls if observed or c.name in grounding]
         if not armed:
-            why = "no tool call" if observed else "no call to a tool with declared grounds"
-            tally.note("not-applicable", it, why)
+            tally.note("not-applicable", it, "no-tool-call" if observed else "no-grounded-call")
             continue
         offered, _ = pass_.tools()
         if observed and offered is None:
             # Without the offered schemas a value the schema fixes (an enum member) cannot be
             # told from one the model made up: not judged on a guess.
-            tally.note("unreachable", it, tools_missing(pass_))
+            tally.note("unreachable", it, *tools_missing(pass_))
             continue
         view = pass_.frame()
         if view is None or view.messages is None:
-            tally.note("unreachable", it, frame_missing(pass_))
+            tally.note("unreachable", it, *frame_missing(pass_))
             continue
         if any(not c.readable for c in armed):
-            tally.note("unreachable", it, f"the arguments of a call at pass {it} are not readable")
+            tally.note("unreachable", it, "arguments-unreadable")
             continue
         served = [*(view.system or ())]
         mine: list[str] = []
@@ -129,7 +119,7 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
             "assistant turn(s)"
         )
         filed: list[Finding] = []
-        undecided: list[str] = []
+        undecided: list[str] = []  # tools whose enum fence is unknown (their schema unrecorded)
         for call in armed:
             enums = declared_enums(pass_, call.name)
             for path, value in checked_leaves(call.arguments):
@@ -149,7 +139,7 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
                 if enums is None:
                     # An enum member is served by the schema itself; without the schema a
                     # legitimate member and an invented value look the same.
-                    undecided.append(enums_missing(pass_, call.name))
+                    undecided.append(call.name)
                     continue
                 self_ref = grounded_in(needle, mine_lc)
                 filed.append(
@@ -187,7 +177,7 @@ def check_arguments(inputs: IntegrityInputs) -> Tally:
                     )
                 )
         if undecided and not filed:
-            tally.note("unreachable", it, undecided[0])
+            tally.note("unreachable", it, "enums-unrecorded", undecided[0])
         else:
             tally.judged(filed, it)
     return tally

@@ -22,7 +22,6 @@ from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import ClaimDeclaration, IntegrityInputs, SettledFact
 
-NO_CONTRACT = "no answer field is declared as a claim (footprint.claims.declared)"
 _MISSING = object()
 
 
@@ -123,43 +122,34 @@ def _judge(
 
 def check_claims(inputs: IntegrityInputs) -> Tally:
     if not inputs.claims:
-        return unarmed(NO_CONTRACT)
+        return unarmed("no-contract")
     tally = Tally()
     answer: Any = _MISSING
     why: str | None = None
     if inputs.answer is None:
-        why = "the final answer is not in the record (no agent.turn_end finalContent)"
+        why = "no-answer"
     else:
         try:
             answer = json.loads(inputs.answer.content)
         except json.JSONDecodeError:
             answer = _MISSING
         if not isinstance(answer, dict):
-            why = "the final answer is not a typed object (prose answers are never judged)"
+            why = "prose-answer"
     for claim in inputs.claims:
         if why is not None:
             tally.note("unreachable", None, why)
             continue
         claimed = _at(answer, claim.answer_field)
         if claimed is _MISSING:
-            tally.note("not-applicable", None, f"the answer leaves '{claim.answer_field}' out")
+            tally.note("not-applicable", None, "left-out", claim.answer_field)
             continue
         rows = [f for f in inputs.facts if f.entity == claim.entity and f.field == claim.field]
         if inputs.facts_unreadable:
             # A declaration that cannot be read may hold the latest settle of this very fact.
-            tally.note(
-                "unreachable",
-                None,
-                f"the facts {inputs.facts_unreadable[0]} declared are recorded but not readable, "
-                "so the latest settled value cannot be known",
-            )
+            tally.note("unreachable", None, "facts-unreadable", inputs.facts_unreadable[0])
             continue
         if not rows:
-            tally.note(
-                "unreachable",
-                None,
-                f"no tool settled {claim.field}({claim.entity}) in this run",
-            )
+            tally.note("unreachable", None, "unsettled", claim.field, claim.entity)
             continue
         disposition, finding = _judge(claim, claimed, rows, inputs)
         if finding is not None:

@@ -24,7 +24,6 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from otel_footprint.account.integrity.common import clip, compact_json
-from otel_footprint.account.integrity.lookup import CALLS_UNKNOWN
 from otel_footprint.account.integrity.model import Disposition, Finding, Subject, Witness
 from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
@@ -124,35 +123,27 @@ def check_columns(inputs: IntegrityInputs) -> tuple[Tally, Tally]:
     """(column-type-mismatch, missing-column): one encounter per declaring call, on both rows."""
     declared = {n: d.result_columns for n, d in inputs.declarations.items() if d.result_columns}
     if inputs.settings.check_column_types == "off":
-        why = "the run did not switch on the column checks (footprint.integrity.config)"
-        return unarmed(why), unarmed(why)
+        return unarmed("columns-off"), unarmed("columns-off")
     if not declared:
-        why = "no tool declares result columns (footprint.tool.declared resultColumns)"
-        return unarmed(why), unarmed(why)
+        return unarmed("no-columns"), unarmed("no-columns")
     mismatch, missing = Tally(), Tally()
     armed = [e for e in inputs.executions if e.name in declared]
     if not armed:
         for tally in (mismatch, missing):
             if inputs.calls_unknown:
-                tally.note("unreachable", None, CALLS_UNKNOWN)
+                tally.note("unreachable", None, "calls-unknown")
             else:
-                tally.note("not-applicable", None, "no tool that declares columns was called")
+                tally.note("not-applicable", None, "no-column-call")
         return mismatch, missing
     enforce = inputs.settings.check_column_types == "enforce"
     for execution in armed:
         it = execution.iteration
         rows = _rows(execution, enforce) if not execution.failed else "not-rows"
         if rows is None or isinstance(rows, str):
-            why = {
-                None: f"the result of call {execution.call_id} is not recorded",
-                "refused": (
-                    f"the result of call {execution.call_id} was refused under enforce; the rows "
-                    "the tool returned are not in the record"
-                ),
-            }.get(rows, "the result is not a list of rows")
+            why = {None: "result-unrecorded", "refused": "refused-rows"}.get(rows, "not-rows")
             state: Disposition = "not-applicable" if rows == "not-rows" else "unreachable"
-            mismatch.note(state, it, why)
-            missing.note(state, it, why)
+            mismatch.note(state, it, why, execution.call_id)
+            missing.note(state, it, why, execution.call_id)
             continue
         found_missing: list[Finding] = []
         found_mismatch: list[Finding] = []

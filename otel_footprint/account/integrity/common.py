@@ -121,15 +121,6 @@ def names(items: Iterable[str]) -> str:
     return ", ".join(items)
 
 
-def not_recorded(what: str, unreadable: Iterable[str], keys: Iterable[str]) -> str:
-    """Why an input is missing: not recorded at all, or recorded but unreadable (typically cut
-    by an attribute length limit, which breaks its JSON)."""
-    cut = [k for k in unreadable if any(k.startswith(key) for key in keys)]
-    if cut:
-        return f"{what} is recorded but not readable ({', '.join(cut)}: cut or not JSON)"
-    return f"{what} is not in the record"
-
-
 TOOL_KEYS = (semconv.GEN_AI_TOOL_DEFINITIONS, semconv.OI_TOOLS_PREFIX, semconv.TL_FUNCTIONS_PREFIX)
 FRAME_KEYS = (
     semconv.GEN_AI_INPUT_MESSAGES,
@@ -138,18 +129,19 @@ FRAME_KEYS = (
 )
 
 
-def tools_missing(pass_: PassInputs) -> str:
-    """Why a pass's offered list cannot be read."""
-    return _missing(f"the tools offered at pass {pass_.iteration}", pass_, TOOL_KEYS)
+def tools_missing(pass_: PassInputs) -> tuple[str, ...]:
+    """Why a pass's offered list cannot be read: a reason id and its values (``Tally.note``)."""
+    return _missing("tools", pass_, TOOL_KEYS)
 
 
-def frame_missing(pass_: PassInputs) -> str:
+def frame_missing(pass_: PassInputs) -> tuple[str, ...]:
     """Why a pass's frame cannot be read (content capture off, or the attribute cut)."""
-    return _missing(f"the messages shown at pass {pass_.iteration}", pass_, FRAME_KEYS)
+    return _missing("frame", pass_, FRAME_KEYS)
 
 
-def _missing(what: str, pass_: PassInputs, keys: tuple[str, ...]) -> str:
-    unreadable = pass_.unreadable()
-    if not unreadable:  # the common case (capture off), asked at every pass
-        return f"{what} is not in the record"
-    return not_recorded(what, unreadable, keys)
+def _missing(what: str, pass_: PassInputs, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Not recorded at all, or recorded but unreadable (typically cut by an attribute length
+    limit, which breaks its JSON)."""
+    unreadable = pass_.unreadable()  # (none: the common case, capture off, asked at every pass)
+    cut = [k for k in unreadable if k.startswith(keys)] if unreadable else ()
+    return (f"{what}-unreadable", ", ".join(cut)) if cut else (f"{what}-unrecorded",)

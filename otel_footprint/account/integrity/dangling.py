@@ -17,10 +17,6 @@ from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
 from otel_footprint.runs.outputs import FrameMessage
 
-NO_GROUNDS = (
-    "no tool declares where its arguments come from (footprint.tool.declared argumentsFrom)"
-)
-
 
 def tool_result_names(messages: tuple[FrameMessage, ...], known: dict[str, str]) -> dict[str, str]:
     """Tool-role messages as {call id (or index) -> tool name}: the message's own name, else the
@@ -60,7 +56,7 @@ def unnamed_results(messages: tuple[FrameMessage, ...] | None, known: dict[str, 
 def check_dangling(inputs: IntegrityInputs) -> Tally:
     grounding = {n: d.arguments_from for n, d in inputs.declarations.items() if d.arguments_from}
     if not grounding:
-        return unarmed(NO_GROUNDS)
+        return unarmed("no-grounds")
     tally = Tally()
     known_calls: dict[str, str] = {}
     seen: dict[str, str] = {}  # result id -> tool name, every result any earlier frame held
@@ -85,22 +81,17 @@ def check_dangling(inputs: IntegrityInputs) -> Tally:
 
         offered, _ = pass_.tools()
         if offered is None:
-            tally.note("unreachable", it, tools_missing(pass_))
+            tally.note("unreachable", it, *tools_missing(pass_))
         else:
             served = [t.name for t in offered if t.name in grounding]
             if not served:
-                tally.note("not-applicable", it, "no tool with declared grounds is offered")
+                tally.note("not-applicable", it, "none-offered")
             elif present is None:
-                tally.note("unreachable", it, frame_missing(pass_))
+                tally.note("unreachable", it, *frame_missing(pass_))
             elif not dropped_known:
-                tally.note(
-                    "unreachable",
-                    it,
-                    "an earlier pass's messages are not in the record, so what left the window "
-                    "cannot be told",
-                )
+                tally.note("unreachable", it, "window-unknown")
             elif not dropped:
-                tally.note("not-applicable", it, "no tool result has left the window so far")
+                tally.note("not-applicable", it, "nothing-dropped")
             else:
                 here = set(present.values())
                 filed: list[Finding] = []
@@ -130,12 +121,7 @@ def check_dangling(inputs: IntegrityInputs) -> Tally:
                 if filed and unnamed_results(view.messages if view else None, known_calls):
                     # A result the frame holds that no rule can name may be the ground fetched
                     # again: whether it is missing cannot be told.
-                    tally.note(
-                        "unreachable",
-                        it,
-                        f"a tool result shown at pass {it} names no tool (no tool name, no call "
-                        "id an earlier call carries)",
-                    )
+                    tally.note("unreachable", it, "unnamed-result")
                 else:
                     tally.judged(filed, it)
         if present is None:

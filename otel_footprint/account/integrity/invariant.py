@@ -18,12 +18,6 @@ from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import IntegrityInputs, PassInputs
 from otel_footprint.runs.outputs import Ref
 
-NO_MAPS = "no maps are mounted in this run, so nothing can be parked"
-ONE_VIEW = (
-    "no model call has two tool lists to compare: the framework's (on the pass span) and the one "
-    "sent (a client span under it, or footprint.wire.manifest)"
-)
-
 
 def check_compose(
     inputs: IntegrityInputs, park: Mapping[int, ParkState] | None, *, shadow: bool
@@ -32,23 +26,21 @@ def check_compose(
     ``shadow``: the agent applies no kernel, so a park it never made cannot be contradicted; what
     parking would have withheld is filed as an advisory (a cost worth a look) on a ``pass``."""
     if park is None:
-        return unarmed(NO_MAPS)
+        return unarmed("no-maps")
     tally = Tally()
     filed_before: set[tuple[str, tuple[str, ...]]] = set()
     for pass_ in inputs.passes:
         it = pass_.iteration
         state = park.get(it)
         if state is None or not state.decided:
-            tally.note(
-                "unreachable", it, f"the engagement kernel could not be replayed to pass {it}"
-            )
+            tally.note("unreachable", it, "kernel-unreplayed")
             continue
         if not any(state.held_out.values()):
-            tally.note("not-applicable", it, "no parked map holds tools back at this pass")
+            tally.note("not-applicable", it, "nothing-held")
             continue
         offered, ref = pass_.tools()
         if offered is None:
-            tally.note("unreachable", it, tools_missing(pass_))
+            tally.note("unreachable", it, *tools_missing(pass_))
             continue
         held = {m: tools for m, tools in state.held_out.items() if tools}
         offered_names = {t.name for t in offered}
@@ -143,14 +135,13 @@ def _wire_finding(
 
 def _wire_side(pass_: PassInputs) -> tuple[list[str] | None, Ref | None, str | None]:
     """(names sent, where read, why unknown): the client span's tool list, else the manifest."""
-    it = pass_.iteration
     if pass_.client is not None and pass_.client.tools is not None:
         return [t.name for t in pass_.client.tools], pass_.client.tools_ref, None
     if pass_.wire_manifest is not None:  # also when a client span recorded no list of its own
         return list(pass_.wire_manifest), pass_.wire_ref, None
     if pass_.client is not None:
-        return None, None, f"the client span of pass {it} recorded no tool list"
-    return None, None, f"pass {it} has no second view of the tools sent"
+        return None, None, "client-unlisted"
+    return None, None, "no-second-view"
 
 
 def check_wire(inputs: IntegrityInputs) -> Tally:
@@ -161,9 +152,10 @@ def check_wire(inputs: IntegrityInputs) -> Tally:
     naming the side."""
     stated = any(p.wire_manifest is not None for p in inputs.passes)
     if not stated and not any(
-        p.framework.tools is not None and _wire_side(p)[0] is not None for p in inputs.passes
-    ):
-        return unarmed(ONE_VIEW)
+        p.framework.tools is not None and p.client is not None and p.client.tools is not None
+        for p in inputs.passes
+    ):  # (without a manifest, only a client span's list is a second view)
+        return unarmed("one-view")
     tally = Tally()
     for pass_ in inputs.passes:
         it = pass_.iteration
@@ -173,7 +165,7 @@ def check_wire(inputs: IntegrityInputs) -> Tally:
             continue
         composed = pass_.framework.tools
         if composed is None:
-            tally.note("unreachable", it, f"the framework's tool list of pass {it} is not recorded")
+            tally.note("unreachable", it, "composed-unrecorded")
             continue
         composed_names = [t.name for t in composed]
         added = [t for t in dict.fromkeys(wire) if t not in set(composed_names)]

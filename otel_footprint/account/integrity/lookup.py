@@ -21,12 +21,6 @@ from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import Execution, IntegrityInputs
 
-NOT_ON = "the run did not switch on empty-lookup notices (footprint.integrity.config)"
-CALLS_UNKNOWN = (
-    "which tools were called is not in the record (a model call has no tool span and no recorded "
-    "output)"
-)
-
 
 def read_shape(execution: Execution) -> tuple[str | None, int | None]:
     """(shape, rows) of a tool's result: ``rowset`` / ``absence`` / ``bespoke``, or (None, None)
@@ -58,39 +52,35 @@ def served_texts(inputs: IntegrityInputs) -> dict[str, str]:
 def check_lookups(inputs: IntegrityInputs) -> Tally:
     grounding = {n: d.arguments_from for n, d in inputs.declarations.items() if d.arguments_from}
     if not inputs.settings.notice_empty_lookups:
-        return unarmed(NOT_ON)
+        return unarmed("lookups-off")
     if not grounding:
-        return unarmed(
-            "no tool declares where its arguments come from (footprint.tool.declared argumentsFrom)"
-        )
+        return unarmed("no-grounds")
     tally = Tally()
     served = served_texts(inputs)
     armed = [e for e in inputs.executions if e.name in grounding]
     if not armed:
         if inputs.calls_unknown:
-            tally.note("unreachable", None, CALLS_UNKNOWN)
+            tally.note("unreachable", None, "calls-unknown")
         else:
-            tally.note("not-applicable", None, "no tool with declared grounds was called")
+            tally.note("not-applicable", None, "none-called")
         return tally
     for execution in armed:
         it = execution.iteration
         if execution.failed:
-            tally.note("not-applicable", it, f"call {execution.call_id} did not answer")
+            tally.note("not-applicable", it, "unanswered", execution.call_id)
             continue
         shape, rows = read_shape(execution)
         if shape is None:
-            tally.note("unreachable", it, f"the result of call {execution.call_id} is not recorded")
+            tally.note("unreachable", it, "result-unrecorded", execution.call_id)
             continue
         if shape == "bespoke":
-            tally.note("not-applicable", it, "the result is neither rows nor a declared absence")
+            tally.note("not-applicable", it, "bespoke")
             continue
         if shape == "rowset" and rows:
             tally.note("pass", it)
             continue
         if execution.arguments is None:
-            tally.note(
-                "unreachable", it, f"the arguments of call {execution.call_id} are not recorded"
-            )
+            tally.note("unreachable", it, "arguments-unrecorded", execution.call_id)
             continue
         producers = []
         unseen: list[Execution] = []  # producers that ran, whose result is not in the record
@@ -103,11 +93,7 @@ def check_lookups(inputs: IntegrityInputs) -> Tally:
             elif text is None and not earlier.failed:
                 unseen.append(earlier)
         if not producers:
-            tally.note(
-                "unreachable",
-                it,
-                f"no earlier result of {', '.join(grounding[execution.name])} is in the record",
-            )
+            tally.note("unreachable", it, "no-producer", ", ".join(grounding[execution.name]))
             continue
         empty = say("lookup.absence" if shape == "absence" else "lookup.rowset")
         filed: list[Finding] = []
@@ -160,11 +146,7 @@ def check_lookups(inputs: IntegrityInputs) -> Tally:
             )
         if not filed and unseen:
             # The value may have come from a producer result the record does not hold.
-            tally.note(
-                "unreachable",
-                it,
-                f"the result of {unseen[0].name} (call {unseen[0].call_id}) is not recorded",
-            )
+            tally.note("unreachable", it, "producer-unrecorded", unseen[0].name, unseen[0].call_id)
             continue
         tally.judged(filed, it)
     return tally

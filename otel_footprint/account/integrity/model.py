@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, cast
 
 from otel_footprint import semconv
+from otel_footprint.account.integrity.texts import WHYS
 from otel_footprint.codec import quick_init
 from otel_footprint.runs.outputs import Ref
 
@@ -115,7 +116,14 @@ class Encounter:
     disposition: Disposition
     iteration: int | None = None
     why: str | None = None
-    """Why not pass/fail: what was missing, or why the subject is out of scope."""
+    """Why not pass/fail (what was missing, or why the subject is out of scope): a reason id of
+    ``texts.WHYS``, said with ``values`` (:attr:`reason`)."""
+    values: tuple[object, ...] = ()
+
+    @property
+    def reason(self) -> str | None:
+        """The reason's sentence (the values go in literally; ``{at}`` is this encounter's pass)."""
+        return None if self.why is None else WHYS[self.why].format(*self.values, at=self.iteration)
 
 
 @quick_init

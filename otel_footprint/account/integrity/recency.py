@@ -16,31 +16,24 @@ from otel_footprint.account.integrity.tally import Tally, unarmed
 from otel_footprint.account.integrity.texts import say
 from otel_footprint.runs.integrity_inputs import IntegrityInputs
 
-NOT_ON = (
-    "the run did not switch on prior-turn evidence notices (footprint.integrity.config "
-    "noticePriorTurnEvidence)"
-)
-
 
 def check_recency(inputs: IntegrityInputs) -> Tally:
     if not inputs.settings.notice_prior_turn_evidence:
-        return unarmed(NOT_ON)
+        return unarmed("recency-off")
     tally = Tally()
     reading = inputs.grounding
     if reading is None:
-        tally.note(
-            "unreachable", None, "the evidence gate's reading of the answer is not in the record"
-        )
+        tally.note("unreachable", None, "no-reading")
         return tally
     if reading.index_truncated:
-        tally.note("not-applicable", None, "the evidence index hit its ceiling")
+        tally.note("not-applicable", None, "index-ceiling")
         return tally
     if reading.current_turn == 0:
-        tally.note("unreachable", None, "the record holds no user turn to measure from")
+        tally.note("unreachable", None, "no-user-turn")
         return tally
     total = reading.from_this_turn + reading.from_prior_turns
     if total == 0:
-        tally.note("unreachable", None, "the answer states no value the run can ground")
+        tally.note("unreachable", None, "nothing-groundable")
         return tally
     if reading.from_this_turn > 0:
         tally.note("pass")

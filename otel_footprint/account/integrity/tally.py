@@ -17,9 +17,14 @@ class Tally:
     armed: bool = True
 
     def note(
-        self, disposition: Disposition, iteration: int | None = None, why: str | None = None
+        self,
+        disposition: Disposition,
+        iteration: int | None = None,
+        why: str | None = None,
+        *values: object,
     ) -> None:
-        self.encounters.append(Encounter(disposition, iteration, why))
+        """One encounter; ``why``: the id of its reason (``texts.WHYS``), said with ``values``."""
+        self.encounters.append(Encounter(disposition, iteration, why, values))
 
     def judged(self, filed: list[Finding], iteration: int | None) -> None:
         """One judged encounter: ``fail`` when it filed anything, else ``pass``."""
@@ -38,12 +43,7 @@ def armed_by_the_agent(unarmed_tally: Tally, judged: int) -> Tally:
     """The row of a check this record gives nothing to arm, though the agent's own disposition says
     its check met ``judged`` subject(s): the check applies, and what it needs is missing here, so
     the row is ``unreachable`` (with the reason it could not be armed), never "does not apply"."""
-    missing = next((e.why for e in unarmed_tally.encounters if e.why), None)
+    missing = next((e.reason for e in unarmed_tally.encounters if e.why), None)
     tally = Tally()
-    tally.note(
-        "unreachable",
-        None,
-        f"the agent's own disposition shows this check met {judged} subject(s), and this record "
-        f"cannot judge them: {missing or 'its inputs are missing'}",
-    )
+    tally.note("unreachable", None, "agent-armed", judged, missing or "its inputs are missing")
     return tally

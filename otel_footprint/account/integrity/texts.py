@@ -4,6 +4,11 @@ The upstream's finding messages (spec integrity-reference §2) were read for the
 none of them is reproduced here. ``{name}`` placeholders are filled once (never recursively); a
 counted noun is written ``{n} tool(s)`` (or ``{n} advisory note(s)``) and reads ``1 tool`` /
 ``4 tools`` once filled.
+
+The reasons a check met a subject it could not judge (or that was out of its scope) are
+:data:`WHYS`: an encounter notes a reason's id and values (``model.Encounter``), and its sentence is
+said from them when an output needs it; their words for a person (``commands/integrity_words.py``)
+are keyed by the same ids.
 """
 
 from __future__ import annotations
@@ -161,3 +166,64 @@ def say(text_id: str, **values: object) -> str:
         out.append(str(values[name]))
     out.append(rest)
     return "".join(out)
+
+
+WHYS: Final[Mapping[str, str]] = {
+    # ``{at}``: the pass the encounter is at; ``{0}``, ``{1}``: the reason's values, in order.
+    "nothing-met": "it met no subject: the model calls or tool calls it judges are not in the record, though the run did work",
+    "agent-armed": "the agent's own disposition shows this check met {0} subject(s), and this record cannot judge them: {1}",
+    "tools-unrecorded": "the tools offered at pass {at} is not in the record",
+    "tools-unreadable": "the tools offered at pass {at} is recorded but not readable ({0}: cut or not JSON)",
+    "frame-unrecorded": "the messages shown at pass {at} is not in the record",
+    "frame-unreadable": "the messages shown at pass {at} is recorded but not readable ({0}: cut or not JSON)",
+    "calls-unknown": "which tools were called is not in the record (a model call has no tool span and no recorded output)",
+    "result-unrecorded": "the result of call {0} is not recorded",
+    "no-grounds": "no tool declares where its arguments come from (footprint.tool.declared argumentsFrom)",
+    # invariant-violation
+    "no-maps": "no maps are mounted in this run, so nothing can be parked",
+    "kernel-unreplayed": "the engagement kernel could not be replayed to pass {at}",
+    "nothing-held": "no parked map holds tools back at this pass",
+    "one-view": "no model call has two tool lists to compare: the framework's (on the pass span) and the one sent (a client span under it, or footprint.wire.manifest)",
+    "client-unlisted": "the client span of pass {at} recorded no tool list",
+    "no-second-view": "pass {at} has no second view of the tools sent",
+    "composed-unrecorded": "the framework's tool list of pass {at} is not recorded",
+    # unsupported-argument
+    "choice-unrecorded": "which tools pass {at} chose is not in the record",
+    "no-tool-call": "no tool call",
+    "no-grounded-call": "no call to a tool with declared grounds",
+    "arguments-unreadable": "the arguments of a call at pass {at} are not readable",
+    "enums-unrecorded": "the schema of '{0}' offered at pass {at} is not in the record, so a value nothing served cannot be told from a member of an enum it declares",
+    # dangling-reference
+    "none-offered": "no tool with declared grounds is offered",
+    "window-unknown": "an earlier pass's messages are not in the record, so what left the window cannot be told",
+    "nothing-dropped": "no tool result has left the window so far",
+    "unnamed-result": "a tool result shown at pass {at} names no tool (no tool name, no call id an earlier call carries)",
+    # empty-lookup
+    "lookups-off": "the run did not switch on empty-lookup notices (footprint.integrity.config)",
+    "none-called": "no tool with declared grounds was called",
+    "unanswered": "call {0} did not answer",
+    "bespoke": "the result is neither rows nor a declared absence",
+    "arguments-unrecorded": "the arguments of call {0} are not recorded",
+    "no-producer": "no earlier result of {0} is in the record",
+    "producer-unrecorded": "the result of {0} (call {1}) is not recorded",
+    # unsupported-claim
+    "no-contract": "no answer field is declared as a claim (footprint.claims.declared)",
+    "no-answer": "the final answer is not in the record (no agent.turn_end finalContent)",
+    "prose-answer": "the final answer is not a typed object (prose answers are never judged)",
+    "left-out": "the answer leaves '{0}' out",
+    "facts-unreadable": "the facts {0} declared are recorded but not readable, so the latest settled value cannot be known",
+    "unsettled": "no tool settled {0}({1}) in this run",
+    # column-type-mismatch, missing-column
+    "columns-off": "the run did not switch on the column checks (footprint.integrity.config)",
+    "no-columns": "no tool declares result columns (footprint.tool.declared resultColumns)",
+    "no-column-call": "no tool that declares columns was called",
+    "refused-rows": "the result of call {0} was refused under enforce; the rows the tool returned are not in the record",
+    "not-rows": "the result is not a list of rows",
+    # prior-turn-evidence
+    "recency-off": "the run did not switch on prior-turn evidence notices (footprint.integrity.config noticePriorTurnEvidence)",
+    "no-reading": "the evidence gate's reading of the answer is not in the record",
+    "index-ceiling": "the evidence index hit its ceiling",
+    "no-user-turn": "the record holds no user turn to measure from",
+    "nothing-groundable": "the answer states no value the run can ground",
+}  # fmt: skip
+"""Why a check could not judge a subject, or why the subject is out of its scope, by reason id."""
