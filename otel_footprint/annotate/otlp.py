@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from google.protobuf.descriptor import FieldDescriptor
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags
 
 from otel_footprint.annotate.form import Pairs, SpanNote
 from otel_footprint.codec import INT64_MAX, INT64_MIN, AttributeValue
-
-if TYPE_CHECKING:
-    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 
 def to_any_value(value: AttributeValue, out: AnyValue | None = None) -> AnyValue:
@@ -75,16 +71,13 @@ def varint_at(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _tag(descriptor: FieldDescriptor, wire_type: int) -> bytes:
-    # A varint, not one byte: a field number of 16 or more takes two (none used here, today).
-    return varint(descriptor.number << 3 | wire_type)
-
-
 _LEN, _I64, _I32, _VARINT = 2, 1, 5, 0
 
 
 def _field(message: type, name: str, wire_type: int) -> bytes:
-    return _tag(message.DESCRIPTOR.fields_by_name[name], wire_type)  # type: ignore[attr-defined]
+    # A varint, not one byte: a field number of 16 or more takes two (none used here, today).
+    number: int = message.DESCRIPTOR.fields_by_name[name].number  # type: ignore[attr-defined]
+    return varint(number << 3 | wire_type)
 
 
 _SPAN_ATTRIBUTE: Final = _field(Span, "attributes", _LEN)
@@ -227,29 +220,6 @@ def _with_attributes(head: bytes, tag: bytes, pairs: Pairs, dropped_tag: bytes) 
     return head + attributes
 
 
-def _restate(
-    kv_value: AnyValue, value: AttributeValue, replace: dict[str, AttributeValue], key: str
-) -> int:
-    """Whether a restated key's value is already there, byte for byte (else it goes to
-    ``replace``): 1 when ``value`` cannot be written (the span's own value stays), else 0."""
-    try:
-        if kv_value.SerializeToString() != _any_value_bytes(value):
-            replace[key] = value
-    except ValueError:
-        return 1
-    return 0
-
-
-def _replace_in_place(
-    target: RepeatedCompositeFieldContainer[KeyValue],
-    replacements: dict[str, AttributeValue],
-) -> None:
-    for kv in target:
-        if kv.key in replacements:
-            kv.value.Clear()
-            to_any_value(replacements[kv.key], kv.value)
-
-
 def apply_note(
     pb_span: Span, note: SpanNote, present: Mapping[str, AnyValue] | None = None
 ) -> None:
@@ -269,23 +239,25 @@ def apply_note(
         # A note restating a key (every pass note restates footprint.pass.iteration): a key
         # whose value is already there, byte for byte, needs no rewrite; the others change
         # where they stand. Either way it is not appended.
-        replace: dict[str, AttributeValue] = {}
         if present and len(present) == len(pb_span.attributes):
-            # The index holds every attribute, each key once: a key's value is read from it.
-            for key in [key for key in wanted if key in present]:
-                dropped += _restate(present[key], wanted.pop(key), replace, key)
-        elif pb_span.attributes:
-            # One pass over the span's attributes (a key the span holds twice: every time).
-            restated: list[str] = []
-            for kv in pb_span.attributes:
-                key = kv.key
-                if key in wanted and key not in replace:
-                    restated.append(key)
-                    dropped += _restate(kv.value, wanted[key], replace, key)
-            for key in restated:
-                wanted.pop(key, None)
-        if replace:
-            _replace_in_place(pb_span.attributes, replace)
+            # The index holds every attribute, each key once: a restated key is read from it.
+            restated = [(present[key], key) for key in wanted if key in present]
+        else:  # one pass over the span's attributes (a key it holds twice: each copy)
+            restated = [(kv.value, kv.key) for kv in pb_span.attributes if kv.key in wanted]
+        replace: dict[str, AttributeValue] = {}
+        for held, key in restated:
+            if key not in replace:
+                try:
+                    if held.SerializeToString() != _any_value_bytes(wanted[key]):
+                        replace[key] = wanted[key]
+                except ValueError:  # cannot be written: the span's own value stays
+                    dropped += 1
+        for _, key in restated:
+            wanted.pop(key, None)
+        for kv in pb_span.attributes if replace else ():
+            if kv.key in replace:
+                kv.value.Clear()
+                to_any_value(replace[kv.key], kv.value)
         attributes, left_off = _attributes_bytes(_SPAN_ATTRIBUTE, wanted.items())
         parts.append(attributes)
         if dropped or left_off:
