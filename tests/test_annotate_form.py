@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_footprint import semconv as sc
 from otel_footprint.account.model import (
@@ -20,7 +23,10 @@ from otel_footprint.annotate.form import (
     AnnotateOptions,
     NoteEvent,
     SpanNote,
+    WitnessPolicy,
+    _Shaper,
     annotations_for,
+    clip,
     hash_witness,
     merge_notes,
     unannotated_notes,
@@ -344,3 +350,20 @@ def test_findings_are_counted_on_the_run_span_and_told_in_events() -> None:
     assert texts == [sentence]
     plain = annotations_for(verdict())[RUN_SPAN]
     assert sc.RUN_FINDINGS not in attrs(plain)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    items=st.lists(st.sampled_from(["", "a", "ab", "zone", "a zone", "ünï", "x" * 9]), max_size=8),
+    limit=st.integers(min_value=1, max_value=6),
+    count=st.integers(min_value=1, max_value=5),
+    policy=st.sampled_from(["keep", "hash", "drop"]),
+    kind=st.sampled_from([tuple, list, iter]),
+)
+def test_a_string_list_is_cut_scrubbed_and_clipped_whatever_it_arrives_as(
+    items: list[str], limit: int, count: int, policy: WitnessPolicy, kind: Any
+) -> None:
+    options = AnnotateOptions(witness=policy, max_value_chars=limit, max_list_items=count)
+    shaper = _Shaper(options, ("zone",))
+    expected = tuple(clip(shaper.scrub(item), limit) for item in items[:count])
+    assert shaper.strings(kind(items)) == expected

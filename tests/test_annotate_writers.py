@@ -21,7 +21,7 @@ from otel_footprint import semconv as sc
 from otel_footprint.annotate.form import NoteEvent, NoteLink, SpanNote
 from otel_footprint.annotate.otlp import apply_note, to_any_value
 from otel_footprint.annotate.sdk import annotated_copy
-from otel_footprint.runs.spans import key_values_to_pairs
+from otel_footprint.runs.spans import OtlpSpanView, key_values_to_pairs
 
 LINKED_TRACE = "0af7651916cd43dd8448eb211c80319c"
 LINKED_SPAN = "b7ad6b7169203331"
@@ -217,6 +217,40 @@ def test_apply_note_writes_the_same_message_as_the_plain_reference(
     assert ours == reference
     keys = [kv.key for kv in ours.attributes]
     assert len(keys) == len(set(keys))  # never a duplicate key, even when the note repeats one
+
+
+@settings(max_examples=100, deadline=None)
+@given(_NOTES, st.booleans())
+def test_apply_note_through_a_views_index_writes_the_same_message(
+    note: SpanNote, twice: bool
+) -> None:
+    """The hop passes the view's attribute index (read while grouping) to spare a pass over the
+    span's attributes: the same message, even once the index misses what a first note added."""
+    base = _pb(_sdk_span())
+    base.attributes.add(key=sc.RUN_ID).value.string_value = "run-1"
+    indexed, plain = PbSpan(), PbSpan()
+    indexed.CopyFrom(base)
+    plain.CopyFrom(base)
+    index = OtlpSpanView(indexed).attribute_values()
+    for _ in range(2 if twice else 1):
+        apply_note(indexed, note, index)
+        apply_note(plain, note)
+    assert indexed == plain
+
+
+def test_apply_note_through_an_index_of_a_span_holding_a_key_twice() -> None:
+    # The index keeps a key's last value; each of the span's copies is compared and replaced.
+    base = PbSpan()
+    for value in ("old", "again"):
+        base.attributes.add(key="existing").value.string_value = value
+    note = SpanNote(attributes=(("existing", "again"),))
+    indexed, plain = PbSpan(), PbSpan()
+    indexed.CopyFrom(base)
+    plain.CopyFrom(base)
+    apply_note(indexed, note, OtlpSpanView(indexed).attribute_values())
+    apply_note(plain, note)
+    assert indexed == plain
+    assert [kv.value.string_value for kv in indexed.attributes] == ["again", "again"]
 
 
 def test_apply_note_never_confuses_values_that_compare_equal() -> None:

@@ -190,25 +190,17 @@ class _Shaper:
         return clip(self.scrub(text), limit)
 
     def strings(self, items: Iterable[str]) -> tuple[str, ...]:
+        """A string-array value: at most ``max_list_items`` items, each scrubbed and clipped."""
+        if type(items) is not tuple:
+            items = tuple(items)
+        if not items:
+            return items
         limit, count = self._limit, self._count
-        if type(items) is tuple and self._keep:
-            # Mostly short or empty tuples: one that needs no cut is written as it is.
-            if not items:
-                return items
-            if len(items) <= count:
-                for item in items:
-                    if len(item) > limit:
-                        break
-                else:
-                    return items
-        out: list[str] = []
-        for item in items:
-            if len(out) == count:
-                break
-            if not self._keep:
-                item = self.scrub(item)
-            out.append(item if len(item) <= limit else clip(item, limit))
-        return tuple(out)
+        # Most lists need no cut: then written as they are (the lengths are read in C).
+        if self._keep and len(items) <= count and max(map(len, items)) <= limit:
+            return items
+        kept = items[:count] if self._keep else tuple(self.scrub(item) for item in items[:count])
+        return tuple([item if len(item) <= limit else clip(item, limit) for item in kept])
 
 
 class _Builder:
@@ -346,13 +338,21 @@ def _pass_note(pass_: PassVerdict, verdict: RunVerdict, shaper: _Shaper, builder
         builder.put(semconv.PASS_ITERATION, pass_.iteration)
         return
     strings = shaper.strings
+    engaged, parked, ids, tools, rode = (
+        pass_.engaged_maps,
+        pass_.parked_maps,
+        pass_.parked_injection_ids,
+        pass_.parked_tool_names,
+        pass_.served_while_parked,
+    )
+    # Most of these lists are empty: written as they are, without a call each.
     pairs: list[tuple[str, AttributeValue]] = [
         (semconv.PASS_ITERATION, pass_.iteration),
-        (semconv.ENG_ENGAGED_MAPS, strings(pass_.engaged_maps)),
-        (semconv.ENG_PARKED_MAPS, strings(pass_.parked_maps)),
-        (semconv.ENG_PARKED_INJECTION_IDS, strings(pass_.parked_injection_ids)),
-        (semconv.ENG_PARKED_TOOL_NAMES, strings(pass_.parked_tool_names)),
-        (semconv.ENG_SERVED_WHILE_PARKED, strings(pass_.served_while_parked)),
+        (semconv.ENG_ENGAGED_MAPS, strings(engaged) if engaged else ()),
+        (semconv.ENG_PARKED_MAPS, strings(parked) if parked else ()),
+        (semconv.ENG_PARKED_INJECTION_IDS, strings(ids) if ids else ()),
+        (semconv.ENG_PARKED_TOOL_NAMES, strings(tools) if tools else ()),
+        (semconv.ENG_SERVED_WHILE_PARKED, strings(rode) if rode else ()),
     ]
     if verdict.mode == semconv.MODE_SHADOW:
         pairs.append((semconv.ENG_SERVED_CHARS_WHILE_PARKED, pass_.served_chars_while_parked))

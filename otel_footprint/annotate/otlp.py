@@ -7,18 +7,14 @@ concatenate) and merged into the span with one parse, instead of one message obj
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterable, Mapping
+from typing import Final
 
-from google.protobuf.descriptor import FieldDescriptor
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags
 
 from otel_footprint.annotate.form import Pairs, SpanNote
 from otel_footprint.codec import INT64_MAX, INT64_MIN, AttributeValue
-
-if TYPE_CHECKING:
-    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 
 def to_any_value(value: AttributeValue, out: AnyValue | None = None) -> AnyValue:
@@ -75,16 +71,13 @@ def varint_at(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _tag(descriptor: FieldDescriptor, wire_type: int) -> bytes:
-    # A varint, not one byte: a field number of 16 or more takes two (none used here, today).
-    return varint(descriptor.number << 3 | wire_type)
-
-
 _LEN, _I64, _I32, _VARINT = 2, 1, 5, 0
 
 
 def _field(message: type, name: str, wire_type: int) -> bytes:
-    return _tag(message.DESCRIPTOR.fields_by_name[name], wire_type)  # type: ignore[attr-defined]
+    # A varint, not one byte: a field number of 16 or more takes two (none used here, today).
+    number: int = message.DESCRIPTOR.fields_by_name[name].number  # type: ignore[attr-defined]
+    return varint(number << 3 | wire_type)
 
 
 _SPAN_ATTRIBUTE: Final = _field(Span, "attributes", _LEN)
@@ -136,8 +129,15 @@ def _any_value_bytes(value: AttributeValue) -> bytes:
         return _ANY_DOUBLE + _DOUBLE(value)
     if isinstance(value, str):
         return _delimited(_ANY_STRING, value.encode("utf-8"))
-    items = b"".join([_delimited(_ARRAY_VALUE, _any_value_bytes(item)) for item in value])
-    return _delimited(_ANY_ARRAY, items)
+    parts: list[bytes] = []
+    for item in value:
+        if item.__class__ is str:  # most items (map ids, pointers): skip the type dispatch
+            text = item.encode("utf-8")
+            item_value = _ANY_STRING + varint(len(text)) + text
+        else:
+            item_value = _any_value_bytes(item)
+        parts.append(_ARRAY_VALUE + varint(len(item_value)) + item_value)
+    return _delimited(_ANY_ARRAY, b"".join(parts))
 
 
 _CACHE_ENTRIES: Final = 16384
@@ -183,92 +183,85 @@ def _encode_key_value(tag: bytes, key: str, value: AttributeValue, store: bool =
     return encoded
 
 
-def _attributes_bytes(
-    tag: bytes, pairs: Iterable[tuple[str, AttributeValue]], dropped: list[int]
-) -> bytes:
-    """The attributes ``pairs`` as fields ``tag``; a value OTLP cannot hold (an integer past
-    int64) is left off and counted in ``dropped[0]``: it costs that value, not the note."""
+def _attributes_bytes(tag: bytes, pairs: Iterable[tuple[str, AttributeValue]]) -> tuple[bytes, int]:
+    """The attributes ``pairs`` as fields ``tag``, and how many were left off: a value OTLP
+    cannot hold (an integer past int64) costs that value, not the note."""
     get = _cache.get
     try:
-        return b"".join(
-            [
-                get((tag, key, value.__class__, value)) or _encode_key_value(tag, key, value)
-                for key, value in pairs
-            ]
-        )
+        encoded = [
+            get((tag, key, value.__class__, value)) or _encode_key_value(tag, key, value)
+            for key, value in pairs
+        ]
+        return b"".join(encoded), 0
     except (TypeError, ValueError):
         # An unhashable value (a list where a tuple was expected): encode without the cache;
         # a value that cannot be written: leave it off (``pairs`` is a sequence or a dict view).
         parts: list[bytes] = []
+        dropped = 0
         for key, value in pairs:
             try:
                 parts.append(_encode_key_value(tag, key, value, store=False))
             except ValueError:
-                dropped[0] += 1
-        return b"".join(parts)
+                dropped += 1
+        return b"".join(parts), dropped
 
 
-def _with_dropped(tag: bytes, dropped: list[int]) -> bytes:
-    """A message's ``dropped_attributes_count`` field for what :func:`_attributes_bytes` left off
-    (empty when nothing was: then not written at all, as before)."""
-    n, dropped[0] = dropped[0], 0
-    return tag + varint(n) if n else b""
+def _with_attributes(head: bytes, tag: bytes, pairs: Pairs, dropped_tag: bytes) -> bytes:
+    """An event's or link's fields: ``head``, then ``pairs`` as attributes ``tag`` (a key given
+    twice keeps its later value, at its first position) and, when a value was left off, its
+    ``dropped_attributes_count`` (not written at all when none was)."""
+    if len(pairs) > 1:
+        merged = dict(pairs)  # built in C: cheaper than a set of the keys
+        if len(merged) != len(pairs):
+            pairs = merged.items()  # type: ignore[assignment]
+    attributes, dropped = _attributes_bytes(tag, pairs)
+    if dropped:
+        return head + attributes + dropped_tag + varint(dropped)
+    return head + attributes
 
 
-def _unique(pairs: Pairs) -> Pairs | Iterable[tuple[str, AttributeValue]]:
-    """``pairs`` with one entry per key: the later value at the first position (as a dict merges)."""
-    if len(pairs) < 2:
-        return pairs
-    merged = dict(pairs)  # built in C: cheaper than a set of the keys
-    return pairs if len(merged) == len(pairs) else merged.items()
-
-
-def _replace_in_place(
-    target: RepeatedCompositeFieldContainer[KeyValue],
-    replacements: dict[str, AttributeValue],
+def apply_note(
+    pb_span: Span, note: SpanNote, present: Mapping[str, AnyValue] | None = None
 ) -> None:
-    for kv in target:
-        if kv.key in replacements:
-            kv.value.Clear()
-            to_any_value(replacements[kv.key], kv.value)
-
-
-def apply_note(pb_span: Span, note: SpanNote) -> None:
     """Add ``note``'s attributes, events and links to ``pb_span`` in place.
 
     An attribute key already on the span is replaced where it stands rather than duplicated (OTLP
     says keys are unique); a key given twice in the note keeps its later value. Events without
-    their own time sit at the span's start or end, per their anchor.
+    their own time sit at the span's start or end, per their anchor. ``present``: the span's
+    attributes by key, when the caller has them indexed (``OtlpSpanView.attribute_values``): it
+    spares a pass over the span's attributes (the protobuf's per-item cost).
     """
     parts: list[bytes] = []
-    dropped = [0]
     if note.attributes:
-        pairs = _unique(note.attributes)
-        if pb_span.attributes:
-            # A note restating a key (every pass note restates footprint.pass.iteration): a key
-            # whose value is already there, byte for byte, needs no rewrite; the others change
-            # where they stand. One pass over the span's attributes finds both.
-            wanted = dict(pairs)
-            restated: set[str] = set()
-            replace: dict[str, AttributeValue] = {}
-            for kv in pb_span.attributes:
-                key = kv.key
-                if key in wanted and key not in replace:
-                    restated.add(key)
-                    value = wanted[key]
-                    try:
-                        if kv.value.SerializeToString() != _any_value_bytes(value):
-                            replace[key] = value
-                    except ValueError:  # cannot be written: the span's own value stays
-                        dropped[0] += 1
-            if replace:
-                _replace_in_place(pb_span.attributes, replace)
-            if restated:
-                pairs = [(key, value) for key, value in pairs if key not in restated]
-        parts.append(_attributes_bytes(_SPAN_ATTRIBUTE, pairs, dropped))
-        if dropped[0]:
-            pb_span.dropped_attributes_count += dropped[0]
-            dropped[0] = 0
+        # One entry per key: the later value at the first position.
+        wanted = dict(note.attributes)
+        dropped = 0
+        # A note restating a key (every pass note restates footprint.pass.iteration): a key
+        # whose value is already there, byte for byte, needs no rewrite; the others change
+        # where they stand. Either way it is not appended.
+        if present and len(present) == len(pb_span.attributes):
+            # The index holds every attribute, each key once: a restated key is read from it.
+            restated = [(present[key], key) for key in wanted if key in present]
+        else:  # one pass over the span's attributes (a key it holds twice: each copy)
+            restated = [(kv.value, kv.key) for kv in pb_span.attributes if kv.key in wanted]
+        replace: dict[str, AttributeValue] = {}
+        for held, key in restated:
+            if key not in replace:
+                try:
+                    if held.SerializeToString() != _any_value_bytes(wanted[key]):
+                        replace[key] = wanted[key]
+                except ValueError:  # cannot be written: the span's own value stays
+                    dropped += 1
+        for _, key in restated:
+            wanted.pop(key, None)
+        for kv in pb_span.attributes if replace else ():
+            if kv.key in replace:
+                kv.value.Clear()
+                to_any_value(replace[kv.key], kv.value)
+        attributes, left_off = _attributes_bytes(_SPAN_ATTRIBUTE, wanted.items())
+        parts.append(attributes)
+        if dropped or left_off:
+            pb_span.dropped_attributes_count += dropped + left_off
     if note.events:
         start = _EVENT_TIME + _FIXED64(pb_span.start_time_unix_nano)
         end = _EVENT_TIME + _FIXED64(pb_span.end_time_unix_nano)
@@ -278,23 +271,20 @@ def apply_note(pb_span: Span, note: SpanNote) -> None:
                 name = _delimited(_EVENT_NAME, event.name.encode("utf-8"))
                 if len(_event_names) < _CACHE_ENTRIES:
                     _event_names[event.name] = name
-            body = (
-                (start if event.anchor == "start" else end)
-                + name
-                + _attributes_bytes(_EVENT_ATTRIBUTE, _unique(event.attributes), dropped)
-                + _with_dropped(_EVENT_DROPPED, dropped)
+            body = _with_attributes(
+                (start if event.anchor == "start" else end) + name,
+                _EVENT_ATTRIBUTE,
+                event.attributes,
+                _EVENT_DROPPED,
             )
             parts.append(_SPAN_EVENT + varint(len(body)) + body)
     for link in note.links:
-        body = (
-            _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id))
-            + _delimited(_LINK_SPAN_ID, bytes.fromhex(link.span_id))
-            + _attributes_bytes(_LINK_ATTRIBUTE, _unique(link.attributes), dropped)
-            + _with_dropped(_LINK_DROPPED, dropped)
-            # As the SDK encoder writes links: "is_remote is known, and false" (same process/trace
-            # store), so both writers produce identical links.
-            + _LINK_FLAG_BYTES
+        ids = _delimited(_LINK_TRACE_ID, bytes.fromhex(link.trace_id)) + _delimited(
+            _LINK_SPAN_ID, bytes.fromhex(link.span_id)
         )
-        parts.append(_delimited(_SPAN_LINK, body))
+        body = _with_attributes(ids, _LINK_ATTRIBUTE, link.attributes, _LINK_DROPPED)
+        # As the SDK encoder writes links: "is_remote is known, and false" (same process/trace
+        # store), so both writers produce identical links.
+        parts.append(_delimited(_SPAN_LINK, body + _LINK_FLAG_BYTES))
     if parts:
         pb_span.MergeFromString(b"".join(parts))

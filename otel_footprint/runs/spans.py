@@ -15,7 +15,7 @@ from otel_footprint.codec import any_value_to_python, quick_init
 from otel_footprint.runs.recognize import SpanRole, role_of
 
 if TYPE_CHECKING:
-    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
     from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
     from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
     from opentelemetry.sdk.trace import ReadableSpan
@@ -67,7 +67,7 @@ class OtlpSpanView:
     def __init__(self, pb: PbSpan, role: SpanRole | None = None) -> None:
         self.pb = pb
         self._role = role
-        self._attrs: dict[str, Any] | None = None
+        self._attrs: dict[str, AnyValue] | None = None
         # Ids are read for every event of the span; hex them once (they never change).
         self._trace_id: str | None = None
         self._span_id: str | None = None
@@ -103,17 +103,10 @@ class OtlpSpanView:
     def attribute_keys(self) -> Iterable[str]:
         """The span's attribute keys, from the index :meth:`attribute` builds (iterating the
         protobuf list again would build a message wrapper per attribute)."""
-        attrs = self._attrs
-        if attrs is None:
-            attrs = self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
-        return attrs.keys()
+        return self.attribute_values().keys()
 
     def attribute(self, key: str) -> Any | None:
-        attrs = self._attrs
-        if attrs is None:
-            # One pass builds the index; most spans are asked one or two keys and then dropped.
-            attrs = self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
-        raw = attrs.get(key)
+        raw = (self._attrs or self.attribute_values()).get(key)
         # A non-empty string (most values) is read as it is; "" is every other kind, or "".
         return None if raw is None else raw.string_value or any_value_to_python(raw)
 
@@ -123,6 +116,14 @@ class OtlpSpanView:
         if role is None:
             role = self._role = role_of(self.attribute)
         return role
+
+    def attribute_values(self) -> Mapping[str, AnyValue]:
+        """The span's attributes by key, as the protobuf values (a key given twice: its last).
+        One pass builds the index; most spans are asked one or two keys and then dropped."""
+        attrs = self._attrs
+        if attrs is None:
+            attrs = self._attrs = {kv.key: kv.value for kv in self.pb.attributes}
+        return attrs
 
     def events(self) -> Sequence[SpanEventView]:
         return [

@@ -220,7 +220,7 @@ class FootprintAnnotation:
             by_id[span_id] = note
             view = views.get(span_id)
             if view is not None:
-                apply_note(view.pb, note)
+                apply_note(view.pb, note, view.attribute_values())
                 annotated += 1
                 if not annotated % STEP_SPANS:
                     yield None
