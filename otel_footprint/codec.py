@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from otel_footprint import semconv
 
@@ -216,24 +216,26 @@ def encode_payload(
     return attributes
 
 
-def _payload_field(key: str) -> tuple[str, str, bool] | None:
-    """``(snake field, camelCase field, may hold JSON)`` of a payload attribute key; None for keys
-    that are not payload (not ``footprint.``, dotted span identity, the composition id)."""
-    if key == semconv.COMPOSITION_ID or not key.startswith(semconv.PREFIX):
-        return None
-    field = key[len(semconv.PREFIX) :]
-    if "." in field:
+_PayloadKey: TypeAlias = "tuple[str, str | None] | None"
+"""What an attribute key means to the decoder: ``(camelCase field, snake field when it may hold
+JSON)``, or None for a key that is not payload."""
+_payload_keys: dict[str, _PayloadKey] = {}
+""":func:`_payload_key` by attribute key: a plain dict read per attribute; short keys only, at
+most ``_NAME_CACHE_SIZE`` (then not added)."""
+
+
+def _payload_key(key: str) -> _PayloadKey:
+    """What ``key`` means (None: not ``footprint.``, dotted span identity, the composition id),
+    remembered in ``_payload_keys``."""
+    meaning: _PayloadKey = None
+    if key != semconv.COMPOSITION_ID and key.startswith(semconv.PREFIX):
+        field = key[len(semconv.PREFIX) :]
         # Dotted names (footprint.run.id, footprint.pass.iteration) are span identity, not payload.
-        return None
-    return field, _camel_case(field), field in semconv.JSON_FIELDS
-
-
-_NOT_PAYLOAD: tuple[str, str, bool] = (".", ".", False)
-"""The cached answer for a key that is not payload. Told apart by value, not identity (a compiled
-build copies a tuple on every read): a payload field never holds a dot."""
-_payload_fields: dict[str, tuple[str, str, bool]] = {}
-""":func:`_payload_field` by attribute key (``_NOT_PAYLOAD`` for keys that are not payload): a
-plain dict read per attribute; short keys only, at most ``_NAME_CACHE_SIZE`` (then not added)."""
+        if "." not in field:
+            meaning = _camel_case(field), field if field in semconv.JSON_FIELDS else None
+    if len(key) <= _CACHED_NAME_CHARS and len(_payload_keys) < _NAME_CACHE_SIZE:
+        _payload_keys[key] = meaning
+    return meaning
 
 
 _scan_json: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009 - set in __init__, not in the stubs
@@ -314,43 +316,60 @@ def decode_attributes(
     time_unix_nano: int = 0,
 ) -> FootprintEvent:
     """:func:`decode_event` for a caller that has read the type off the name, over (key, Python
-    value) pairs or (``otlp``) straight off an OTLP event's ``KeyValue``s: one loop, so the same
-    event or error either way; an OTLP value is converted only for a payload key."""
-    # This loop runs for every attribute of every footprint event: what a key means is memoized.
+    value) pairs or (``otlp``) straight off an OTLP event's ``KeyValue``s, giving the same event or
+    error either way (``tests/test_runs_fastpaths.py`` holds the two loops equal); an OTLP value
+    is converted only for a payload key."""
+    # These loops run for every attribute of every footprint event: what a key means is memoized,
+    # and each kind of item has its own loop (no per-attribute test of which kind it is).
     text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
+    known = _payload_keys
     payload: dict[str, Any] = {}
     composition_id: str | None = None
-    fields = _payload_fields
-    value: Any = None
     item: Any
-    for item in items:
-        if otlp:
+    if otlp:
+        for item in items:
             key = item.key
-        else:
-            key, value = item
-        known = fields.get(key)
-        if known is None:
-            known = _payload_field(key) or _NOT_PAYLOAD
-            if len(key) <= _CACHED_NAME_CHARS and len(fields) < _NAME_CACHE_SIZE:
-                fields[key] = known
-        if known == _NOT_PAYLOAD:
-            if key == semconv.COMPOSITION_ID:
-                composition_id = str(any_value_to_python(item.value) if otlp else value)
-            continue
-        field, name, may_be_json = known
-        if otlp:
+            try:
+                meaning = known[key]
+            except KeyError:
+                meaning = _payload_key(key)
+            if meaning is None:
+                if key == semconv.COMPOSITION_ID:
+                    composition_id = str(any_value_to_python(item.value))
+                continue
+            name, json_field = meaning
             raw = item.value
             value = raw.string_value  # the common kind; "" for every other kind (and for "")
             if not value:
                 kind = raw.WhichOneof("value")
                 value = getattr(raw, kind) if kind in _SCALAR_KINDS else any_value_to_python(raw)
-        cls = value.__class__
-        if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
-            if may_be_json and value[:1] in ("{", "[") and field not in text_fields:
-                value = _json_value(event_type, field, value)
-        elif cls is tuple or cls is list or isinstance(value, tuple | list):
-            value = list(value)
-        payload[name] = value
+                if value.__class__ is tuple:
+                    value = list(value)
+            elif json_field is not None and value[0] in "{[" and json_field not in text_fields:
+                value = _json_value(event_type, json_field, value)
+            payload[name] = value
+    else:
+        for key, value in cast("Iterable[tuple[str, Any]]", items):
+            try:
+                meaning = known[key]
+            except KeyError:
+                meaning = _payload_key(key)
+            if meaning is None:
+                if key == semconv.COMPOSITION_ID:
+                    composition_id = str(value)
+                continue
+            name, json_field = meaning
+            cls = value.__class__
+            if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
+                if (
+                    json_field is not None
+                    and value[:1] in ("{", "[")
+                    and json_field not in text_fields
+                ):
+                    value = _json_value(event_type, json_field, value)
+            elif cls is tuple or cls is list or isinstance(value, tuple | list):
+                value = list(value)
+            payload[name] = value
     # Positional: one per event of every run.
     return FootprintEvent(
         event_type, MappingProxyType(payload), pointer, time_unix_nano, composition_id
