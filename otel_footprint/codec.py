@@ -335,7 +335,8 @@ def decode_attributes(
                 meaning = _payload_key(key)
             if meaning is None:
                 if key == semconv.COMPOSITION_ID:
-                    composition_id = str(any_value_to_python(item.value))
+                    raw = item.value
+                    composition_id = raw.string_value or str(any_value_to_python(raw))
                 continue
             name, json_field = meaning
             raw = item.value
