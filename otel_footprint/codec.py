@@ -157,13 +157,7 @@ def _snake_case(name: str) -> str:
     return _CAMEL_BOUNDARY.sub(r"_\1", name).lower()
 
 
-def _camel_case(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
 _snake_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_snake_case)
-_camel_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_camel_case)
 
 
 def snake_case(name: str) -> str:
@@ -172,8 +166,10 @@ def snake_case(name: str) -> str:
 
 
 def camel_case(name: str) -> str:
-    """``source_breakdown`` -> ``sourceBreakdown``; the inverse of :func:`snake_case` on upstream names."""
-    return _camel_cached(name) if len(name) <= _CACHED_NAME_CHARS else _camel_case(name)
+    """``source_breakdown`` -> ``sourceBreakdown``; the inverse of :func:`snake_case` on upstream
+    names (the decoder remembers what each attribute key means, names included)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _field_attribute(field: str) -> str:
@@ -241,7 +237,7 @@ def _payload_key(key: str) -> _PayloadKey:
         field = key[len(semconv.PREFIX) :]
         # Dotted names (footprint.run.id, footprint.pass.iteration) are span identity, not payload.
         if "." not in field:
-            meaning = _camel_case(field), field if field in semconv.JSON_FIELDS else None
+            meaning = camel_case(field), field if field in semconv.JSON_FIELDS else None
     if len(key) <= _CACHED_NAME_CHARS and len(_payload_keys) < _NAME_CACHE_SIZE:
         _payload_keys[key] = meaning
     return meaning
