@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from otel_footprint import semconv
 
@@ -49,23 +49,27 @@ _Frozen = TypeVar("_Frozen", bound=type)
 
 
 def quick_init(cls: _Frozen) -> _Frozen:
-    """Give a frozen, slotted dataclass an ``__init__`` that stores each field through its slot
-    descriptor, where the generated one calls ``object.__setattr__`` per field to get past the
-    frozen ``__setattr__``: about half the cost to build (the decision path builds thousands of
-    these per run). The class is otherwise unchanged: still frozen (assignment raises), compared,
-    hashed, printed and ``dataclasses.replace``-d as before. Only for plain fields (positional or
-    with a plain default; no ``default_factory``, ``kw_only``, ``init=False`` or
-    ``__post_init__``): anything else is refused when the class is defined. Apply it above
-    ``@dataclass(frozen=True, slots=True)``.
+    """Give a frozen, slotted dataclass an ``__init__`` that builds the instance as a plain
+    slotted twin of the class (the same slots, so the same layout) with each field stored at slot
+    speed, then switches its class back, where the generated one calls ``object.__setattr__`` per
+    field to get past the frozen ``__setattr__``: a third of the cost to build a five-field record
+    (the decision path builds thousands of these per run). The class is otherwise unchanged: still
+    frozen (assignment raises), compared, hashed, printed, pickled and ``dataclasses.replace``-d
+    as before; an instance of a subclass is filled through the slot descriptors. Only for plain
+    fields (positional or with a plain default; no ``default_factory``, ``kw_only``,
+    ``init=False`` or ``__post_init__``): anything else is refused when the class is defined.
+    Apply it above ``@dataclass(frozen=True, slots=True)``.
     """
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__:
         raise TypeError(f"quick_init needs a frozen, slotted dataclass, not {cls.__name__}")
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"quick_init: {cls.__name__} has a __post_init__")
-    names: dict[str, Any] = {}
+    twin = type(cls.__name__, cls.__bases__, {"__slots__": cls.__dict__["__slots__"]})
+    names: dict[str, Any] = {"_cls": cls, "_twin": twin, "_switch": object.__setattr__}
     signature: list[str] = []
-    body: list[str] = []
+    fast: list[str] = []
+    slow: list[str] = []
     for index, f in enumerate(dataclasses.fields(cls)):
         if f.default_factory is not dataclasses.MISSING or not f.init or f.kw_only:
             raise TypeError(f"quick_init: field {cls.__name__}.{f.name} is not a plain field")
@@ -75,8 +79,13 @@ def quick_init(cls: _Frozen) -> _Frozen:
         else:
             names[f"_default{index}"] = f.default
             signature.append(f"{f.name}=_default{index}")
-        body.append(f"    _set{index}(self, {f.name})\n")
-    source = f"def __init__(self, {', '.join(signature)}):\n" + ("".join(body) or "    pass\n")
+        fast.append(f"        self.{f.name} = {f.name}\n")
+        slow.append(f"        _set{index}(self, {f.name})\n")
+    source = (
+        f"def __init__(self, {', '.join(signature)}):\n    if self.__class__ is _cls:\n"
+        f"        _switch(self, '__class__', _twin)\n{''.join(fast)}        self.__class__ = _cls\n"
+        f"    else:\n{''.join(slow) or '        pass'}\n"
+    )
     namespace: dict[str, Any] = {}
     exec(source, names, namespace)
     init = namespace["__init__"]
@@ -148,13 +157,7 @@ def _snake_case(name: str) -> str:
     return _CAMEL_BOUNDARY.sub(r"_\1", name).lower()
 
 
-def _camel_case(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
 _snake_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_snake_case)
-_camel_cached = lru_cache(maxsize=_NAME_CACHE_SIZE)(_camel_case)
 
 
 def snake_case(name: str) -> str:
@@ -163,8 +166,10 @@ def snake_case(name: str) -> str:
 
 
 def camel_case(name: str) -> str:
-    """``source_breakdown`` -> ``sourceBreakdown``; the inverse of :func:`snake_case` on upstream names."""
-    return _camel_cached(name) if len(name) <= _CACHED_NAME_CHARS else _camel_case(name)
+    """``source_breakdown`` -> ``sourceBreakdown``; the inverse of :func:`snake_case` on upstream
+    names (the decoder remembers what each attribute key means, names included)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _field_attribute(field: str) -> str:
@@ -216,24 +221,26 @@ def encode_payload(
     return attributes
 
 
-def _payload_field(key: str) -> tuple[str, str, bool] | None:
-    """``(snake field, camelCase field, may hold JSON)`` of a payload attribute key; None for keys
-    that are not payload (not ``footprint.``, dotted span identity, the composition id)."""
-    if key == semconv.COMPOSITION_ID or not key.startswith(semconv.PREFIX):
-        return None
-    field = key[len(semconv.PREFIX) :]
-    if "." in field:
+_PayloadKey: TypeAlias = "tuple[str, str | None] | None"
+"""What an attribute key means to the decoder: ``(camelCase field, snake field when it may hold
+JSON)``, or None for a key that is not payload."""
+_payload_keys: dict[str, _PayloadKey] = {}
+""":func:`_payload_key` by attribute key: a plain dict read per attribute; short keys only, at
+most ``_NAME_CACHE_SIZE`` (then not added)."""
+
+
+def _payload_key(key: str) -> _PayloadKey:
+    """What ``key`` means (None: not ``footprint.``, dotted span identity, the composition id),
+    remembered in ``_payload_keys``."""
+    meaning: _PayloadKey = None
+    if key != semconv.COMPOSITION_ID and key.startswith(semconv.PREFIX):
+        field = key[len(semconv.PREFIX) :]
         # Dotted names (footprint.run.id, footprint.pass.iteration) are span identity, not payload.
-        return None
-    return field, _camel_case(field), field in semconv.JSON_FIELDS
-
-
-_NOT_PAYLOAD: tuple[str, str, bool] = (".", ".", False)
-"""The cached answer for a key that is not payload. Told apart by value, not identity (a compiled
-build copies a tuple on every read): a payload field never holds a dot."""
-_payload_fields: dict[str, tuple[str, str, bool]] = {}
-""":func:`_payload_field` by attribute key (``_NOT_PAYLOAD`` for keys that are not payload): a
-plain dict read per attribute; short keys only, at most ``_NAME_CACHE_SIZE`` (then not added)."""
+        if "." not in field:
+            meaning = camel_case(field), field if field in semconv.JSON_FIELDS else None
+    if len(key) <= _CACHED_NAME_CHARS and len(_payload_keys) < _NAME_CACHE_SIZE:
+        _payload_keys[key] = meaning
+    return meaning
 
 
 _scan_json: Callable[[str, int], tuple[Any, int]] = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009 - set in __init__, not in the stubs
@@ -314,43 +321,61 @@ def decode_attributes(
     time_unix_nano: int = 0,
 ) -> FootprintEvent:
     """:func:`decode_event` for a caller that has read the type off the name, over (key, Python
-    value) pairs or (``otlp``) straight off an OTLP event's ``KeyValue``s: one loop, so the same
-    event or error either way; an OTLP value is converted only for a payload key."""
-    # This loop runs for every attribute of every footprint event: what a key means is memoized.
+    value) pairs or (``otlp``) straight off an OTLP event's ``KeyValue``s, giving the same event or
+    error either way (``tests/test_runs_fastpaths.py`` holds the two loops equal); an OTLP value
+    is converted only for a payload key."""
+    # These loops run for every attribute of every footprint event: what a key means is memoized,
+    # and each kind of item has its own loop (no per-attribute test of which kind it is).
     text_fields = _TEXT_FIELDS_BY_TYPE.get(event_type, _NO_FIELDS)
+    known = _payload_keys
     payload: dict[str, Any] = {}
     composition_id: str | None = None
-    fields = _payload_fields
-    value: Any = None
     item: Any
-    for item in items:
-        if otlp:
+    if otlp:
+        for item in items:
             key = item.key
-        else:
-            key, value = item
-        known = fields.get(key)
-        if known is None:
-            known = _payload_field(key) or _NOT_PAYLOAD
-            if len(key) <= _CACHED_NAME_CHARS and len(fields) < _NAME_CACHE_SIZE:
-                fields[key] = known
-        if known == _NOT_PAYLOAD:
-            if key == semconv.COMPOSITION_ID:
-                composition_id = str(any_value_to_python(item.value) if otlp else value)
-            continue
-        field, name, may_be_json = known
-        if otlp:
+            try:
+                meaning = known[key]
+            except KeyError:
+                meaning = _payload_key(key)
+            if meaning is None:
+                if key == semconv.COMPOSITION_ID:
+                    raw = item.value
+                    composition_id = raw.string_value or str(any_value_to_python(raw))
+                continue
+            name, json_field = meaning
             raw = item.value
             value = raw.string_value  # the common kind; "" for every other kind (and for "")
             if not value:
                 kind = raw.WhichOneof("value")
                 value = getattr(raw, kind) if kind in _SCALAR_KINDS else any_value_to_python(raw)
-        cls = value.__class__
-        if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
-            if may_be_json and value[:1] in ("{", "[") and field not in text_fields:
-                value = _json_value(event_type, field, value)
-        elif cls is tuple or cls is list or isinstance(value, tuple | list):
-            value = list(value)
-        payload[name] = value
+                if value.__class__ is tuple:
+                    value = list(value)
+            elif json_field is not None and value[0] in "{[" and json_field not in text_fields:
+                value = _json_value(event_type, json_field, value)
+            payload[name] = value
+    else:
+        for key, value in cast("Iterable[tuple[str, Any]]", items):
+            try:
+                meaning = known[key]
+            except KeyError:
+                meaning = _payload_key(key)
+            if meaning is None:
+                if key == semconv.COMPOSITION_ID:
+                    composition_id = str(value)
+                continue
+            name, json_field = meaning
+            cls = value.__class__
+            if cls is str or (cls is not tuple and cls is not list and isinstance(value, str)):
+                if (
+                    json_field is not None
+                    and value[:1] in ("{", "[")
+                    and json_field not in text_fields
+                ):
+                    value = _json_value(event_type, json_field, value)
+            elif cls is tuple or cls is list or isinstance(value, tuple | list):
+                value = list(value)
+            payload[name] = value
     # Positional: one per event of every run.
     return FootprintEvent(
         event_type, MappingProxyType(payload), pointer, time_unix_nano, composition_id

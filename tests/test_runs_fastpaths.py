@@ -6,6 +6,9 @@ events and their index by type, and no carried verdict computed when no run stor
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 from typing import Any
 
 import pytest
@@ -278,3 +281,17 @@ def test_without_a_run_store_the_verdict_is_the_one_with_a_store(name: str) -> N
     assert decide_run(leg) == decide_run(leg, store)
     # A leg that neither pauses nor resumes leaves no leg state: nothing would ever read it.
     assert len(store) == 0
+
+
+def test_quick_init_builds_through_a_twin_and_gives_back_the_class() -> None:
+    pointer = EventPointer("t" * 32, "s" * 16, "footprint.context.evaluated", 2, "log-record")
+    assert type(pointer) is EventPointer
+    assert pickle.loads(pickle.dumps(pointer)) == copy.copy(pointer) == copy.deepcopy(pointer)
+
+    class Sub(EventPointer):  # not the class the twin stands in for: filled slot by slot
+        __slots__ = ()
+
+    sub = Sub("t" * 32, "s" * 16, "footprint.context.evaluated", 2)
+    assert type(sub) is Sub and sub.via == "span-event" and sub.event_index == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sub.event_index = 3  # type: ignore[misc]

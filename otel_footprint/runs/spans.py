@@ -248,7 +248,7 @@ def raw_events(view: SpanView, wanted: Callable[[str], str | None]) -> Iterator[
             name = ev.name
             answer = wanted(name)
             if answer is not None:
-                yield index, name, answer, int(ev.time_unix_nano), ev.attributes, True
+                yield index, name, answer, ev.time_unix_nano, ev.attributes, True
     elif isinstance(view, SdkSpanView):
         for index, sdk_event in enumerate(view.span.events):
             name = sdk_event.name
