@@ -246,8 +246,15 @@ class SinkSender:
         pass
 
 
-class SteppingStage(NoAnnotation):
-    """Decides nothing, in one step per span: a long trace's decision outlasts a short one's."""
+class SteppingStage:
+    """Decides nothing, in one step per span: a long trace's decision outlasts a short one's. It
+    wraps the stage rather than subclassing it: the compiled wheel's classes take no subclass from
+    interpreted code."""
+
+    def __init__(self) -> None:
+        stage = NoAnnotation()
+        self.annotate = stage.annotate
+        self.annotate_late = stage.annotate_late
 
     def annotate_steps(self, release: Release, turn: Ticket | None = None) -> Steps[list[Decision]]:
         for _ in release.spans():

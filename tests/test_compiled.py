@@ -62,8 +62,12 @@ def test_the_hook_is_opt_in_and_compiles_the_decision_path() -> None:
     names = compiled_modules()
     for core in ("codec", "engine.decide", "runs.passes", "account.checks", "annotate.form"):
         assert f"otel_footprint.{core}" in names
+    # The hop's per-span layer around the decision (docs/performance.md, "Issue 29: the compiled
+    # set").
+    for hop in ("runs.holding", "service.pipeline", "service.buffer", "service.annotation"):
+        assert f"otel_footprint.{hop}" in names
     # I/O, locks and checks of untyped arguments stay pure Python (pyproject says why).
-    for kept in ("runs.store", "runs.holding", "kernel.plan", "account.account", "semconv"):
+    for kept in ("runs.store", "service.journal", "kernel.plan", "account.account", "semconv"):
         assert f"otel_footprint.{kept}" not in names
     assert not [n for n in names if n.endswith("__init__")]
 

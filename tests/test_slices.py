@@ -137,15 +137,18 @@ class _Clock:
         return self.now
 
 
-class _TimedStage(FootprintAnnotation):
-    """The real stage, noting when each trace's decision ended."""
+class _TimedStage:
+    """The real stage, noting when each trace's decision ended. It wraps the stage rather than
+    subclassing it: the compiled wheel's classes take no subclass from interpreted code."""
 
     def __init__(self) -> None:
-        super().__init__(store=MemoryRunStore())
+        self.stage = FootprintAnnotation(store=MemoryRunStore())
         self.done: dict[bytes, float] = {}
+        self.annotate = self.stage.annotate
+        self.annotate_late = self.stage.annotate_late
 
     def annotate_steps(self, release, turn=None):  # type: ignore[no-untyped-def]
-        out = yield from super().annotate_steps(release, turn)
+        out = yield from self.stage.annotate_steps(release, turn)
         self.done[release.trace_id] = time.perf_counter()
         return out
 

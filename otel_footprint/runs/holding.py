@@ -29,7 +29,7 @@ import collections
 import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
@@ -141,37 +141,69 @@ def reason_for(cause: Cause, limit: Limit | None, *, run_span: bool) -> Reason |
     return Reason(cause, _TEXT[cause])
 
 
-@dataclass(slots=True, eq=False)
 class Unit(Generic[K, T, E]):
-    """One run to decide: its run span (None when it never arrived), members, joined log events."""
+    """One run to decide: its run span (None when it never arrived), members, joined log events.
 
-    run_span: T | None
-    members: list[T]
-    """Every held item of the run, the run span included."""
-    log_events: dict[K, list[E]]
-    run_arrived: float | None
+    A plain slotted class, as :class:`Release` (not a dataclass: mypyc cannot build a generic
+    dataclass, and the compiled wheel compiles this module)."""
+
+    __slots__ = ("log_events", "members", "run_arrived", "run_span")
+
+    def __init__(
+        self,
+        run_span: T | None,
+        members: list[T],
+        log_events: dict[K, list[E]],
+        run_arrived: float | None,
+    ) -> None:
+        self.run_span = run_span
+        self.members = members
+        """Every held item of the run, the run span included."""
+        self.log_events = log_events
+        self.run_arrived = run_arrived
 
 
-@dataclass(slots=True, eq=False)
 class Release(Generic[K, T, E]):
     """Items leaving the core together (one trace), with why and what to decide."""
 
-    trace_id: K
-    cause: Cause
-    limit: Limit | None
-    units: list[Unit[K, T, E]]
-    others: list[T]
-    """Held items of no run (e.g. the trace's plain root): handed on as they are."""
-    late: list[T] = field(default_factory=list)
-    """Held items whose run turned out to be already decided (a chain closed later)."""
-    late_notes: dict[K, object] = field(default_factory=dict)
-    """The decision cache's notes for ``late`` items that have one, by span id."""
-    events: list[E] = field(default_factory=list)
-    """Every event item leaving with this release (joined or not), for the adapter's bookkeeping."""
-    seqs: list[int] = field(default_factory=list)
-    """The adapter's own bookkeeping (the hop: the journal record of each item leaving, retired
-    only once the release is written out)."""
-    size: int = 0
+    __slots__ = (
+        "cause",
+        "events",
+        "late",
+        "late_notes",
+        "limit",
+        "others",
+        "seqs",
+        "size",
+        "trace_id",
+        "units",
+    )
+
+    def __init__(
+        self,
+        trace_id: K,
+        cause: Cause,
+        limit: Limit | None,
+        units: list[Unit[K, T, E]],
+        others: list[T],
+    ) -> None:
+        self.trace_id = trace_id
+        self.cause = cause
+        self.limit = limit
+        self.units = units
+        self.others = others
+        """Held items of no run (e.g. the trace's plain root): handed on as they are."""
+        self.late: list[T] = []
+        """Held items whose run turned out to be already decided (a chain closed later)."""
+        self.late_notes: dict[K, object] = {}
+        """The decision cache's notes for ``late`` items that have one, by span id."""
+        self.events: list[E] = []
+        """Every event item leaving with this release (joined or not), for the adapter's
+        bookkeeping."""
+        self.seqs: list[int] = []
+        """The adapter's own bookkeeping (the hop: the journal record of each item leaving, retired
+        only once the release is written out)."""
+        self.size = 0
 
     def spans(self) -> Iterator[T]:
         for unit in self.units:

@@ -49,7 +49,7 @@ class SpanInfo:
     parent_id: bytes
     wire: bytes
     """The span's bytes as they came (sliced from its request: never serialized again)."""
-    client: object = None
+    client: object | None = None  # not bare `object`: a compiled dataclass looks that name up
     """Who sent it (the limits release the oldest trace of the client holding the most)."""
 
     @property

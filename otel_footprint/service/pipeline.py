@@ -519,10 +519,8 @@ class Pipeline:
                 if poll and slices and now - polled >= self.slice_seconds:
                     polled = now
                     with self._lock:
-                        if self._stop:
-                            poll = False  # flush() takes what is still due
-                            continue
-                        due, orphans = self._take_due()
+                        poll = not self._stop  # once stopped, flush() takes what is still due
+                        due, orphans = self._take_due() if poll else ([], [])
                     if orphans:
                         self.journal.mark_done(orphans)
                     for release in due:
