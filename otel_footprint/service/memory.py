@@ -23,10 +23,12 @@ from pathlib import Path
 
 __all__ = ["MemoryGuard", "limit_malloc_arenas", "resident_bytes"]
 
-SOFT_LIMIT = 0.9
-"""The share of the limit at which the guard calls the process over (as the buffer's high-water mark
-of ``max_bytes``): input no estimate covers keeps arriving between readings and while the runs held
-drain, so refusals start below the bound."""
+SOFT_LIMIT = 0.8
+"""The share of the limit at which the guard calls the process over: input no estimate covers keeps
+arriving between readings, and deciding the runs already held allocates after input stops, so
+refusals start well below the bound. Measured on ``tests/test_hop_overload.py``'s backstop run
+(100 MiB, runs held 20 s, an idle process of 72 MiB): 0.9 peaked at 1.22-1.23x the limit, 0.8 at
+0.985x."""
 ARENAS = 2
 """glibc malloc arenas the hop allows (its default is 8 a core): each thread that allocates (gRPC's
 workers parsing requests, the decision worker) otherwise gets its own heap, whose freed memory
