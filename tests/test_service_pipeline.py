@@ -15,6 +15,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+import otel_footprint
 from otel_footprint import semconv
 from otel_footprint.codec import any_value_to_python
 from otel_footprint.runs import recognize
@@ -110,6 +111,10 @@ def test_a_run_is_decided_and_its_held_input_retired(tmp_path: Path) -> None:
     assert metrics.runs_released.value("ended") == 1
 
 
+@pytest.mark.skipif(
+    otel_footprint.compiled,
+    reason="compiled modules call role_of natively: no profile event to count",
+)
 def test_each_span_is_recognised_once_from_receipt_to_annotation(tmp_path: Path) -> None:
     """The receiver's role goes with the held span: grouping and annotating read it, and the
     recognition rule runs once per span on the hop."""

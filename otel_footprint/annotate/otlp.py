@@ -213,7 +213,7 @@ def _with_attributes(head: bytes, tag: bytes, pairs: Pairs, dropped_tag: bytes) 
     if len(pairs) > 1:
         merged = dict(pairs)  # built in C: cheaper than a set of the keys
         if len(merged) != len(pairs):
-            pairs = merged.items()  # type: ignore[assignment]
+            pairs = tuple(merged.items())
     attributes, dropped = _attributes_bytes(tag, pairs)
     if dropped:
         return head + attributes + dropped_tag + varint(dropped)
