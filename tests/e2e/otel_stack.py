@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -105,13 +106,19 @@ class JaegerClient:
     def find(
         self, service: str, tags: Mapping[str, str], *, limit: int = 1000
     ) -> dict[str, list[JaegerSpan]]:
-        """``GET /api/traces?service=&tags=`` (the UI's search): matching traces by trace id."""
+        """``GET /api/traces?service=&tags=`` (the UI's search): matching traces by trace id.
+
+        The window is all time up to a day ahead: without ``start`` Jaeger searches only its default
+        lookback (48 h), so a run replayed from a recording with its recorded times would drop out of
+        the search two days after it was recorded."""
+        now_us = time.time_ns() // 1000
         query = urllib.parse.urlencode(
             {
                 "service": service,
                 "tags": json.dumps(dict(tags), ensure_ascii=False),
                 "limit": str(limit),
-                "lookback": "2h",
+                "start": "0",
+                "end": str(now_us + 86_400_000_000),
             }
         )
         status, body = _http_get(f"{self.url}/api/traces?{query}", timeout=20)
