@@ -384,15 +384,9 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
             # OTLP/HTTP back-pressure: 503 with Retry-After, so the client retries later.
             if self.metrics is not None:
                 self.metrics.requests_rejected.inc(1, "http", "too_many_connections")
-            body, ctype = status_body(
-                code_pb2.UNAVAILABLE, "too many open connections", CONTENT_PROTOBUF
-            )
-            self.transport.write(
-                b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: %s\r\n"
-                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
-                % (ctype.encode(), len(body), body)
-            )
-            self.transport.close()
+            status = b"503 Service Unavailable\r\nRetry-After: 1"
+            message = "too many open connections"
+            self._answer_and_close(status, code_pb2.UNAVAILABLE, message, CONTENT_PROTOBUF)
             return
         self._arm()
 
@@ -449,14 +443,16 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         content_type = _header(getattr(self, "headers", None) or [], b"content-type")
-        body, ctype = status_body(
-            code_pb2.INVALID_ARGUMENT,
-            f"malformed HTTP/1.1 request: {msg}",
-            content_type,
-        )
+        message = f"malformed HTTP/1.1 request: {msg}"
+        self._answer_and_close(b"400 Bad Request", code_pb2.INVALID_ARGUMENT, message, content_type)
+
+    def _answer_and_close(self, status: bytes, code: int, message: str, content_type: str) -> None:
+        """An OTLP Status answer written straight to the transport (``status``: the status line's
+        code and reason, and any header lines after it), then the connection closed."""
+        body, ctype = status_body(code, message, content_type)
         self.transport.write(
-            b"HTTP/1.1 400 Bad Request\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
-            b"Connection: close\r\n\r\n%s" % (ctype.encode(), len(body), body)
+            b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+            % (status, ctype.encode(), len(body), body)
         )
         self.transport.close()
 
