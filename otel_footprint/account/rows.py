@@ -57,21 +57,6 @@ def _pause_pointer(call: Call) -> list[Pointer]:
     return [at_event(request, "questionPayload", "toolCallId")] if request is not None else []
 
 
-def _undeclared(
-    writer: Writer, row: RowId, template_id: str, tool: dict[str, Var], call: Call
-) -> Line:
-    """A call whose tool declared nothing: what it checked is not recorded."""
-    return writer.say(
-        row,
-        template_id,
-        tool,
-        status="not-recorded",
-        missing="not-declared",
-        pointers=_span_pointer(call),
-        chips=_NOT_DECLARED,
-    )
-
-
 def _more(writer: Writer, row: RowId, template_id: str, calls: int, items: int) -> list[Line]:
     lines: list[Line] = []
     if calls > 0:
@@ -138,7 +123,17 @@ def checked_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
             lines += bullets
             dropped += left
         else:
-            lines.append(_undeclared(writer, "checked", "checked.undeclared", tool, call))
+            lines.append(
+                writer.say(
+                    "checked",
+                    "checked.undeclared",
+                    tool,
+                    status="not-recorded",
+                    missing="not-declared",
+                    pointers=_span_pointer(call),
+                    chips=_NOT_DECLARED,
+                )
+            )
     return lines + _more(
         writer, "checked", "checked.more", max(0, len(calls) - CALLS_PER_ROW), dropped
     )
@@ -156,7 +151,17 @@ def not_checked_lines(calls: tuple[Call, ...], writer: Writer) -> list[Line]:
         tool = {"tool": Var(call.tool)}
         where = [at_event(e) for e in call.coverage]
         if not call.coverage:
-            lines.append(_undeclared(writer, "not-checked", "notChecked.undeclared", tool, call))
+            lines.append(
+                writer.say(
+                    "not-checked",
+                    "notChecked.undeclared",
+                    tool,
+                    status="not-recorded",
+                    missing="not-declared",
+                    pointers=_span_pointer(call),
+                    chips=_NOT_DECLARED,
+                )
+            )
             continue
         said = False
         for kind, template in _NOT_CHECKED:
