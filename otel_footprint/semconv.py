@@ -390,8 +390,6 @@ F_ANSWER_FIELD: Final = "footprint.answer_field"
 F_ENTITY: Final = "footprint.entity"
 F_FIELD: Final = "footprint.field"
 F_SEMANTICS: Final = "footprint.semantics"
-INTEGRITY_JSON_FIELDS: Final = frozenset({"result_columns"})
-"""Payload fields of the integrity events that travel as JSON text (decoded by their reader)."""
 
 # Output (processor side): on the run span
 INTEGRITY_STATE: Final = "footprint.integrity.state"

@@ -21,7 +21,7 @@ from otel_footprint.account.integrity import (
     summary_sentence,
 )
 from otel_footprint.account.integrity.report import pass_states, row_label, unreachable_rows
-from otel_footprint.account.model import AccountResult, Chip, Pointer
+from otel_footprint.account.model import AccountResult, Pointer
 from otel_footprint.codec import AttributeValue, checked_after_built, quick_init
 from otel_footprint.engine.verdict import PassVerdict, RunVerdict
 from otel_footprint.kernel.types import EngagementChange, ParkedChange
@@ -384,10 +384,6 @@ def _pass_note(pass_: PassVerdict, verdict: RunVerdict, shaper: _Shaper, builder
 # ── the run span: roll-ups, checks, lines, evidence links ─────────────────────────────────────
 
 
-def _chip_text(chip: Chip) -> str:
-    return f"{chip.mark}: {chip.text}"
-
-
 @dataclass(slots=True)
 class _Evidence:
     """Evidence spans in first-claim order, each with the claims it backs (deduplicated)."""
@@ -458,7 +454,7 @@ def _account_note(
                 (semconv.LINE_POINTERS, strings([p.render() for p in pointers[:max_pointers]]))
             )
         if line.chips:
-            attrs.append((semconv.LINE_CHIPS, strings([_chip_text(c) for c in line.chips])))
+            attrs.append((semconv.LINE_CHIPS, strings([f"{c.mark}: {c.text}" for c in line.chips])))
         event(NoteEvent(semconv.EV_ACCOUNT_LINE, tuple(attrs)))
 
 
@@ -498,7 +494,7 @@ def _run_note(verdict: RunVerdict, shaper: _Shaper, builder: _Builder) -> None:
         )
         _riding_note(verdict, shaper, builder)
     builder.put(semconv.RUN_RESUMED, verdict.resumed)
-    codes = _reason_codes(verdict.reasons)
+    codes = tuple(dict.fromkeys(r.code for r in verdict.reasons))
     if codes:
         builder.put(semconv.RUN_REASONS, shaper.strings(codes))
     if verdict.findings:
@@ -653,10 +649,6 @@ def _integrity_notes(
         if disagreement.ref is not None:
             attrs.append((semconv.IF_EVIDENCE, (disagreement.ref.render(),)))
         run.event(NoteEvent(semconv.EV_INTEGRITY_MISMATCH, tuple(attrs)))
-
-
-def _reason_codes(reasons: Iterable[Reason]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(r.code for r in reasons))
 
 
 def annotations_for(

@@ -446,7 +446,8 @@ class PhoenixAnnotationExporter(SpanExporter):
                     max_attempts=self._max_attempts,
                     retry_delay=self._retry_delay,
                     headers=self._headers,
-                    sleep=self._abortable_sleep,
+                    # Shutdown past its bound cuts the backoff short; the retry then fails fast.
+                    sleep=self._abort.wait,
                     opener=self._opener,
                 )
             except Exception as exc:  # never let the worker die: count and go on
@@ -459,10 +460,6 @@ class PhoenixAnnotationExporter(SpanExporter):
                 self._failed += outcome.failed
                 self._in_flight = 0
                 self._cond.notify_all()
-
-    def _abortable_sleep(self, seconds: float) -> None:
-        # Shutdown past its bound cuts the backoff short; the retry then fails fast and is counted.
-        self._abort.wait(seconds)
 
     def _drain(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds

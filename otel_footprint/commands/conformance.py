@@ -81,18 +81,12 @@ class Report:
         return f"{self.passed} passed, {self.failed} failed"
 
 
-class _Absent:
-    """Marks a key or list item present on one side of a comparison only."""
-
-    def __repr__(self) -> str:
-        return "<absent>"
-
-
-_ABSENT: Final = _Absent()
+_ABSENT: Final = object()
+"""Marks a key or list item present on one side of a comparison only."""
 
 
 def _render(value: object) -> str:
-    if isinstance(value, _Absent):
+    if value is _ABSENT:
         return "<absent>"
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"

@@ -422,8 +422,6 @@ def change_to_json(change: EngagementChange) -> JsonObject:
 
 # ── advance ──────────────────────────────────────────────────────────────────────────────────
 
-_ADVANCE_KEYS = frozenset({"next", "parkedInjectionIds", "parkedToolNames", "changes"})
-
 
 def advance_to_json(advance: EngagementAdvance) -> JsonObject:
     """The reference JSON of one reducer step's result."""

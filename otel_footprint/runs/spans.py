@@ -58,11 +58,28 @@ def key_values_to_pairs(items: Sequence[KeyValue]) -> list[tuple[str, Any]]:
     return [(kv.key, any_value_to_python(kv.value)) for kv in items]
 
 
-class OtlpSpanView:
+class _RoleOnce:
+    """Both views' ``role``: :func:`role_of` the span's attributes, read once and remembered."""
+
+    __slots__ = ("_role",)
+    _role: SpanRole | None
+
+    def attribute(self, key: str) -> Any | None:
+        raise NotImplementedError
+
+    @property
+    def role(self) -> SpanRole:
+        role = self._role
+        if role is None:
+            role = self._role = role_of(self.attribute)
+        return role
+
+
+class OtlpSpanView(_RoleOnce):
     """A :class:`SpanView` over an OTLP protobuf ``Span`` (the collector path; no copies), with
     its ``role`` if the caller already recognised it (the hop, at the receiver)."""
 
-    __slots__ = ("_attrs", "_role", "_span_id", "_trace_id", "pb")
+    __slots__ = ("_attrs", "_span_id", "_trace_id", "pb")
 
     def __init__(self, pb: PbSpan, role: SpanRole | None = None) -> None:
         self.pb = pb
@@ -110,13 +127,6 @@ class OtlpSpanView:
         # A non-empty string (most values) is read as it is; "" is every other kind, or "".
         return None if raw is None else raw.string_value or any_value_to_python(raw)
 
-    @property
-    def role(self) -> SpanRole:
-        role = self._role
-        if role is None:
-            role = self._role = role_of(self.attribute)
-        return role
-
     def attribute_values(self) -> Mapping[str, AnyValue]:
         """The span's attributes by key, as the protobuf values (a key given twice: its last).
         One pass builds the index; most spans are asked one or two keys and then dropped."""
@@ -132,10 +142,10 @@ class OtlpSpanView:
         ]
 
 
-class SdkSpanView:
+class SdkSpanView(_RoleOnce):
     """A :class:`SpanView` over an SDK ``ReadableSpan`` (the in-process path)."""
 
-    __slots__ = ("_attrs", "_role", "_span_id", "_trace_id", "span")
+    __slots__ = ("_attrs", "_span_id", "_trace_id", "span")
 
     def __init__(self, span: ReadableSpan) -> None:
         self.span = span
@@ -185,13 +195,6 @@ class SdkSpanView:
             source = self.span.attributes
             attrs = self._attrs = dict(source) if source else {}
         return attrs.get(key)
-
-    @property
-    def role(self) -> SpanRole:
-        role = self._role
-        if role is None:
-            role = self._role = role_of(self.attribute)
-        return role
 
     def attribute_keys(self) -> Iterable[str]:
         """The span's attribute keys (from the copy :meth:`attribute` reads)."""

@@ -384,15 +384,9 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
             # OTLP/HTTP back-pressure: 503 with Retry-After, so the client retries later.
             if self.metrics is not None:
                 self.metrics.requests_rejected.inc(1, "http", "too_many_connections")
-            body, ctype = status_body(
-                code_pb2.UNAVAILABLE, "too many open connections", CONTENT_PROTOBUF
-            )
-            self.transport.write(
-                b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: %s\r\n"
-                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
-                % (ctype.encode(), len(body), body)
-            )
-            self.transport.close()
+            status = b"503 Service Unavailable\r\nRetry-After: 1"
+            message = "too many open connections"
+            self._answer_and_close(status, code_pb2.UNAVAILABLE, message, CONTENT_PROTOBUF)
             return
         self._arm()
 
@@ -449,14 +443,16 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         content_type = _header(getattr(self, "headers", None) or [], b"content-type")
-        body, ctype = status_body(
-            code_pb2.INVALID_ARGUMENT,
-            f"malformed HTTP/1.1 request: {msg}",
-            content_type,
-        )
+        message = f"malformed HTTP/1.1 request: {msg}"
+        self._answer_and_close(b"400 Bad Request", code_pb2.INVALID_ARGUMENT, message, content_type)
+
+    def _answer_and_close(self, status: bytes, code: int, message: str, content_type: str) -> None:
+        """An OTLP Status answer written straight to the transport (``status``: the status line's
+        code and reason, and any header lines after it), then the connection closed."""
+        body, ctype = status_body(code, message, content_type)
         self.transport.write(
-            b"HTTP/1.1 400 Bad Request\r\nContent-Type: %s\r\nContent-Length: %d\r\n"
-            b"Connection: close\r\n\r\n%s" % (ctype.encode(), len(body), body)
+            b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+            % (status, ctype.encode(), len(body), body)
         )
         self.transport.close()
 
@@ -600,90 +596,56 @@ class HttpReceiver:
     ) -> _Answer:
         if scope.get("http_version") == "1.1" and not _header(headers, b"host"):
             # RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
-            raise _RefusedError(
-                self._refuse(
-                    400,
-                    "malformed",
-                    "an HTTP/1.1 request needs a Host header",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                400, "malformed", "an HTTP/1.1 request needs a Host header", content_type
             )
         codings = [c.strip() for c in _header(headers, b"transfer-encoding").lower().split(",")]
         if codings not in ([""], ["chunked"]):
-            raise _RefusedError(
-                self._refuse(
-                    501,
-                    "unsupported_encoding",
-                    f"unsupported transfer coding {', '.join(codings)!r} (only chunked is "
-                    "accepted); compress with Content-Encoding: gzip",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                501,
+                "unsupported_encoding",
+                f"unsupported transfer coding {', '.join(codings)!r} (only chunked is "
+                "accepted); compress with Content-Encoding: gzip",
+                content_type,
             )
         path = scope["path"]
         signal = _PATHS.get(path)
         if scope["method"] != "POST":
-            raise _RefusedError(
-                self._refuse(
-                    405,
-                    "method_not_allowed",
-                    f"{scope['method']} is not allowed; OTLP/HTTP takes POST",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                405,
+                "method_not_allowed",
+                f"{scope['method']} is not allowed; OTLP/HTTP takes POST",
+                content_type,
             )
         if signal is None:
-            raise _RefusedError(
-                self._refuse(
-                    404,
-                    "not_found",
-                    f"no OTLP endpoint at {path}; use {TRACES_PATH} or {LOGS_PATH}",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                404,
+                "not_found",
+                f"no OTLP endpoint at {path}; use {TRACES_PATH} or {LOGS_PATH}",
+                content_type,
             )
         auth = [v.decode("latin-1") for k, v in headers if k == b"authorization"]
         if not bearer_all_ok(auth, self.token):
-            raise _RefusedError(
-                self._refuse(
-                    401,
-                    "unauthenticated",
-                    "missing or wrong bearer token",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                401, "unauthenticated", "missing or wrong bearer token", content_type
             )
         limit = self.cfg.max_request_size
         declared = _header(headers, b"content-length")
         if declared and int(declared) > limit:  # h11 checked it is digits
-            raise _RefusedError(
-                self._refuse(
-                    413,
-                    "too_large",
-                    f"body of {declared} bytes exceeds {limit}",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                413, "too_large", f"body of {declared} bytes exceeds {limit}", content_type
             )
         try:
             body = await asyncio.wait_for(_read_body(receive, limit), self.request_timeout)
         except TimeoutError:
-            raise _RefusedError(
-                self._refuse(
-                    408,
-                    "timeout",
-                    f"the request body did not arrive within {self.request_timeout:g} s",
-                    content_type,
-                    close=True,
-                )
+            raise self._refusal(
+                408,
+                "timeout",
+                f"the request body did not arrive within {self.request_timeout:g} s",
+                content_type,
             ) from None
         if body is None:
-            raise _RefusedError(
-                self._refuse(
-                    413, "too_large", f"body exceeds {limit} bytes", content_type, close=True
-                )
-            )
+            raise self._refusal(413, "too_large", f"body exceeds {limit} bytes", content_type)
         if self._busy >= self.cfg.max_concurrent_requests:
             raise _RefusedError(
                 self._refuse(
@@ -739,6 +701,10 @@ class HttpReceiver:
             )
         ok_body, ok_type = success_body(signal, content_type)
         return _Answer(200, ok_body, ok_type)
+
+    def _refusal(self, status: int, reason: str, message: str, content_type: str) -> _RefusedError:
+        """A request refused before its body is decoded: answered, and its connection closed."""
+        return _RefusedError(self._refuse(status, reason, message, content_type, close=True))
 
     def _refuse(
         self,
