@@ -28,7 +28,7 @@ from otel_footprint.kernel.types import EngagementChange, ParkedChange
 from otel_footprint.runs.group import RunSpans
 from otel_footprint.runs.model import Reason
 from otel_footprint.runs.recognize import SpanRole
-from otel_footprint.runs.slices import Steps, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, finish
 from otel_footprint.runs.spans import SpanView
 
 WitnessPolicy: TypeAlias = Literal["keep", "hash", "drop"]
@@ -666,7 +666,8 @@ def annotations_for(
 def annotation_steps(
     verdict: RunVerdict, options: AnnotateOptions | None = None
 ) -> Steps[dict[str, SpanNote]]:
-    """:func:`annotations_for` in steps (one per pass span): see ``runs/slices.py``."""
+    """:func:`annotations_for` in steps (one per :data:`STEP_SPANS` spans noted, and one each for the
+    run span's and integrity's notes): see ``runs/slices.py``."""
     options = options or AnnotateOptions()
     shaper = _Shaper(options, _witnesses_of(verdict))
     builders: dict[str, _Builder] = {}
@@ -677,9 +678,10 @@ def annotation_steps(
             found = builders[span_id] = _Builder(options)
         return found
 
-    for pass_ in verdict.passes:
+    for count, pass_ in enumerate(verdict.passes, 1):
         if pass_.span_id:
             _pass_note(pass_, verdict, shaper, builder_for(pass_.span_id))
+        if not count % STEP_SPANS:
             yield None
     if verdict.run_span_id:
         _run_note(verdict, shaper, builder_for(verdict.run_span_id))
@@ -693,9 +695,10 @@ def annotation_steps(
             prior = target.attributes.get(semconv.RUN_REASONS, ())
             target.put(semconv.RUN_REASONS, shaper.strings(_union_strings(prior, (reason.code,))))
     notes: dict[str, SpanNote] = {}
-    for span_id, b in builders.items():
+    for count, (span_id, b) in enumerate(builders.items(), 1):
         notes[span_id] = b.note()
-        yield None
+        if not count % STEP_SPANS:
+            yield None
     return notes
 
 

@@ -96,7 +96,8 @@ def decide_run_steps(
     *,
     turn: Ticket | None = None,
 ) -> Steps[RunVerdict]:
-    """:func:`decide_run` in steps (one per span decoded, per tool span read, per pass replayed),
+    """:func:`decide_run` in steps (one per pass replayed, per :data:`STEP_SPANS` spans decoded or
+    tool spans read),
     so a decision thread can interleave a long run with others (``runs/slices.py``); the same
     verdict. ``turn``: the decision's place in the run store's order, waited for before the
     first read or write of the store."""

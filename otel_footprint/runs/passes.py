@@ -54,7 +54,7 @@ from otel_footprint.runs.outputs import (
     tool_results,
 )
 from otel_footprint.runs.recognize import tool_call_id_of, tool_name_of
-from otel_footprint.runs.slices import Steps, finish
+from otel_footprint.runs.slices import STEP_SPANS, Steps, finish
 from otel_footprint.runs.spans import (
     OtlpSpanView,
     RawEvent,
@@ -243,11 +243,11 @@ def _str_tuple(value: Any) -> tuple[str, ...] | None:
 
 
 def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...]]:
-    """:func:`decode_run`'s events in steps: one yield per span."""
+    """:func:`decode_run`'s events in steps: one yield per :data:`STEP_SPANS` spans."""
     decoded: list[FootprintEvent] = []
     append = decoded.append
     event_type_of = semconv.event_type_of
-    for view in run.spans():
+    for seen, view in enumerate(run.spans(), 1):
         trace_id, span_id = view.trace_id, view.span_id
         sources: tuple[tuple[EventVia, Iterable[RawEvent]], ...] = (
             ("span-event", raw_events(view, event_type_of)),
@@ -265,7 +265,8 @@ def _decode_steps(run: RunSpans, rd: _Reader) -> Steps[tuple[FootprintEvent, ...
                     rd.undecodable.setdefault((span_id, event_type), reason)
                     continue
                 append(event)
-        yield None
+        if not seen % STEP_SPANS:
+            yield None
     # Appended in span order, span events before log records, then by index: a stable sort on
     # the time alone keeps that order among events of the same time.
     decoded.sort(key=_time_of)
@@ -370,7 +371,7 @@ def decode_run(run: RunSpans) -> DecodedRun:
 
 
 def decode_run_steps(run: RunSpans) -> Steps[DecodedRun]:
-    """:func:`decode_run` in steps (one per span): see ``runs/slices.py``."""
+    """:func:`decode_run` in steps (one per :data:`STEP_SPANS` spans): see ``runs/slices.py``."""
     rd = _Reader()
     events = yield from _decode_steps(run, rd)
     return DecodedRun(events, tuple(rd.reasons), dict(rd.undecodable))
@@ -388,8 +389,8 @@ def read_run(
 def read_run_steps(
     run: RunSpans, *, first_iteration: int = 1, decoded: DecodedRun | None = None
 ) -> Steps[RunFacts]:
-    """:func:`read_run` in steps (between its stages, and one per tool span): see
-    ``runs/slices.py``."""
+    """:func:`read_run` in steps (between its stages, and one per :data:`STEP_SPANS` tool spans):
+    see ``runs/slices.py``."""
     rd = _Reader()
     if run.reason is not None:
         rd.reasons.append(run.reason)
@@ -411,11 +412,12 @@ def read_run_steps(
     yield None
     pass_starts = _PassStarts(run.passes, span_iteration)
     spanned: list[ToolCall] = []
-    for view in run.tools:
+    for read, view in enumerate(run.tools, 1):
         spanned.append(
             _tool_call(view, index.on_span(view.span_id), pass_starts, first_iteration, rd)
         )
-        yield None
+        if not read % STEP_SPANS:
+            yield None
     tool_calls = tuple(spanned)
     yield None
     from_output, unrecorded, unrecorded_at = _output_tool_calls(run, tool_calls, span_iteration, rd)
