@@ -282,6 +282,29 @@ def test_classification_reads_roles_and_footprint_events() -> None:
     assert span_role(hostile) is SpanRole.RUN
 
 
+def test_a_held_span_keeps_its_role_and_whether_it_is_runish() -> None:
+    """One slot holds both (``HeldSpan._kind``): each role, with and without footprint events."""
+    cases = []
+    for op in (None, "agent", "invoke_agent", "chat"):
+        for carries in (False, True):
+            span = _span(3, op=None if op == "agent" else op)
+            if op == "agent":  # an agent span naming no run
+                attribute = span.attributes.add(key=semconv.GEN_AI_OPERATION_NAME)
+                attribute.value.string_value = "invoke_agent"
+            if carries:
+                span.events.add(name=semconv.EV_CONTEXT_INJECTED)
+            cases.append(info(span))
+    cases.append(info(_span(3, op="execute_tool")))
+    buf = RunBuffer(limits())
+    buf.hold(cases, seq=1, now=0.0)
+    (release,) = buf.release_everything(now=0.0)
+    held = {h.span_id: h for h in release.spans()}
+    assert {s.role for s in cases} == set(SpanRole)
+    for s in cases:
+        assert (held[s.span_id].role, held[s.span_id].runish) == (s.role, s.runish)
+    assert sum(s.runish and s.role in (SpanRole.OTHER, SpanRole.AGENT) for s in cases) == 2
+
+
 def test_a_held_span_is_its_wire_bytes_parsed_again_only_when_released() -> None:
     _, root, chat, release = _released_run()
     held = {h.span_id: h for h in release.spans()}

@@ -121,9 +121,9 @@ class FootprintAnnotation:
         for unit in release.units:
             decisions.extend((yield from self._unit(release, unit, turn)))
         for held in release.late:
-            note = release.late_notes.get(held.info.span_id)
+            note = release.late_notes.get(held.span_id)
             if note is not None:
-                apply_note(held.info.span, _as_note(note))
+                apply_note(held.span, _as_note(note))
         return decisions
 
     def _unit(self, release: Release, unit: RunUnit, turn: Ticket | None) -> Steps[list[Decision]]:
@@ -133,7 +133,7 @@ class FootprintAnnotation:
             # spans of no role and without footprint events (HTTP, DB, ...: often most of a trace)
             # need no view: group_runs would only drop them, and a chain broken by leaving them out
             # still leads to the one run span here.
-            members = [m for m in members if m.info.runish or m.info.span_id in unit.log_events]
+            members = [m for m in members if m.runish or m.span_id in unit.log_events]
         # Whether every member's parent chain reaches the unit's run span (the usual case): then
         # grouping can make no run but that one, its keys are known before the spans are read,
         # and grouping needs no chain walked again.
@@ -145,7 +145,7 @@ class FootprintAnnotation:
         for count, m in enumerate(members, 1):
             # A held span is parsed here (the run span already was, for its keys).
             view = OtlpSpanView(m.span, m.role) if m is not unit.run_span or not whole else whole
-            views[m.info.span_id] = view
+            views[m.span_id] = view
             if not count % STEP_SPANS:
                 yield None
         log_events: dict[str, Sequence[SpanEventView]] = {
@@ -174,7 +174,7 @@ class FootprintAnnotation:
             # Spans of recorder input with no run span form no run; they still say why they
             # leave undecided. A span that is no recorder input is told nothing: a trace that
             # never had a run span is not missing one.
-            runish = (views[m.info.span_id] for m in members if m.info.runish)
+            runish = (views[m.span_id] for m in members if m.runish)
             loose = [view for view in runish if recorder_input(view)]
             for span_hex, note in unannotated_notes(loose, incomplete, complete=None).items():
                 target = views.get(bytes.fromhex(span_hex))

@@ -136,6 +136,20 @@ def _unpacked(note: object | None, span_id: bytes) -> object | None:
     return note.get(span_id) if isinstance(note, PackedNotes) else note
 
 
+class _Carrier:
+    """The kind of a held span of no run role (``OTHER``, or ``AGENT``: a container) that carries
+    footprint events, which makes it runish all the same: one shared per role."""
+
+    __slots__ = ("role",)
+
+    def __init__(self, role: SpanRole) -> None:
+        self.role = role
+
+
+_OTHER_CARRIER = _Carrier(SpanRole.OTHER)
+_AGENT_CARRIER = _Carrier(SpanRole.AGENT)
+
+
 class HeldSpan:
     """A held span as it arrived on the wire (its bytes), with what routing and grouping read.
 
@@ -145,19 +159,36 @@ class HeldSpan:
     buffer's keys, and left out of the held bytes.
     """
 
-    __slots__ = ("_data", "origin", "parent_id", "role", "runish", "seq", "span_id", "trace_id")
+    __slots__ = ("_data", "_kind", "origin", "parent_id", "seq", "span_id", "trace_id")
 
     def __init__(
         self, info: SpanInfo, seq: int, origin: Origin, trace_id: bytes, parent_id: bytes
     ) -> None:
         self._data: bytes | tuple[bytes, Span] = without_ids(info.wire)
         self.origin = origin
-        self.role = info.role  # as the receiver recognised it: the release's views take it
-        self.runish = info.runish
+        # Role and runish in one slot (8 B a held span): the role as the receiver recognised it
+        # (the release's views take it), runish unless OTHER or AGENT, or a shared carrier for a
+        # span of those two that carries footprint events (runish then).
+        role = info.role
+        kind: SpanRole | _Carrier = role
+        if info.has_footprint_events and (role is SpanRole.OTHER or role is SpanRole.AGENT):
+            kind = _AGENT_CARRIER if role is SpanRole.AGENT else _OTHER_CARRIER
+        self._kind = kind
         self.trace_id = trace_id
         self.span_id = info.span_id
         self.parent_id = parent_id
         self.seq = seq
+
+    @property
+    def role(self) -> SpanRole:
+        kind = self._kind
+        return kind if isinstance(kind, SpanRole) else kind.role
+
+    @property
+    def runish(self) -> bool:
+        """As :attr:`SpanInfo.runish` (the core reads it: ``holding.Holdable``)."""
+        kind = self._kind
+        return kind is not SpanRole.OTHER and kind is not SpanRole.AGENT
 
     @property
     def size(self) -> int:
@@ -167,7 +198,8 @@ class HeldSpan:
 
     @property
     def info(self) -> HeldSpan:
-        """What the annotation stage reads (``span``, ``span_id``, ``origin``, ``role``...)."""
+        """The span as a :class:`SpanInfo` reads (``span``, ``span_id``, ``origin``, ``role``...), for
+        code that reads held and late spans alike."""
         return self
 
     @property

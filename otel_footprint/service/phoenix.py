@@ -79,7 +79,7 @@ class PhoenixAnnotations:
         }
         if not noted:
             return []
-        spans = [h.info.span for h in release.spans() if h.info.span_id in noted]
+        spans = [h.span for h in release.spans() if h.span_id in noted]
         try:
             return phoenix_annotations_for(spans, project=self.cfg.project)
         except Exception:  # an odd span must not cost the release its forwarding
