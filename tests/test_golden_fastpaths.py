@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from otlp_oracle import build_request
 
 from otel_footprint import semconv
 from otel_footprint.account.templates import TEMPLATES, FillError, fill, placeholders
@@ -29,7 +30,7 @@ from otel_footprint.annotate.otlp import apply_note
 from otel_footprint.bridges.agentfootprint import recording_to_requests
 from otel_footprint.codec import EventDecodeError, EventPointer, _json_value, loads_json, quick_init
 from otel_footprint.runs.passes import Batch, Batches, _PassStarts, latest_batch
-from otel_footprint.service.otlp import build_request, group_spans, iter_spans, serialize_request
+from otel_footprint.service.otlp import group_spans, iter_spans, serialize_request
 
 
 def _scan_latest(batches: dict[int, Batch], before: int) -> Batch | None:

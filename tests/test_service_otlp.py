@@ -10,13 +10,13 @@ import pytest
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from otlp_oracle import build_request
 from prometheus_client.parser import text_string_to_metric_families
 
 from otel_footprint import semconv
 from otel_footprint.service.metrics import Counter, HopMetrics
 from otel_footprint.service.otlp import (
     BadRequestError,
-    build_request,
     decode_body,
     footprint_log_events,
     group_spans,

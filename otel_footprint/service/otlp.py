@@ -294,27 +294,6 @@ def count_log_records(request: ExportLogsServiceRequest) -> int:
     return sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
 
 
-def build_request(groups: Mapping[bytes, tuple[Origin, list[Span]]]) -> ExportTraceServiceRequest:
-    """One request holding ``spans`` grouped by resource, then scope (copies the spans once)."""
-    out = ExportTraceServiceRequest()
-    by_resource: dict[bytes, Any] = {}
-    for origin, spans in groups.values():
-        if not spans:
-            continue
-        r_key = origin.resource_key
-        rs = by_resource.get(r_key)
-        if rs is None:
-            rs = out.resource_spans.add()
-            rs.resource.CopyFrom(origin.resource)
-            rs.schema_url = origin.resource_schema_url
-            by_resource[r_key] = rs
-        ss = rs.scope_spans.add()
-        ss.scope.CopyFrom(origin.scope)
-        ss.schema_url = origin.scope_schema_url
-        ss.spans.extend(spans)
-    return out
-
-
 def _head(tag: int, size: int) -> bytes:
     """The tag and length of one length-delimited protobuf field (``tag`` is its whole first
     byte) holding ``size`` bytes."""
@@ -338,10 +317,10 @@ def _field(tag: int, payload: bytes, chunks: list[bytes]) -> int:
 
 
 def serialize_request(groups: Mapping[bytes, tuple[Origin, Sequence[Span | bytes]]]) -> bytes:
-    """The wire bytes of ``build_request(groups).SerializeToString()``, without copying a span:
-    each span is serialized where it stands (or given as its bytes) and the enclosing messages
-    are written around it (fields in number order, as protobuf writes them; tests compare both
-    ways). Each enclosing message's length is summed from its parts, so the bytes are joined
+    """The wire bytes of one request holding ``groups`` by resource, then scope, without copying
+    a span: each span is serialized where it stands (or given as its bytes) and the enclosing
+    messages are written around it (fields in number order, as protobuf writes them; the tests
+    compare it with protobuf's own serialization of the same request built as messages). Each enclosing message's length is summed from its parts, so the bytes are joined
     once, at the end."""
     resources: dict[bytes, tuple[Origin, list[tuple[list[bytes], int]]]] = {}
     for origin, spans in groups.values():
