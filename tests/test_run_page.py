@@ -205,6 +205,21 @@ def test_the_store_keeps_the_newest_rows_and_full_views_within_its_bounds(
     assert len(held) == 1 or sum(passes[r] for r in held) <= 40
 
 
+def test_the_list_is_newest_decided_first_whatever_order_the_rows_were_recorded_in(
+    verdicts: list[RunVerdict],
+) -> None:
+    """A long run's decision, sliced between shorter ones', ends after theirs but is handed on in
+    release order: the page orders by when each decision ended, not by when it was recorded."""
+    store = RunPageStore(RunPageSettings(), RunPageHtml())
+    decided = [3, 1, 4, 1, 5][: len(verdicts)]
+    for verdict, n in zip(verdicts, decided, strict=False):
+        store.record(_decision(verdict, n))
+    rows = store.listing(Filters()).rows
+    assert [r.decided_unix_nano for r in rows] == sorted(decided, reverse=True)
+    tied = [r.run_id for r in rows if r.decided_unix_nano == 1]
+    assert tied == [verdicts[3].run_id, verdicts[1].run_id]  # a tie: the newest recorded first
+
+
 def test_under_a_hashed_witness_policy_no_full_view_is_kept(verdicts: list[RunVerdict]) -> None:
     from otel_footprint.annotate.form import AnnotateOptions
 

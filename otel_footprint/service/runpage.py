@@ -36,6 +36,10 @@ class RunRow:
     complete: bool
 
 
+def _decided(row: RunRow) -> int:
+    return row.decided_unix_nano
+
+
 @dataclass(frozen=True, slots=True)
 class Filters:
     """What the list is narrowed to (None: any)."""
@@ -144,7 +148,11 @@ class RunPageStore:
         with self._lock:
             rows = list(self._rows)
             explained = frozenset(self._legs)
+        # Newest decided first: rows are recorded in release order, which is not the order the
+        # decisions ended in when a long run's decision is sliced between others' (ties keep the
+        # newest recorded first).
         rows.reverse()
+        rows.sort(key=_decided, reverse=True)
         kept = [r for r in rows if filters.keeps(r)]
         return Listing(
             rows=tuple(kept[:size]),
