@@ -34,6 +34,12 @@ class SpanRole(Enum):
     OTHER = "other"
 
 
+def is_runish(role: SpanRole, footprint_events: bool) -> bool:
+    """Whether the holding core groups the span into its trace's run: a span of a run role (run,
+    pass, tool), or one of no role or an agent span (a container) carrying footprint events."""
+    return (role is not SpanRole.OTHER and role is not SpanRole.AGENT) or footprint_events
+
+
 ROLE_KEYS: frozenset[str] = frozenset(
     {
         semconv.GEN_AI_OPERATION_NAME,

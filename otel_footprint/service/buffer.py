@@ -15,7 +15,7 @@ import contextlib
 import marshal
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_footprint.annotate.form import NoteEvent, NoteLink, SpanNote
 from otel_footprint.runs import holding
 from otel_footprint.runs.holding import Cause, HoldLimits, Limit, RunHolding
-from otel_footprint.runs.recognize import SpanRole
+from otel_footprint.runs.recognize import SpanRole, is_runish
 from otel_footprint.runs.spans import SpanEventView
 from otel_footprint.service.otlp import Origin, with_ids, without_ids
 
@@ -56,10 +56,7 @@ class SpanInfo:
     def runish(self) -> bool:
         # An agent span naming no run is a container: held only with its trace (it ends after
         # the model calls that open the trace), never read for a recorded run's unit.
-        role = self.role
-        return (role is not SpanRole.OTHER and role is not SpanRole.AGENT) or (
-            self.has_footprint_events
-        )
+        return is_runish(self.role, self.has_footprint_events)
 
 
 MAX_ORIGINS = 4096
@@ -146,8 +143,7 @@ class _Carrier:
         self.role = role
 
 
-_OTHER_CARRIER = _Carrier(SpanRole.OTHER)
-_AGENT_CARRIER = _Carrier(SpanRole.AGENT)
+_CARRIERS: Final = {role: _Carrier(role) for role in SpanRole if not is_runish(role, False)}
 
 
 class HeldSpan:
@@ -167,13 +163,12 @@ class HeldSpan:
         self._data: bytes | tuple[bytes, Span] = without_ids(info.wire)
         self.origin = origin
         # Role and runish in one slot (8 B a held span): the role as the receiver recognised it
-        # (the release's views take it), runish unless OTHER or AGENT, or a shared carrier for a
-        # span of those two that carries footprint events (runish then).
+        # (the release's views take it), or, for a span its footprint events make runish where
+        # its role alone does not, that role's shared carrier.
         role = info.role
-        kind: SpanRole | _Carrier = role
-        if info.has_footprint_events and (role is SpanRole.OTHER or role is SpanRole.AGENT):
-            kind = _AGENT_CARRIER if role is SpanRole.AGENT else _OTHER_CARRIER
-        self._kind = kind
+        self._kind: SpanRole | _Carrier = (
+            _CARRIERS[role] if info.runish and not is_runish(role, False) else role
+        )
         self.trace_id = trace_id
         self.span_id = info.span_id
         self.parent_id = parent_id
@@ -188,7 +183,7 @@ class HeldSpan:
     def runish(self) -> bool:
         """As :attr:`SpanInfo.runish` (the core reads it: ``holding.Holdable``)."""
         kind = self._kind
-        return kind is not SpanRole.OTHER and kind is not SpanRole.AGENT
+        return is_runish(kind, False) if isinstance(kind, SpanRole) else True
 
     @property
     def size(self) -> int:

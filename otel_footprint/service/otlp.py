@@ -320,8 +320,8 @@ def serialize_request(groups: Mapping[bytes, tuple[Origin, Sequence[Span | bytes
     """The wire bytes of one request holding ``groups`` by resource, then scope, without copying
     a span: each span is serialized where it stands (or given as its bytes) and the enclosing
     messages are written around it (fields in number order, as protobuf writes them; the tests
-    compare it with protobuf's own serialization of the same request built as messages). Each enclosing message's length is summed from its parts, so the bytes are joined
-    once, at the end."""
+    compare it with protobuf's own serialization of the same request built as messages). Each
+    enclosing message's length is summed from its parts, so the bytes are joined once, at the end."""
     resources: dict[bytes, tuple[Origin, list[tuple[list[bytes], int]]]] = {}
     for origin, spans in groups.values():
         if not spans:

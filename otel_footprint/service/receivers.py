@@ -384,9 +384,13 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
             # OTLP/HTTP back-pressure: 503 with Retry-After, so the client retries later.
             if self.metrics is not None:
                 self.metrics.requests_rejected.inc(1, "http", "too_many_connections")
-            status = b"503 Service Unavailable\r\nRetry-After: 1"
-            message = "too many open connections"
-            self._answer_and_close(status, code_pb2.UNAVAILABLE, message, CONTENT_PROTOBUF)
+            self._answer_and_close(
+                b"503 Service Unavailable",
+                code_pb2.UNAVAILABLE,
+                "too many open connections",
+                CONTENT_PROTOBUF,
+                headers=b"Retry-After: 1\r\n",
+            )
             return
         self._arm()
 
@@ -446,13 +450,16 @@ class _OtlpHttpProtocol(HttpToolsProtocol):
         message = f"malformed HTTP/1.1 request: {msg}"
         self._answer_and_close(b"400 Bad Request", code_pb2.INVALID_ARGUMENT, message, content_type)
 
-    def _answer_and_close(self, status: bytes, code: int, message: str, content_type: str) -> None:
+    def _answer_and_close(
+        self, status: bytes, code: int, message: str, content_type: str, *, headers: bytes = b""
+    ) -> None:
         """An OTLP Status answer written straight to the transport (``status``: the status line's
-        code and reason, and any header lines after it), then the connection closed."""
+        code and reason; ``headers``: header lines before the usual ones), then the connection
+        closed."""
         body, ctype = status_body(code, message, content_type)
         self.transport.write(
-            b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-            % (status, ctype.encode(), len(body), body)
+            b"HTTP/1.1 %s\r\n%sContent-Type: %s\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (status, headers, ctype.encode(), len(body), body)
         )
         self.transport.close()
 
