@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 from otel_footprint import semconv
 
@@ -34,10 +34,10 @@ class SpanRole(Enum):
     OTHER = "other"
 
 
-def is_runish(role: SpanRole, footprint_events: bool) -> bool:
-    """Whether the holding core groups the span into its trace's run: a span of a run role (run,
-    pass, tool), or one of no role or an agent span (a container) carrying footprint events."""
-    return (role is not SpanRole.OTHER and role is not SpanRole.AGENT) or footprint_events
+CONTAINER_ROLES: Final = (SpanRole.OTHER, SpanRole.AGENT)
+"""Roles whose span the holding core groups into its trace's run (is *runish*) only when it carries
+footprint events; every other role's always is. A tuple: ``in`` compares members by identity,
+with no call to the enum's hash on the hot path."""
 
 
 ROLE_KEYS: frozenset[str] = frozenset(

@@ -31,7 +31,7 @@ from otel_footprint.runs import holding
 from otel_footprint.runs.group import is_footprint_input_event
 from otel_footprint.runs.holding import DEFAULT_LIMITS, HoldLimits, RunHolding, reason_for
 from otel_footprint.runs.model import Reason
-from otel_footprint.runs.recognize import ROLE_KEYS, SpanRole, is_run, is_runish, role_of
+from otel_footprint.runs.recognize import CONTAINER_ROLES, ROLE_KEYS, SpanRole, is_run, role_of
 from otel_footprint.runs.slices import SLICE_SECONDS, Slices, Steps, StoreTurns, Ticket, finish
 from otel_footprint.runs.spans import SdkSpanView, SpanEventView
 from otel_footprint.sdk.decide import Decider, DecisionRequest
@@ -304,7 +304,7 @@ class RunBuffer:
                 and not core.has_runs(trace_id)
             )
             hold = footprint or (marked and notable) or observed
-            runish = is_runish(role, footprint)
+            runish = role not in CONTAINER_ROLES or footprint
             releases: list[_Release] = []
             # Evidence is handed on at once (the export queue holds it too): counted flat.
             size = span_size(span, footprint) if hold else SPAN_BYTES

@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_footprint.annotate.form import NoteEvent, NoteLink, SpanNote
 from otel_footprint.runs import holding
 from otel_footprint.runs.holding import Cause, HoldLimits, Limit, RunHolding
-from otel_footprint.runs.recognize import SpanRole, is_runish
+from otel_footprint.runs.recognize import CONTAINER_ROLES, SpanRole
 from otel_footprint.runs.spans import SpanEventView
 from otel_footprint.service.otlp import Origin, with_ids, without_ids
 
@@ -56,7 +56,7 @@ class SpanInfo:
     def runish(self) -> bool:
         # An agent span naming no run is a container: held only with its trace (it ends after
         # the model calls that open the trace), never read for a recorded run's unit.
-        return is_runish(self.role, self.has_footprint_events)
+        return self.role not in CONTAINER_ROLES or self.has_footprint_events
 
 
 MAX_ORIGINS = 4096
@@ -143,7 +143,7 @@ class _Carrier:
         self.role = role
 
 
-_CARRIERS: Final = {role: _Carrier(role) for role in SpanRole if not is_runish(role, False)}
+_CARRIERS: Final = {role: _Carrier(role) for role in CONTAINER_ROLES}
 
 
 class HeldSpan:
@@ -167,7 +167,7 @@ class HeldSpan:
         # its role alone does not, that role's shared carrier.
         role = info.role
         self._kind: SpanRole | _Carrier = (
-            _CARRIERS[role] if info.runish and not is_runish(role, False) else role
+            _CARRIERS[role] if info.runish and role in CONTAINER_ROLES else role
         )
         self.trace_id = trace_id
         self.span_id = info.span_id
@@ -182,8 +182,7 @@ class HeldSpan:
     @property
     def runish(self) -> bool:
         """As :attr:`SpanInfo.runish` (the core reads it: ``holding.Holdable``)."""
-        kind = self._kind
-        return is_runish(kind, False) if isinstance(kind, SpanRole) else True
+        return self._kind not in CONTAINER_ROLES  # a carrier is not: runish
 
     @property
     def size(self) -> int:
